@@ -1,0 +1,49 @@
+#pragma once
+// The one interface every collector implements. A collector observes storage
+// (blocking calls allowed, on a worker thread) and returns an Update that the
+// loop thread applies to the State. Collectors are listed in registry.cpp.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+#include "model/state.hpp"
+#include "util/clock.hpp"
+
+namespace ckptmon {
+
+// Blocking work for one target. Runs on a worker thread; must not touch State.
+// Throwing is allowed: the runner catches it and counts the run as failed.
+using Job = std::function<Update()>;
+
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  virtual std::string_view name() const = 0;
+  // Loop thread. Called at start and after every successful reload.
+  virtual void configure(const Config& cfg) = 0;
+  // Loop thread. Independent units of work (usually tier names). Each runs
+  // with its own deadline and never twice at the same time.
+  virtual std::vector<std::string> targets() const = 0;
+  // Loop thread. Captures everything the job needs by value.
+  virtual Job prepare(const std::string& target) = 0;
+  // Loop thread. The target's job is past its deadline and still blocked.
+  virtual void on_deadline(const std::string& /*target*/, State& /*state*/) {}
+  // Loop thread. The target's job threw `error`.
+  virtual void on_failure(const std::string& /*target*/, const std::string& /*error*/,
+                          State& /*state*/) {}
+};
+
+struct CollectorEnv {
+  // Shared so that a job still blocked on a hung mount at shutdown never
+  // outlives the clock it reads.
+  std::shared_ptr<const Clock> clock;
+};
+
+// Every collector the daemon runs, in a fixed order (collectors/registry.cpp).
+std::vector<std::shared_ptr<Collector>> make_collectors(const CollectorEnv& env);
+
+}  // namespace ckptmon

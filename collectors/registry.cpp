@@ -1,0 +1,33 @@
+// The explicit table of collectors. Adding a collector means adding a line
+// here: no self-registering static initialisers (a static library drops them).
+
+#include <array>
+
+#include "collectors/collector.hpp"
+#include "collectors/tier_stats.hpp"
+
+namespace ckptmon {
+namespace {
+
+struct Entry {
+  std::string_view name;
+  std::shared_ptr<Collector> (*make)(const CollectorEnv&);
+};
+
+constexpr std::array kCollectors{
+    Entry{"tier_stats",
+          [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
+            return std::make_shared<TierStatsCollector>(env.clock);
+          }},
+};
+
+}  // namespace
+
+std::vector<std::shared_ptr<Collector>> make_collectors(const CollectorEnv& env) {
+  std::vector<std::shared_ptr<Collector>> out;
+  out.reserve(kCollectors.size());
+  for (const auto& e : kCollectors) out.push_back(e.make(env));
+  return out;
+}
+
+}  // namespace ckptmon

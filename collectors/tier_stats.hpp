@@ -1,0 +1,42 @@
+#pragma once
+// tier_stats: statvfs and mount identity of every tier root. A probe on a hung
+// mount is never waited for: the runner marks the tier down at the deadline
+// and the late result brings it back.
+
+#include <string>
+#include <vector>
+
+#include "collectors/collector.hpp"
+
+namespace ckptmon {
+
+struct TierProbe {
+  bool ok = false;
+  std::string error;  // why the tier is down, when !ok
+  TierStats stats;
+};
+
+// Blocking. Opens the tier root, statvfs()es it and finds its mount in
+// `<proc_path>/self/mountinfo`. Never creates, modifies or follows anything
+// below the root.
+TierProbe probe_tier(const std::string& path, const std::string& proc_path);
+
+// Thread-compatible: all members are touched on the loop thread only.
+class TierStatsCollector final : public Collector {
+ public:
+  explicit TierStatsCollector(std::shared_ptr<const Clock> clock) : clock_(std::move(clock)) {}
+  std::string_view name() const override { return "tier_stats"; }
+  void configure(const Config& cfg) override;
+  std::vector<std::string> targets() const override;
+  Job prepare(const std::string& target) override;
+  void on_deadline(const std::string& target, State& state) override;
+  void on_failure(const std::string& target, const std::string& error, State& state) override;
+
+ private:
+  std::shared_ptr<const Clock> clock_;
+  std::vector<TierConfig> tiers_;
+  std::string proc_path_;
+  Duration timeout_{};
+};
+
+}  // namespace ckptmon

@@ -1,0 +1,198 @@
+#include "config/yaml_reader.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include "util/text.hpp"
+
+namespace ckptmon {
+namespace {
+std::string fmt_number(double v) {
+  std::string s = std::to_string(v);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+}  // namespace
+
+std::string ConfigError::to_string() const {
+  std::string out = file;
+  if (line > 0) out += ":" + std::to_string(line) + ":" + std::to_string(column);
+  out += ": ";
+  if (!key.empty()) out += key + ": ";
+  out += message;
+  return out;
+}
+
+void ErrorSink::add(const YAML::Mark& mark, std::string key, std::string message) {
+  ConfigError e;
+  e.file = file_;
+  if (!mark.is_null()) {
+    e.line = mark.line + 1;
+    e.column = mark.column + 1;
+  }
+  e.key = std::move(key);
+  e.message = std::move(message);
+  errors_.push_back(std::move(e));
+}
+
+void ErrorSink::add_file_error(std::string message) {
+  errors_.push_back(ConfigError{file_, 0, 0, "", std::move(message)});
+}
+
+std::string describe(const YAML::Node& n) {
+  if (!n.IsDefined()) return "nothing";
+  switch (n.Type()) {
+    case YAML::NodeType::Null: return "null";
+    case YAML::NodeType::Map: return "a mapping";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Scalar: return json_quote(n.Scalar());
+    default: return "nothing";
+  }
+}
+
+YamlMap::YamlMap(const YAML::Node& node, std::string path, ErrorSink& sink)
+    : node_(node), path_(std::move(path)), sink_(sink) {
+  if (!node.IsDefined() || node.IsNull()) {
+    // An empty section ("global:") reads as an empty mapping.
+    node_ = YAML::Node(YAML::NodeType::Map);
+    ok_ = true;
+    return;
+  }
+  if (!node.IsMap()) {
+    sink_.add(node.Mark(), path_.empty() ? "(top level)" : path_,
+              "expected a mapping, got " + describe(node));
+    return;
+  }
+  ok_ = true;
+}
+
+std::string YamlMap::key_path(std::string_view key) const {
+  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+YamlField YamlMap::get(std::string_view key) {
+  asked_.emplace_back(key);
+  YamlField f{YAML::Node(YAML::NodeType::Undefined), node_.Mark(), key_path(key)};
+  if (!ok_) return f;
+  for (YAML::const_iterator it = node_.begin(); it != node_.end(); ++it) {
+    const YAML::detail::iterator_value kv = *it;
+    const YAML::Node k = kv.first;
+    if (k.IsScalar() && k.Scalar() == key) {
+      f.value = kv.second;
+      f.key_mark = k.Mark();
+      return f;
+    }
+  }
+  return f;
+}
+
+YamlField YamlMap::require(std::string_view key) {
+  YamlField f = get(key);
+  if (ok_ && !f.present()) sink_.add(node_.Mark(), f.path, "required key is missing");
+  return f;
+}
+
+void YamlMap::finish() {
+  if (!ok_) return;
+  std::map<std::string, int> seen_at;
+  for (YAML::const_iterator it = node_.begin(); it != node_.end(); ++it) {
+    const YAML::detail::iterator_value kv = *it;
+    const YAML::Node k = kv.first;
+    if (!k.IsScalar()) {
+      sink_.add(k.Mark(), path_.empty() ? "(top level)" : path_,
+                "keys must be plain strings, got " + describe(k));
+      continue;
+    }
+    const std::string& name = k.Scalar();
+    auto [pos, inserted] = seen_at.emplace(name, k.Mark().line + 1);
+    if (!inserted) {
+      sink_.add(k.Mark(), key_path(name),
+                "duplicate key (first given at line " + std::to_string(pos->second) + ")");
+      continue;
+    }
+    if (std::find(asked_.begin(), asked_.end(), name) == asked_.end()) {
+      std::string expected;
+      for (const auto& a : asked_) expected += (expected.empty() ? "" : ", ") + a;
+      sink_.add(k.Mark(), key_path(name), "unknown key (expected one of: " + expected + ")");
+    }
+  }
+}
+
+std::optional<std::string> read_string(const YamlField& f, ErrorSink& sink) {
+  if (!f.value.IsScalar()) {
+    sink.add(f.mark(), f.path, "expected a string, got " + describe(f.value));
+    return std::nullopt;
+  }
+  return f.value.Scalar();
+}
+
+std::optional<Duration> read_duration(const YamlField& f, ErrorSink& sink) {
+  std::optional<Duration> d;
+  if (f.value.IsScalar()) d = parse_duration(f.value.Scalar());
+  if (!d) {
+    sink.add(f.mark(), f.path,
+             "expected a duration such as 500ms, 15s, 5m, 2h or 14d, got " + describe(f.value));
+  }
+  return d;
+}
+
+std::optional<std::int64_t> read_int(const YamlField& f, ErrorSink& sink, std::int64_t min,
+                                     std::int64_t max) {
+  if (f.value.IsScalar()) {
+    const std::string& s = f.value.Scalar();
+    std::int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec == std::errc() && ptr == s.data() + s.size() && v >= min && v <= max) return v;
+  }
+  sink.add(f.mark(), f.path,
+           "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+               ", got " + describe(f.value));
+  return std::nullopt;
+}
+
+std::optional<double> read_double(const YamlField& f, ErrorSink& sink, double min, double max) {
+  if (f.value.IsScalar()) {
+    const std::string& s = f.value.Scalar();
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec == std::errc() && ptr == s.data() + s.size() && v >= min && v <= max) return v;
+  }
+  sink.add(f.mark(), f.path,
+           "expected a number from " + fmt_number(min) + " to " + fmt_number(max) + ", got " +
+               describe(f.value));
+  return std::nullopt;
+}
+
+std::optional<bool> read_bool(const YamlField& f, ErrorSink& sink) {
+  if (f.value.IsScalar()) {
+    if (f.value.Scalar() == "true") return true;
+    if (f.value.Scalar() == "false") return false;
+  }
+  sink.add(f.mark(), f.path, "expected true or false, got " + describe(f.value));
+  return std::nullopt;
+}
+
+std::optional<std::string> read_enum(const YamlField& f, ErrorSink& sink,
+                                     std::initializer_list<std::string_view> allowed) {
+  std::string list;
+  for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+  if (f.value.IsScalar()) {
+    for (auto a : allowed) {
+      if (f.value.Scalar() == a) return f.value.Scalar();
+    }
+  }
+  sink.add(f.mark(), f.path, "expected one of " + list + ", got " + describe(f.value));
+  return std::nullopt;
+}
+
+std::optional<std::string> read_abs_path(const YamlField& f, ErrorSink& sink) {
+  if (!f.value.IsScalar() || f.value.Scalar().empty() || f.value.Scalar().front() != '/') {
+    sink.add(f.mark(), f.path, "expected an absolute path, got " + describe(f.value));
+    return std::nullopt;
+  }
+  return f.value.Scalar();
+}
+
+}  // namespace ckptmon

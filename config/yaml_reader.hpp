@@ -1,0 +1,97 @@
+#pragma once
+// Strict reading of YAML configuration: every key is known, every value has
+// the expected type, and every rejection names file:line:column and the key.
+// Not thread-safe; used by one loader at a time.
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "util/duration.hpp"
+
+namespace ckptmon {
+
+struct ConfigError {
+  std::string file;
+  int line = 0;    // 1-based; 0 when the error is not tied to a position
+  int column = 0;  // 1-based
+  std::string key;  // dotted path such as tiers[1].role; empty for file-level errors
+  std::string message;
+
+  // "file:line:column: key: message"
+  std::string to_string() const;
+};
+
+// Collects errors for one file.
+class ErrorSink {
+ public:
+  explicit ErrorSink(std::string file) : file_(std::move(file)) {}
+  void add(const YAML::Mark& mark, std::string key, std::string message);
+  void add_file_error(std::string message);
+  const std::string& file() const { return file_; }
+  std::vector<ConfigError>& errors() { return errors_; }
+  bool empty() const { return errors_.empty(); }
+
+ private:
+  std::string file_;
+  std::vector<ConfigError> errors_;
+};
+
+// One value looked up in a mapping, with where to point at when it is wrong.
+struct YamlField {
+  YAML::Node value;  // undefined when the key is absent
+  YAML::Mark key_mark;
+  std::string path;  // dotted key path for messages, e.g. tiers[1].role
+
+  bool present() const { return value.IsDefined(); }
+  // A null value ("path:" with nothing after it) has no position of its own
+  // worth showing; point at its key instead.
+  YAML::Mark mark() const { return value.IsNull() ? key_mark : value.Mark(); }
+};
+
+// One YAML mapping read against a fixed set of keys. Reading a key marks it
+// known; finish() reports every key that was never asked for, and duplicate keys.
+class YamlMap {
+ public:
+  YamlMap(const YAML::Node& node, std::string path, ErrorSink& sink);
+  // False when the node was not a mapping (already reported).
+  bool ok() const { return ok_; }
+  // The value for `key` (undefined when absent).
+  YamlField get(std::string_view key);
+  // Like get(), but reports a missing key.
+  YamlField require(std::string_view key);
+  void finish();
+  std::string key_path(std::string_view key) const;
+  const YAML::Node& node() const { return node_; }
+
+ private:
+  YAML::Node node_;
+  std::string path_;
+  ErrorSink& sink_;
+  bool ok_ = false;
+  std::vector<std::string> asked_;
+};
+
+// Typed scalar readers. Each reports a precise error and returns nullopt on a
+// wrong type or value.
+std::optional<std::string> read_string(const YamlField& f, ErrorSink& sink);
+std::optional<Duration> read_duration(const YamlField& f, ErrorSink& sink);
+std::optional<std::int64_t> read_int(const YamlField& f, ErrorSink& sink, std::int64_t min,
+                                     std::int64_t max);
+std::optional<double> read_double(const YamlField& f, ErrorSink& sink, double min, double max);
+std::optional<bool> read_bool(const YamlField& f, ErrorSink& sink);
+std::optional<std::string> read_enum(const YamlField& f, ErrorSink& sink,
+                                     std::initializer_list<std::string_view> allowed);
+// A string that must be an absolute path.
+std::optional<std::string> read_abs_path(const YamlField& f, ErrorSink& sink);
+
+// How a node looks in an error message: "a mapping", "a list", "null", or the quoted scalar.
+std::string describe(const YAML::Node& n);
+
+}  // namespace ckptmon

@@ -1,0 +1,105 @@
+#include "daemon/cli.hpp"
+
+#include <iostream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "config/config.hpp"
+#include "daemon/daemon.hpp"
+#include "daemon/demo.hpp"
+#include "util/log.hpp"
+#include "util/version.hpp"
+
+namespace ckptmon {
+namespace {
+
+int cmd_serve(const std::string& config_file, const std::string& listen) {
+  ServeOptions opts;
+  opts.config_file = config_file;
+  opts.listen_address = listen;
+  Daemon daemon(opts, std::make_shared<SystemClock>());
+  std::string error;
+  if (!daemon.start(&error)) {
+    log::error("cannot start", {{"err", error}});
+    std::cerr << "ckptmon: cannot start:\n" << error;
+    return 1;
+  }
+  return daemon.run();
+}
+
+int cmd_check_config(const std::string& file) {
+  LoadResult r = load_config_file(file);
+  if (!r.config) {
+    for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
+    std::cerr << file << ": " << r.errors.size() << (r.errors.size() == 1 ? " error" : " errors")
+              << "\n";
+    return 1;
+  }
+  std::cout << file << ": OK (" << r.config->tiers.size()
+            << (r.config->tiers.size() == 1 ? " tier" : " tiers") << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+int cli_main(int argc, char** argv) {
+  CLI::App app{"ckptmon: monitor AI training checkpoint storage tiers for Prometheus"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.set_version_flag("--version", std::string("ckptmon ") + kVersion + " (revision " +
+                                        kRevision + ")");
+  std::string log_level = "info";
+  std::string log_format = "logfmt";
+  app.add_option("--log.level", log_level, "debug, info, warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->capture_default_str();
+  app.add_option("--log.format", log_format, "logfmt or json")
+      ->check(CLI::IsMember({"logfmt", "json"}))
+      ->capture_default_str();
+
+  std::string config_file = "/etc/ckptmon/ckptmon.yml";
+  std::string listen = kDefaultListenAddress;
+  auto* serve = app.add_subcommand("serve", "Run the daemon");
+  serve->add_option("--config.file", config_file, "Configuration file")->capture_default_str();
+  serve->add_option("--web.listen-address", listen, "Address to serve HTTP on")
+      ->capture_default_str();
+
+  std::string check_file;
+  auto* check = app.add_subcommand("check-config", "Validate a configuration file and exit");
+  check->add_option("file", check_file, "Configuration file")->required();
+
+  DemoOptions demo_opts;
+  demo_opts.listen_address = kDefaultListenAddress;
+  std::string exit_after;
+  auto* demo = app.add_subcommand("demo", "Run the daemon on temporary demo tiers");
+  demo->add_option("--web.listen-address", demo_opts.listen_address, "Address to serve HTTP on")
+      ->capture_default_str();
+  demo->add_option("--exit-after", exit_after, "Stop after this long (e.g. 30s)");
+  demo->add_flag("--keep", demo_opts.keep, "Keep the temporary tiers at exit");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  log::init(*log::parse_level(log_level), *log::parse_format(log_format));
+
+  if (*serve) return cmd_serve(config_file, listen);
+  if (*check) return cmd_check_config(check_file);
+  if (*demo) {
+    if (!exit_after.empty()) {
+      auto d = parse_duration(exit_after);
+      if (!d) {
+        std::cerr << "ckptmon demo: --exit-after: expected a duration such as 30s, got \""
+                  << exit_after << "\"\n";
+        return 2;
+      }
+      demo_opts.exit_after = *d;
+    }
+    return run_demo(demo_opts);
+  }
+  return 2;
+}
+
+}  // namespace ckptmon

@@ -1,0 +1,178 @@
+#include "daemon/collector_runner.hpp"
+
+#include <exception>
+#include <set>
+
+#include <boost/asio/post.hpp>
+
+#include "util/log.hpp"
+
+namespace ckptmon {
+
+CollectorRunner::CollectorRunner(boost::asio::io_context& io, WorkerPool& pool, State& state,
+                                 std::function<void()> on_change)
+    : io_(io),
+      pool_(pool),
+      state_(state),
+      on_change_(std::move(on_change)),
+      inbox_(std::make_shared<Inbox>()) {
+  inbox_->io = &io_;
+}
+
+CollectorRunner::~CollectorRunner() {
+  std::lock_guard lock(inbox_->mu);
+  inbox_->io = nullptr;
+}
+
+void CollectorRunner::set_collectors(std::vector<std::shared_ptr<Collector>> collectors) {
+  collectors_ = std::move(collectors);
+}
+
+bool CollectorRunner::all_reported() const {
+  for (const auto& c : collectors_) {
+    for (const auto& t : c->targets()) {
+      auto it = reported_.find(std::string(c->name()) + "/" + t);
+      if (it == reported_.end() || !it->second) return false;
+    }
+  }
+  return true;
+}
+
+void CollectorRunner::run_all(Duration deadline) {
+  for (auto& c : collectors_) run(*c, deadline);
+}
+
+void CollectorRunner::run(Collector& collector, Duration deadline) {
+  std::shared_ptr<Collector> owner;
+  for (auto& c : collectors_) {
+    if (c.get() == &collector) owner = c;
+  }
+  if (!owner) return;
+  CollectorStatus& status = state_.collectors[std::string(collector.name())];
+  const auto targets = collector.targets();
+  // Forget targets that a reload removed.
+  std::set<std::string> live(targets.begin(), targets.end());
+  std::erase_if(status.targets, [&](const auto& kv) { return !live.contains(kv.first); });
+  for (const auto& target : targets) {
+    const std::string key = std::string(collector.name()) + "/" + target;
+    if (flights_.contains(key)) {
+      ++status.skipped;
+      continue;
+    }
+    start(owner, target, deadline);
+  }
+}
+
+void CollectorRunner::start(const std::shared_ptr<Collector>& c, const std::string& target,
+                            Duration deadline) {
+  const std::string key = std::string(c->name()) + "/" + target;
+  Job job;
+  try {
+    job = c->prepare(target);
+  } catch (const std::exception& e) {
+    record(*c, target, 0, Result{nullptr, std::string("prepare failed: ") + e.what()}, false);
+    return;
+  }
+  Flight f;
+  f.collector = c;
+  f.target = target;
+  f.start = std::chrono::steady_clock::now();
+  f.id = next_id_++;
+  f.timer = std::make_unique<boost::asio::steady_timer>(io_, deadline);
+  const std::uint64_t id = f.id;
+  f.timer->async_wait([this, key, id](const boost::system::error_code& ec) {
+    if (!ec) expire(key, id);
+  });
+  state_.collectors[std::string(c->name())].targets[target].in_flight = true;
+  flights_.emplace(key, std::move(f));
+
+  pool_.post([job = std::move(job), inbox = inbox_, key, id, this]() mutable {
+    Result r;
+    try {
+      r.update = job();
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    } catch (...) {
+      r.error = "unknown exception";
+    }
+    job = nullptr;
+    std::lock_guard lock(inbox->mu);
+    if (inbox->io == nullptr) return;  // the runner is gone: drop the result
+    boost::asio::post(*inbox->io, [this, inbox, key, id, r = std::move(r)]() mutable {
+      if (inbox->io == nullptr) return;  // closed on this (the loop) thread meanwhile
+      finish(key, id, std::move(r));
+    });
+  });
+}
+
+void CollectorRunner::finish(const std::string& key, std::uint64_t id, Result result) {
+  auto it = flights_.find(key);
+  if (it == flights_.end() || it->second.id != id) return;
+  std::shared_ptr<Collector> collector = it->second.collector;
+  const std::string target = it->second.target;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.start).count();
+  const bool was_late = it->second.timed_out;
+  it->second.timer->cancel();
+  flights_.erase(it);
+  record(*collector, target, seconds, std::move(result), was_late);
+}
+
+void CollectorRunner::record(Collector& collector, const std::string& target, double seconds,
+                             Result result, bool was_late) {
+  reported_[std::string(collector.name()) + "/" + target] = true;
+  CollectorStatus& status = state_.collectors[std::string(collector.name())];
+  auto& t = status.targets[target];
+  t.in_flight = false;
+  t.duration_seconds = seconds;
+  bool ok = result.error.empty();
+  if (ok && result.update) {
+    try {
+      result.update(state_);
+    } catch (const std::exception& e) {
+      ok = false;
+      result.error = std::string("applying result failed: ") + e.what();
+    }
+  }
+  t.success = ok;
+  if (!ok) {
+    ++status.errors;
+    log::warn("collector run failed",
+              {{"collector", collector.name()}, {"target", target}, {"err", result.error}});
+    try {
+      collector.on_failure(target, result.error, state_);
+    } catch (const std::exception& e) {
+      log::error("collector failure handler threw",
+                 {{"collector", collector.name()}, {"err", e.what()}});
+    }
+  } else if (was_late) {
+    log::info("collector run returned after its deadline",
+              {{"collector", collector.name()}, {"target", target}, {"seconds", seconds}});
+  }
+  if (on_change_) on_change_();
+}
+
+void CollectorRunner::expire(const std::string& key, std::uint64_t id) {
+  auto it = flights_.find(key);
+  if (it == flights_.end() || it->second.id != id || it->second.timed_out) return;
+  Flight& f = it->second;
+  f.timed_out = true;
+  reported_[key] = true;
+  CollectorStatus& status = state_.collectors[std::string(f.collector->name())];
+  ++status.timeouts;
+  auto& t = status.targets[f.target];
+  t.success = false;
+  t.duration_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - f.start).count();
+  log::warn("collector run passed its deadline; still waiting for it in the background",
+            {{"collector", f.collector->name()}, {"target", f.target}});
+  try {
+    f.collector->on_deadline(f.target, state_);
+  } catch (const std::exception& e) {
+    log::error("collector deadline handler threw",
+               {{"collector", f.collector->name()}, {"err", e.what()}});
+  }
+  if (on_change_) on_change_();
+}
+
+}  // namespace ckptmon

@@ -1,0 +1,83 @@
+#pragma once
+// Runs collector jobs on the worker pool: at most one job in flight per
+// (collector, target), a deadline per job, exceptions caught, duration and
+// success recorded in State. Results come back to the loop thread through an
+// inbox that is closed at destruction, so a job that returns after the
+// runner is gone is dropped instead of touching freed memory.
+// Loop thread only (except the inbox, which is internally locked).
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "collectors/collector.hpp"
+#include "daemon/worker_pool.hpp"
+#include "model/state.hpp"
+
+namespace ckptmon {
+
+class CollectorRunner {
+ public:
+  // `on_change` is called on the loop thread after State changed.
+  CollectorRunner(boost::asio::io_context& io, WorkerPool& pool, State& state,
+                  std::function<void()> on_change);
+  ~CollectorRunner();
+  CollectorRunner(const CollectorRunner&) = delete;
+  CollectorRunner& operator=(const CollectorRunner&) = delete;
+
+  void set_collectors(std::vector<std::shared_ptr<Collector>> collectors);
+  const std::vector<std::shared_ptr<Collector>>& collectors() const { return collectors_; }
+
+  // Starts one run of every target of every collector that is not still in
+  // flight from an earlier cycle (those are counted as skipped).
+  void run_all(Duration deadline);
+  // The same, for one collector.
+  void run(Collector& collector, Duration deadline);
+
+  std::size_t in_flight() const { return flights_.size(); }
+  // True once every target has reported at least once (result or deadline).
+  bool all_reported() const;
+
+ private:
+  struct Inbox {
+    std::mutex mu;
+    boost::asio::io_context* io = nullptr;
+  };
+  struct Flight {
+    std::shared_ptr<Collector> collector;
+    std::string target;
+    std::chrono::steady_clock::time_point start;
+    std::unique_ptr<boost::asio::steady_timer> timer;
+    bool timed_out = false;
+    std::uint64_t id = 0;
+  };
+  struct Result {
+    Update update;
+    std::string error;  // non-empty: the job threw
+  };
+
+  void start(const std::shared_ptr<Collector>& c, const std::string& target, Duration deadline);
+  void finish(const std::string& key, std::uint64_t id, Result result);
+  void expire(const std::string& key, std::uint64_t id);
+  void record(Collector& collector, const std::string& target, double seconds, Result result,
+              bool was_late);
+
+  boost::asio::io_context& io_;
+  WorkerPool& pool_;
+  State& state_;
+  std::function<void()> on_change_;
+  std::shared_ptr<Inbox> inbox_;
+  std::vector<std::shared_ptr<Collector>> collectors_;
+  std::map<std::string, Flight> flights_;  // key: collector "/" target
+  std::map<std::string, bool> reported_;   // key -> has reported once
+  std::uint64_t next_id_ = 1;
+};
+
+}  // namespace ckptmon

@@ -1,0 +1,267 @@
+#include "daemon/daemon.hpp"
+
+#include <csignal>
+
+#include <boost/asio/post.hpp>
+#include <prometheus/text_serializer.h>
+
+#include "daemon/metrics.hpp"
+#include "daemon/systemd_notify.hpp"
+#include "daemon/web.hpp"
+#include "util/log.hpp"
+#include "util/version.hpp"
+
+namespace ckptmon {
+
+namespace asio = boost::asio;
+
+Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
+    : opts_(std::move(opts)),
+      clock_(std::move(clock)),
+      server_(io_, opts_.limits),
+      signals_(io_),
+      scan_timer_(io_),
+      watchdog_timer_(io_),
+      registry_(std::make_shared<prometheus::Registry>()) {
+  prometheus::BuildGauge()
+      .Name("ckptmon_build_info")
+      .Help("Version and revision ckptmon was built from. Always 1.")
+      .Register(*registry_)
+      .Add({{"version", kVersion}, {"revision", kRevision}})
+      .Set(1);
+  reload_ok_ = &prometheus::BuildGauge()
+                    .Name("ckptmon_config_last_reload_successful")
+                    .Help("1 when the last configuration (re)load succeeded.")
+                    .Register(*registry_)
+                    .Add({});
+  reload_ts_ = &prometheus::BuildGauge()
+                    .Name("ckptmon_config_last_reload_success_timestamp_seconds")
+                    .Help("When the configuration was last loaded successfully.")
+                    .Register(*registry_)
+                    .Add({});
+  http_requests_ = &prometheus::BuildCounter()
+                        .Name("ckptmon_http_requests_total")
+                        .Help("HTTP requests answered, by route and status code.")
+                        .Register(*registry_);
+  server_.set_observer([this](const std::string& route, unsigned status) {
+    http_requests_->Add({{"handler", route}, {"code", std::to_string(status)}}).Increment();
+  });
+}
+
+Daemon::~Daemon() {
+  server_.close();
+  // The runner closes its inbox first, so jobs still blocked on a hung mount
+  // drop their results; then the pool detaches those threads.
+  runner_.reset();
+  pool_.reset();
+}
+
+bool Daemon::start(std::string* error) {
+  started_at_ = clock_->now();
+  LoadResult loaded = load_config_file(opts_.config_file);
+  if (!loaded.config) {
+    std::string msg;
+    for (const auto& e : loaded.errors) msg += e.to_string() + "\n";
+    *error = msg;
+    return false;
+  }
+  auto cfg = std::make_shared<const Config>(std::move(*loaded.config));
+  pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
+  runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, [this] { changed(); });
+  runner_->set_collectors(make_collectors(CollectorEnv{clock_}));
+  apply_config(cfg);
+  reload_ok_->Set(1);
+  reload_ts_->Set(clock_->now());
+
+  add_routes();
+  asio::ip::tcp::endpoint bound;
+  if (!server_.listen(opts_.listen_address, &bound, error)) return false;
+  log::info("listening", {{"address", bound.address().to_string()},
+                          {"port", static_cast<int>(bound.port())},
+                          {"config", opts_.config_file}});
+  if (opts_.on_listening) opts_.on_listening(bound);
+  if (opts_.handle_signals) wait_signals();
+  publish();
+  schedule_scan(true);
+  schedule_watchdog();
+  systemd::ready();
+  return true;
+}
+
+int Daemon::run() {
+  io_.run();
+  return 0;
+}
+
+void Daemon::stop() {
+  asio::post(io_, [this] {
+    if (stopping_) return;
+    stopping_ = true;
+    log::info("stopping");
+    systemd::stopping();
+    server_.close();
+    signals_.cancel();
+    scan_timer_.cancel();
+    watchdog_timer_.cancel();
+    io_.stop();
+  });
+}
+
+void Daemon::apply_config(std::shared_ptr<const Config> cfg) {
+  state_.apply_config(cfg);
+  for (auto& c : runner_->collectors()) c->configure(*cfg);
+  changed();
+}
+
+Daemon::ReloadOutcome Daemon::reload() {
+  systemd::reloading();
+  LoadResult loaded = load_config_file(opts_.config_file);
+  ReloadOutcome out;
+  if (!loaded.config) {
+    reload_ok_->Set(0);
+    for (const auto& e : loaded.errors) {
+      log::error("config reload rejected; keeping the running configuration",
+                 {{"err", e.to_string()}});
+      out.message += e.to_string() + "\n";
+    }
+    systemd::ready();
+    return out;
+  }
+  auto cfg = std::make_shared<const Config>(std::move(*loaded.config));
+  if (cfg->global.state_dir != state_.config->global.state_dir ||
+      cfg->global.worker_threads != state_.config->global.worker_threads) {
+    log::warn("state_dir and worker_threads take effect at the next restart");
+  }
+  apply_config(cfg);
+  reload_ok_->Set(1);
+  reload_ts_->Set(clock_->now());
+  log::info("configuration reloaded", {{"file", opts_.config_file},
+                                       {"tiers", static_cast<int>(cfg->tiers.size())}});
+  // Probe new tiers now rather than at the end of the current interval.
+  schedule_scan(true);
+  systemd::ready();
+  out.ok = true;
+  out.message = "configuration reloaded\n";
+  return out;
+}
+
+void Daemon::schedule_scan(bool immediately) {
+  scan_timer_.cancel();
+  if (immediately) {
+    runner_->run_all(state_.config->global.probe_timeout);
+  }
+  scan_timer_.expires_after(state_.config->global.scan_interval);
+  scan_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_) return;
+    schedule_scan(true);
+  });
+}
+
+void Daemon::schedule_watchdog() {
+  auto interval = systemd::watchdog_interval();
+  if (!interval) return;
+  systemd::watchdog();
+  // Ping at half the interval; the ping comes from the loop, so a blocked
+  // loop stops the pings and systemd restarts the daemon.
+  watchdog_timer_.expires_after(*interval / 2);
+  watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_) return;
+    schedule_watchdog();
+  });
+}
+
+void Daemon::wait_signals() {
+  signals_.add(SIGHUP);
+  signals_.add(SIGTERM);
+  signals_.add(SIGINT);
+  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    if (sig == SIGHUP) {
+      log::info("SIGHUP received, reloading configuration");
+      reload();
+      wait_signals();
+      return;
+    }
+    log::info("signal received", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    stop();
+  });
+}
+
+void Daemon::changed() {
+  if (!ready_ && runner_ && runner_->all_reported()) {
+    ready_ = true;
+    log::info("first collection finished; ready");
+  }
+  if (publish_pending_) return;
+  publish_pending_ = true;
+  asio::post(io_, [this] { publish(); });
+}
+
+void Daemon::publish() {
+  publish_pending_ = false;
+  auto snap = std::make_shared<Snapshot>();
+  snap->state = state_;
+  snap->metrics_text = serialize(state_families(state_));
+  snap->taken_at = clock_->now();
+  snapshot_ = std::move(snap);
+}
+
+std::string Daemon::render_metrics() const {
+  std::string out = snapshot_ ? snapshot_->metrics_text : std::string();
+  auto families = registry_->Collect();
+  auto live = process_families(state_.config ? state_.config->global.proc_path : "/proc",
+                               started_at_);
+  FamilyBuilder conns("ckptmon_http_connections", "Open HTTP connections.",
+                      prometheus::MetricType::Gauge);
+  conns.add({}, static_cast<double>(server_.connections()));
+  append(live, std::move(conns));
+  FamilyBuilder rejected("ckptmon_http_connections_rejected_total",
+                         "Connections refused because the connection limit was reached.",
+                         prometheus::MetricType::Counter);
+  rejected.add({}, static_cast<double>(server_.rejected_connections()));
+  append(live, std::move(rejected));
+  if (pool_) {
+    FamilyBuilder threads("ckptmon_worker_threads",
+                          "Worker threads for blocking storage calls, by state.",
+                          prometheus::MetricType::Gauge);
+    const auto busy = pool_->busy();
+    threads.add({{"state", "busy"}}, static_cast<double>(busy));
+    threads.add({{"state", "idle"}}, static_cast<double>(pool_->threads() - busy));
+    append(live, std::move(threads));
+  }
+  families.insert(families.end(), std::make_move_iterator(live.begin()),
+                  std::make_move_iterator(live.end()));
+  out += serialize(families);
+  return out;
+}
+
+void Daemon::add_routes() {
+  server_.route("/metrics", {"GET"}, [this](const HttpRequest&) {
+    HttpResponse r;
+    r.content_type = kMetricsContentType;
+    r.body = render_metrics();
+    return r;
+  });
+  server_.route("/-/healthy", {"GET"}, [](const HttpRequest&) {
+    return HttpResponse::text(200, "ckptmon is Healthy.\n");
+  });
+  server_.route("/-/ready", {"GET"}, [this](const HttpRequest&) {
+    if (!ready_) return HttpResponse::text(503, "ckptmon is not ready: first collection running\n");
+    return HttpResponse::text(200, "ckptmon is Ready.\n");
+  });
+  server_.route("/-/reload", {"POST", "PUT"}, [this](const HttpRequest&) {
+    auto out = reload();
+    return HttpResponse::text(out.ok ? 200 : 500, out.message);
+  });
+  server_.route("/", {"GET"}, [this](const HttpRequest&) {
+    HttpResponse r;
+    r.content_type = "text/html; charset=utf-8";
+    r.body = render_landing_page(*snapshot_, ready_, reload_ok_->Value() == 1);
+    return r;
+  });
+  server_.route("/api/v1/tiers", {"GET"}, [this](const HttpRequest&) {
+    return HttpResponse::json(200, render_tiers_json(*snapshot_));
+  });
+}
+
+}  // namespace ckptmon

@@ -1,0 +1,104 @@
+#pragma once
+// `ckptmon serve`: wires configuration, collectors, the worker pool, the HTTP
+// server and signals onto one io_context. Everything here runs on the loop
+// thread except stop(), which may be called from anywhere.
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include "daemon/collector_runner.hpp"
+#include "daemon/http_server.hpp"
+#include "daemon/worker_pool.hpp"
+#include "model/state.hpp"
+#include "util/clock.hpp"
+
+namespace ckptmon {
+
+// 10025: the 9100-9999 range of the Prometheus default port allocations is
+// fully given away; new exporters are allocated from 10000 upward and 10025
+// is not taken there (docs/operations.md).
+inline constexpr const char* kDefaultListenAddress = ":10025";
+
+struct ServeOptions {
+  std::string config_file;
+  std::string listen_address = kDefaultListenAddress;
+  HttpLimits limits;
+  bool handle_signals = true;
+  // Called once the server listens, with the bound endpoint (tests, demo).
+  std::function<void(const boost::asio::ip::tcp::endpoint&)> on_listening;
+};
+
+// What scrapes and the API read: a copy of State taken after each change.
+struct Snapshot {
+  State state;
+  std::string metrics_text;  // domain and collector families, pre-rendered
+  double taken_at = 0;
+};
+
+class Daemon {
+ public:
+  Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Loads the configuration and binds the listener. On failure returns false
+  // and sets `error` (every config error on its own line).
+  bool start(std::string* error);
+  // Runs the loop until stop(). Returns the process exit code.
+  int run();
+  // Thread-safe.
+  void stop();
+
+  struct ReloadOutcome {
+    bool ok = false;
+    std::string message;
+  };
+  ReloadOutcome reload();
+
+  boost::asio::io_context& io() { return io_; }
+  std::shared_ptr<const Snapshot> snapshot() const { return snapshot_; }
+
+ private:
+  void apply_config(std::shared_ptr<const Config> cfg);
+  void schedule_scan(bool immediately);
+  void schedule_watchdog();
+  void wait_signals();
+  void changed();
+  void publish();
+  void add_routes();
+  std::string render_metrics() const;
+
+  ServeOptions opts_;
+  std::shared_ptr<const Clock> clock_;
+  boost::asio::io_context io_;
+  std::unique_ptr<WorkerPool> pool_;
+  State state_;
+  std::unique_ptr<CollectorRunner> runner_;
+  HttpServer server_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer scan_timer_;
+  boost::asio::steady_timer watchdog_timer_;
+  std::shared_ptr<const Snapshot> snapshot_;
+  bool publish_pending_ = false;
+  bool ready_ = false;
+  bool stopping_ = false;
+  double started_at_ = 0;
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Gauge* reload_ok_ = nullptr;
+  prometheus::Gauge* reload_ts_ = nullptr;
+  prometheus::Family<prometheus::Counter>* http_requests_ = nullptr;
+};
+
+}  // namespace ckptmon

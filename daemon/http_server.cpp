@@ -1,0 +1,336 @@
+#include "daemon/http_server.hpp"
+
+#include <charconv>
+#include <optional>
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "util/log.hpp"
+#include "util/text.hpp"
+
+namespace ckptmon {
+
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+HttpResponse HttpResponse::text(unsigned status, std::string body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+HttpResponse HttpResponse::json(unsigned status, std::string body) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = std::move(body);
+  return r;
+}
+
+bool parse_listen_address(const std::string& text, std::string* host, std::uint16_t* port,
+                          std::string* error) {
+  std::string h;
+  std::string p;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      *error = "expected [ipv6]:port, got \"" + text + "\"";
+      return false;
+    }
+    h = text.substr(1, close - 1);
+    p = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string::npos) {
+      *error = "expected host:port or :port, got \"" + text + "\"";
+      return false;
+    }
+    h = text.substr(0, colon);
+    p = text.substr(colon + 1);
+  }
+  unsigned v = 0;
+  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), v);
+  if (p.empty() || ec != std::errc() || ptr != p.data() + p.size() || v > 65535) {
+    *error = "invalid port in \"" + text + "\"";
+    return false;
+  }
+  *host = h;
+  *port = static_cast<std::uint16_t>(v);
+  return true;
+}
+
+std::string url_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size()) {
+      unsigned v = 0;
+      auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
+      if (ec == std::errc() && p == s.data() + i + 3) {
+        out += static_cast<char>(v);
+        i += 2;
+      } else {
+        out += s[i];
+      }
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// One connection. Owned by shared_ptr through its pending operations.
+class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Session> {
+ public:
+  Session(tcp::socket socket, HttpServer& server, std::shared_ptr<bool> server_alive)
+      : stream_(std::move(socket)), server_(server), server_alive_(std::move(server_alive)) {
+    boost::system::error_code ec;
+    auto ep = stream_.socket().remote_endpoint(ec);
+    if (!ec) remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+  ~Session() {
+    if (*server_alive_) server_.forget(this);
+  }
+
+  void start() { read(); }
+  void close() {
+    boost::system::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.socket().close(ec);
+  }
+
+  // Sends a fixed response and closes; used when over the connection cap.
+  void reject(unsigned status, std::string body) {
+    respond_error(status, std::move(body), "other");
+  }
+
+ private:
+  void read() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_.limits().header_limit));
+    parser_->body_limit(server_.limits().body_limit);
+    stream_.expires_after(server_.limits().read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       self->on_read(ec);
+                     });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (!*server_alive_) return;
+    if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
+        ec == asio::error::connection_reset || ec == asio::error::eof) {
+      close();
+      return;
+    }
+    if (ec == beast::error::timeout) {
+      close();
+      return;
+    }
+    if (ec == http::error::header_limit) {
+      respond_error(431, "request header fields too large\n", "other");
+      return;
+    }
+    if (ec == http::error::body_limit) {
+      respond_error(413, "request body too large\n", "other");
+      return;
+    }
+    if (ec) {
+      respond_error(400, "bad request: " + ec.message() + "\n", "other");
+      return;
+    }
+    auto& msg = parser_->get();
+    HttpRequest req;
+    req.method = std::string(msg.method_string());
+    req.remote = remote_;
+    std::string_view target = msg.target();
+    auto q = target.find('?');
+    req.path = std::string(target.substr(0, q));
+    if (q != std::string_view::npos) {
+      for (auto part : split(target.substr(q + 1), '&')) {
+        if (part.empty()) continue;
+        auto eq = part.find('=');
+        req.query[url_decode(part.substr(0, eq))] =
+            eq == std::string_view::npos ? std::string() : url_decode(part.substr(eq + 1));
+      }
+    }
+    req.body = std::move(msg.body());
+    std::string route;
+    HttpResponse resp;
+    try {
+      resp = server_.dispatch(req, &route);
+    } catch (const std::exception& e) {
+      log::error("http handler threw", {{"path", req.path}, {"err", e.what()}});
+      resp = HttpResponse::text(500, "internal error\n");
+    }
+    const bool head = msg.method() == http::verb::head;
+    send(std::move(resp), msg.keep_alive(), msg.version(), head, route);
+  }
+
+  void send(HttpResponse resp, bool keep_alive, unsigned version, bool head,
+            const std::string& route) {
+    auto res = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(resp.status), version);
+    res->set(http::field::server, "ckptmon");
+    res->set(http::field::content_type, resp.content_type);
+    for (const auto& [k, v] : resp.headers) res->set(k, v);
+    res->keep_alive(keep_alive);
+    res->body() = std::move(resp.body);
+    res->prepare_payload();
+    if (head) res->body().clear();  // Content-Length stays that of the GET body
+    server_.observe(route, resp.status);
+    stream_.expires_after(server_.limits().read_timeout);
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res, keep_alive](beast::error_code ec,
+                                                                   std::size_t) {
+                        if (ec || !keep_alive || !*self->server_alive_) {
+                          self->close();
+                          return;
+                        }
+                        self->read();
+                      });
+  }
+
+  void respond_error(unsigned status, std::string body, const std::string& route) {
+    HttpResponse r = HttpResponse::text(status, std::move(body));
+    send(std::move(r), false, 11, false, route);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  HttpServer& server_;
+  std::shared_ptr<bool> server_alive_;
+  std::string remote_;
+};
+
+HttpServer::HttpServer(asio::io_context& io, HttpLimits limits) : io_(io), limits_(limits) {}
+
+HttpServer::~HttpServer() {
+  close();
+  *alive_ = false;
+}
+
+void HttpServer::route(std::string path, std::vector<std::string> methods, HttpHandler handler) {
+  routes_[std::move(path)] = Route{std::move(methods), std::move(handler)};
+}
+
+HttpResponse HttpServer::dispatch(const HttpRequest& req, std::string* route_name) const {
+  auto it = routes_.find(req.path);
+  if (it == routes_.end()) {
+    *route_name = "other";
+    return HttpResponse::text(404, "not found: " + req.path + "\n");
+  }
+  *route_name = it->first;
+  const auto& methods = it->second.methods;
+  bool allowed = false;
+  std::string allow;
+  for (const auto& m : methods) {
+    if (m == req.method || (m == "GET" && req.method == "HEAD")) allowed = true;
+    allow += (allow.empty() ? "" : ", ") + m;
+    if (m == "GET") allow += ", HEAD";
+  }
+  if (!allowed) {
+    HttpResponse r = HttpResponse::text(405, "method " + req.method + " not allowed for " +
+                                                 req.path + "; allowed: " + allow + "\n");
+    r.headers.emplace_back("Allow", allow);
+    return r;
+  }
+  return it->second.handler(req);
+}
+
+bool HttpServer::listen(const std::string& address, tcp::endpoint* bound, std::string* error) {
+  std::string host;
+  std::uint16_t port = 0;
+  if (!parse_listen_address(address, &host, &port, error)) return false;
+  std::vector<tcp::endpoint> endpoints;
+  boost::system::error_code ec;
+  if (host.empty()) {
+    endpoints.emplace_back(asio::ip::address_v6::any(), port);  // dual-stack where possible
+  } else {
+    auto addr = asio::ip::make_address(host, ec);
+    if (!ec) {
+      endpoints.emplace_back(addr, port);
+    } else {
+      tcp::resolver resolver(io_);
+      auto results = resolver.resolve(host, std::to_string(port), ec);
+      if (ec) {
+        *error = "cannot resolve " + host + ": " + ec.message();
+        return false;
+      }
+      endpoints.push_back(results.begin()->endpoint());
+    }
+  }
+  for (auto ep : endpoints) {
+    auto acceptor = std::make_unique<tcp::acceptor>(io_);
+    acceptor->open(ep.protocol(), ec);
+    if (ec && host.empty()) {
+      // No IPv6 on this machine: fall back to IPv4 any.
+      ep = tcp::endpoint(asio::ip::address_v4::any(), port);
+      ec.clear();
+      acceptor->open(ep.protocol(), ec);
+    }
+    if (!ec && ep.address().is_v6() && host.empty()) acceptor->set_option(asio::ip::v6_only(false), ec);
+    if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor->bind(ep, ec);
+    if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      *error = "cannot listen on " + address + ": " + ec.message();
+      return false;
+    }
+    if (bound != nullptr) *bound = acceptor->local_endpoint(ec);
+    acceptors_.push_back(std::move(acceptor));
+  }
+  closed_ = false;
+  accept();
+  return true;
+}
+
+void HttpServer::accept() {
+  for (auto& acc : acceptors_) accept_on(acc.get());
+}
+
+void HttpServer::accept_on(tcp::acceptor* a) {
+  a->async_accept([this, a, alive = alive_](boost::system::error_code ec, tcp::socket socket) {
+    if (!*alive || closed_ || ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      auto s = std::make_shared<Session>(std::move(socket), *this, alive_);
+      if (sessions_.size() >= limits_.max_connections) {
+        ++rejected_;
+        s->reject(503, "too many connections\n");
+      } else {
+        sessions_.insert(s.get());
+        s->start();
+      }
+    } else {
+      // Out of file descriptors and the like: back off instead of spinning.
+      log::warn("http accept failed", {{"err", ec.message()}});
+      auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(100));
+      timer->async_wait([this, a, timer, alive](boost::system::error_code) {
+        if (*alive && !closed_) accept_on(a);
+      });
+      return;
+    }
+    accept_on(a);
+  });
+}
+
+void HttpServer::close() {
+  closed_ = true;
+  for (auto& a : acceptors_) {
+    boost::system::error_code ec;
+    a->close(ec);
+  }
+  for (auto* s : std::set<Session*>(sessions_)) s->close();
+}
+
+}  // namespace ckptmon

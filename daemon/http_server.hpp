@@ -1,0 +1,108 @@
+#pragma once
+// HTTP/1.1 server on the daemon's io_context (Boost.Beast). Handlers run on
+// the loop thread and must be quick: they render what is already in memory.
+// Enforces a header size limit, a body limit, a read timeout and a cap on
+// concurrent connections. Loop thread only.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
+
+namespace ckptmon {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // without the query string
+  std::map<std::string, std::string> query;  // decoded
+  std::string body;
+  std::string remote;
+};
+
+struct HttpResponse {
+  unsigned status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  static HttpResponse text(unsigned status, std::string body);
+  static HttpResponse json(unsigned status, std::string body);
+};
+
+struct HttpLimits {
+  std::size_t header_limit = 8 * 1024;
+  std::size_t body_limit = 64 * 1024;
+  std::chrono::milliseconds read_timeout = std::chrono::seconds(10);
+  std::size_t max_connections = 64;
+};
+
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+// Called after every response: route path (or "other"), status code.
+using HttpObserver = std::function<void(const std::string& route, unsigned status)>;
+
+// "host:port", "[v6]:port" or ":port" (all interfaces). Port 0 picks a free one.
+bool parse_listen_address(const std::string& text, std::string* host, std::uint16_t* port,
+                          std::string* error);
+
+// Decodes %XX and '+' in a query component.
+std::string url_decode(std::string_view s);
+
+class HttpServer {
+ public:
+  HttpServer(boost::asio::io_context& io, HttpLimits limits);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // `methods` such as {"GET"}; GET routes answer HEAD too.
+  void route(std::string path, std::vector<std::string> methods, HttpHandler handler);
+  void set_observer(HttpObserver observer) { observer_ = std::move(observer); }
+
+  // Binds and starts accepting. On success returns the bound endpoint.
+  bool listen(const std::string& address, boost::asio::ip::tcp::endpoint* bound,
+              std::string* error);
+  // Stops accepting and closes every open connection.
+  void close();
+
+  std::size_t connections() const { return sessions_.size(); }
+  std::uint64_t rejected_connections() const { return rejected_; }
+
+  // Used by sessions.
+  HttpResponse dispatch(const HttpRequest& req, std::string* route_name) const;
+  void observe(const std::string& route, unsigned status) const {
+    if (observer_) observer_(route, status);
+  }
+  const HttpLimits& limits() const { return limits_; }
+
+  class Session;
+
+ private:
+  struct Route {
+    std::vector<std::string> methods;
+    HttpHandler handler;
+  };
+  void accept();
+  void accept_on(boost::asio::ip::tcp::acceptor* a);
+  void forget(Session* s) { sessions_.erase(s); }
+
+  boost::asio::io_context& io_;
+  HttpLimits limits_;
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> acceptors_;
+  std::map<std::string, Route> routes_;
+  std::set<Session*> sessions_;
+  std::uint64_t rejected_ = 0;
+  HttpObserver observer_;
+  bool closed_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ckptmon

@@ -1,0 +1,3 @@
+#include "daemon/cli.hpp"
+
+int main(int argc, char** argv) { return ckptmon::cli_main(argc, argv); }

@@ -1,0 +1,45 @@
+#pragma once
+// Turns the daemon's State into Prometheus metric families (prometheus-cpp core
+// types) and text exposition. Pure functions of their inputs.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+#include "model/state.hpp"
+
+namespace ckptmon {
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// Accumulates the samples of one family.
+class FamilyBuilder {
+ public:
+  FamilyBuilder(std::string name, std::string help, prometheus::MetricType type);
+  FamilyBuilder& add(const Labels& labels, double value);
+  bool empty() const { return family_.metric.empty(); }
+  prometheus::MetricFamily take() { return std::move(family_); }
+
+ private:
+  prometheus::MetricFamily family_;
+};
+
+// Appends the family to `out` unless it has no samples.
+void append(std::vector<prometheus::MetricFamily>& out, FamilyBuilder&& b);
+
+// Domain and collector metrics for everything in `state`.
+std::vector<prometheus::MetricFamily> state_families(const State& state);
+
+// process_* metrics of this process, the way every Prometheus client names
+// them: CPU, resident memory, open and maximum file descriptors, start time.
+std::vector<prometheus::MetricFamily> process_families(const std::string& proc_path,
+                                                       double start_time);
+
+// Text exposition format 0.0.4.
+std::string serialize(const std::vector<prometheus::MetricFamily>& families);
+
+inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+}  // namespace ckptmon

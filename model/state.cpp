@@ -1,0 +1,36 @@
+#include "model/state.hpp"
+
+#include <algorithm>
+
+namespace ckptmon {
+
+bool CollectorStatus::success() const {
+  return std::all_of(targets.begin(), targets.end(),
+                     [](const auto& kv) { return kv.second.success; });
+}
+
+double CollectorStatus::duration_seconds() const {
+  double d = 0;
+  for (const auto& [_, t] : targets) d = std::max(d, t.duration_seconds);
+  return d;
+}
+
+void State::apply_config(std::shared_ptr<const Config> cfg) {
+  std::map<std::string, TierState> next;
+  for (const auto& t : cfg->tiers) {
+    auto it = tiers.find(t.name);
+    if (it != tiers.end() && it->second.config.path == t.path) {
+      TierState s = std::move(it->second);
+      s.config = t;
+      next.emplace(t.name, std::move(s));
+    } else {
+      TierState s;
+      s.config = t;
+      next.emplace(t.name, std::move(s));
+    }
+  }
+  tiers = std::move(next);
+  config = std::move(cfg);
+}
+
+}  // namespace ckptmon

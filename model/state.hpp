@@ -1,0 +1,68 @@
+#pragma once
+// What the daemon currently knows about its tiers. The loop thread owns the one
+// mutable State; collectors hand it Updates, and a copy is published as an
+// immutable snapshot for scrapes and the API. Not thread-safe by itself.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "config/config.hpp"
+
+namespace ckptmon {
+
+// File-system figures of one tier from statvfs and /proc/self/mountinfo.
+struct TierStats {
+  double size_bytes = 0;   // f_blocks * f_frsize
+  double free_bytes = 0;   // f_bfree * f_frsize (includes root-reserved blocks)
+  double avail_bytes = 0;  // f_bavail * f_frsize (what an unprivileged writer can use)
+  double files = 0;        // f_files
+  double files_free = 0;   // f_ffree
+  bool readonly = false;   // from the superblock options in mountinfo
+  std::string mountpoint;
+  std::string fstype;
+  std::string device;  // mount source as mountinfo shows it
+};
+
+struct TierState {
+  TierConfig config;
+  bool up = false;
+  std::string down_reason = "not probed yet";
+  bool has_stats = false;  // stats hold a successful probe (possibly older than the last failure)
+  TierStats stats;
+  double last_success = 0;  // unix seconds of the last successful probe; 0 = never
+  double last_probe = 0;    // unix seconds the last probe result (or deadline) was recorded
+};
+
+// Outcome of the runs of one collector, over all its targets.
+struct CollectorStatus {
+  struct Target {
+    bool success = false;
+    double duration_seconds = 0;
+    bool in_flight = false;
+  };
+  std::map<std::string, Target> targets;
+  std::uint64_t timeouts = 0;
+  std::uint64_t skipped = 0;
+  std::uint64_t errors = 0;
+
+  bool success() const;           // every target's last run succeeded
+  double duration_seconds() const;  // the slowest target's last run
+};
+
+struct State {
+  std::shared_ptr<const Config> config;
+  std::map<std::string, TierState> tiers;  // by tier name, the same set as config->tiers
+  std::map<std::string, CollectorStatus> collectors;
+
+  // Aligns `tiers` with a new configuration: keeps what is known about tiers
+  // that stay, adds new ones as not probed yet, drops removed ones.
+  void apply_config(std::shared_ptr<const Config> cfg);
+};
+
+// A change computed off the loop (on a worker) and applied on the loop thread.
+using Update = std::function<void(State&)>;
+
+}  // namespace ckptmon

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages ckptmon needs to build, test and run its demo.
+# Idempotent: when everything is present it only runs dpkg-query and exits.
+# Usage: scripts/install-deps.sh [build|test]   (test = build + integration peers)
+set -euo pipefail
+
+build_pkgs=(
+  cmake ninja-build g++ make pkg-config
+  prometheus-cpp-dev libboost-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libsqlite3-dev libyaml-cpp-dev libcli11-dev libsystemd-dev libsimdjson-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+# Real neighbours used by the integration tests, the fuzzer toolchain and the
+# FUSE file system that simulates a hung storage mount.
+test_pkgs=(
+  python3 python3-fusepy fuse3 util-linux
+  prometheus prometheus-alertmanager prometheus-node-exporter
+  clang libclang-rt-14-dev
+)
+
+want=("${build_pkgs[@]}")
+if [ "${1:-build}" = "test" ]; then want+=("${test_pkgs[@]}"); fi
+
+missing=()
+for p in "${want[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run as root or: sudo apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# policy-rc.d keeps the packaged Prometheus/Alertmanager/node_exporter services
+# from being started by their postinst scripts: the tests start their own on
+# loopback ports.
+had_policy=0; [ -e /usr/sbin/policy-rc.d ] && had_policy=1
+if [ $had_policy -eq 0 ]; then printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; fi
+trap '[ $had_policy -eq 0 ] && rm -f /usr/sbin/policy-rc.d' EXIT
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,161 @@
+#include "config/config.hpp"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace ckptmon {
+namespace {
+
+std::vector<std::string> errors_of(const std::string& text) {
+  LoadResult r = parse_config(text, "bad.yml");
+  std::vector<std::string> out;
+  for (const auto& e : r.errors) out.push_back(e.to_string());
+  EXPECT_EQ(r.config.has_value(), out.empty());
+  return out;
+}
+
+TEST(Config, ReadsTheDocumentedExample) {
+  LoadResult r = parse_config(R"(global: {state_dir: /var/lib/ckptmon, scan_interval: 15s}
+tiers:
+  - {name: staging, path: /mnt/nvme/ckpt, role: staging, drains_to: rapid}
+  - {name: rapid,   path: /lustre/ckpt,   role: rapid}
+)",
+                              "ok.yml");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].to_string());
+  const Config& c = *r.config;
+  EXPECT_EQ(c.global.state_dir, "/var/lib/ckptmon");
+  EXPECT_EQ(c.global.scan_interval, std::chrono::seconds(15));
+  ASSERT_EQ(c.tiers.size(), 2u);
+  EXPECT_EQ(c.tiers[0].name, "staging");
+  EXPECT_EQ(c.tiers[0].path, "/mnt/nvme/ckpt");
+  EXPECT_EQ(c.tiers[0].role, TierRole::kStaging);
+  EXPECT_EQ(c.tiers[0].drains_to, "rapid");
+  EXPECT_EQ(c.tiers[1].role, TierRole::kRapid);
+  EXPECT_EQ(c.tiers[1].drains_to, "");
+  EXPECT_EQ(c.find_tier("rapid"), &c.tiers[1]);
+  EXPECT_EQ(c.find_tier("nope"), nullptr);
+}
+
+TEST(Config, DefaultsWhenGlobalIsAbsent) {
+  LoadResult r = parse_config("tiers:\n  - {name: a, path: /a, role: capacity}\n", "ok.yml");
+  ASSERT_TRUE(r.config);
+  EXPECT_EQ(r.config->global.state_dir, "/var/lib/ckptmon");
+  EXPECT_EQ(r.config->global.scan_interval, std::chrono::seconds(15));
+  EXPECT_EQ(r.config->global.probe_timeout, std::chrono::seconds(10));
+  EXPECT_EQ(r.config->global.proc_path, "/proc");
+}
+
+TEST(Config, EveryRoleIsAccepted) {
+  for (const char* role : {"staging", "rapid", "milestone", "capacity", "deletion"}) {
+    LoadResult r = parse_config(std::string("tiers:\n  - {name: a, path: /a, role: ") + role + "}\n",
+                                "ok.yml");
+    ASSERT_TRUE(r.config) << role;
+    EXPECT_EQ(to_string(r.config->tiers[0].role), role);
+  }
+}
+
+struct BadCase {
+  const char* name;
+  const char* yaml;
+  std::vector<std::string> errors;
+};
+
+class ConfigRejects : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ConfigRejects, WithFileLineColumnKeyAndExpectation) {
+  EXPECT_EQ(errors_of(GetParam().yaml), GetParam().errors);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ConfigRejects,
+    ::testing::Values(
+        BadCase{"unknown_top_level_key",
+                "tierz: []\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+                {"bad.yml:1:1: tierz: unknown key (expected one of: global, tiers)"}},
+        BadCase{"unknown_global_key",
+                "global:\n  scan_intervall: 15s\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+                {"bad.yml:2:3: global.scan_intervall: unknown key (expected one of: state_dir, "
+                 "scan_interval, probe_timeout, proc_path, worker_threads)"}},
+        BadCase{"unknown_tier_key",
+                "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain_to: b\n",
+                {"bad.yml:5:5: tiers[0].drain_to: unknown key (expected one of: name, path, role, "
+                 "drains_to)"}},
+        BadCase{"bad_duration",
+                "global: {scan_interval: fifteen}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+                {"bad.yml:1:25: global.scan_interval: expected a duration such as 500ms, 15s, 5m, "
+                 "2h or 14d, got \"fifteen\""}},
+        BadCase{"duration_is_a_list",
+                "global:\n  scan_interval: [1, 2]\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+                {"bad.yml:2:18: global.scan_interval: expected a duration such as 500ms, 15s, 5m, "
+                 "2h or 14d, got a list"}},
+        BadCase{"bare_number_duration",
+                "global:\n  probe_timeout: 10\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+                {"bad.yml:2:18: global.probe_timeout: expected a duration such as 500ms, 15s, 5m, "
+                 "2h or 14d, got \"10\""}},
+        BadCase{"relative_state_dir",
+                "global:\n  state_dir: var/lib\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+                {"bad.yml:2:14: global.state_dir: expected an absolute path, got \"var/lib\""}},
+        BadCase{"worker_threads_not_int",
+                "global:\n  worker_threads: many\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+                {"bad.yml:2:19: global.worker_threads: expected an integer from 1 to 1024, got "
+                 "\"many\""}},
+        BadCase{"wrong_role",
+                "tiers:\n  - {name: a, path: /a, role: fast}\n",
+                {"bad.yml:2:31: tiers[0].role: expected one of staging, rapid, milestone, "
+                 "capacity, deletion, got \"fast\""}},
+        BadCase{"missing_path",
+                "tiers:\n  - name: a\n    role: rapid\n",
+                {"bad.yml:2:5: tiers[0].path: required key is missing"}},
+        BadCase{"null_path",
+                "tiers:\n  - name: a\n    path:\n    role: rapid\n",
+                {"bad.yml:3:5: tiers[0].path: expected an absolute path, got null"}},
+        BadCase{"duplicate_tier_names",
+                "tiers:\n  - {name: a, path: /a, role: rapid}\n  - {name: a, path: /b, role: "
+                "capacity}\n",
+                {"bad.yml:3:12: tiers[1].name: duplicate tier name \"a\" (first defined at line "
+                 "2)"}},
+        BadCase{"drains_to_unknown_tier",
+                "tiers:\n  - {name: s, path: /s, role: staging, drains_to: rapidd}\n  - {name: "
+                "rapid, path: /r, role: rapid}\n",
+                {"bad.yml:2:51: tiers[0].drains_to: names no tier: \"rapidd\" (tiers are: rapid, "
+                 "s)"}},
+        BadCase{"drains_to_itself",
+                "tiers:\n  - {name: s, path: /s, role: staging, drains_to: s}\n",
+                {"bad.yml:2:51: tiers[0].drains_to: a tier cannot drain to itself"}},
+        BadCase{"tiers_not_a_list",
+                "tiers: {name: a}\n",
+                {"bad.yml:1:8: tiers: expected a list of tiers, got a mapping"}},
+        BadCase{"tiers_missing", "global: {}\n",
+                {"bad.yml:1:1: tiers: required key is missing"}},
+        BadCase{"empty_tiers", "tiers: []\n",
+                {"bad.yml:1:8: tiers: expected at least one tier"}},
+        BadCase{"top_level_not_a_mapping", "- a\n- b\n",
+                {"bad.yml:1:1: (top level): expected a mapping, got a list"}},
+        BadCase{"duplicate_key",
+                "tiers:\n  - {name: a, path: /a, path: /b, role: rapid}\n",
+                {"bad.yml:2:25: tiers[0].path: duplicate key (first given at line 2)"}},
+        BadCase{"bad_tier_name",
+                "tiers:\n  - {name: 'has space', path: /a, role: rapid}\n",
+                {"bad.yml:2:12: tiers[0].name: expected 1-64 characters of letters, digits, "
+                 "'_', '.' or '-' starting with a letter or digit, got \"has space\""}},
+        BadCase{"invalid_yaml", "tiers:\n  - {name: a, path: /a\n",
+                {"bad.yml:3:1: invalid YAML: end of map flow not found"}},
+        BadCase{"several_errors_at_once",
+                "global: {scan_interval: 1x}\ntiers:\n  - {name: a, role: slow}\n",
+                {"bad.yml:1:25: global.scan_interval: expected a duration such as 500ms, 15s, "
+                 "5m, 2h or 14d, got \"1x\"",
+                 "bad.yml:3:5: tiers[0].path: required key is missing",
+                 "bad.yml:3:21: tiers[0].role: expected one of staging, rapid, milestone, "
+                 "capacity, deletion, got \"slow\""}}),
+    [](const ::testing::TestParamInfo<BadCase>& p) { return p.param.name; });
+
+TEST(Config, UnreadableFileIsAnErrorWithTheFileName) {
+  LoadResult r = load_config_file("/nonexistent/ckptmon.yml");
+  ASSERT_FALSE(r.config);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].to_string(), "/nonexistent/ckptmon.yml: cannot open: No such file or directory");
+}
+
+}  // namespace
+}  // namespace ckptmon
