@@ -1,0 +1,65 @@
+#pragma once
+// One checkpoint as the catalog knows it: where it is, what framework wrote
+// it, whether it can be restored, and its figures. Plain data; not
+// thread-safe by itself (copies travel between threads).
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ckptmon {
+
+enum class CkptState {
+  kInProgress,  // shards still arriving, no valid marker, younger than partial_after
+  kCommitted,   // marker present and not older than the newest shard; manifest satisfied
+  kPartial,     // abandoned or broken: can not be restored
+};
+std::string_view to_string(CkptState s);
+std::optional<CkptState> ckpt_state_from(std::string_view s);
+
+// What a file holds, where the layout's names tell.
+enum class Component : std::uint8_t { kModel, kOptimizer, kRng, kScheduler, kMetadata, kOther };
+inline constexpr std::size_t kComponentCount = 6;
+std::string_view to_string(Component c);
+
+struct Checkpoint {
+  // Identity. `path` is relative to the tier root ("jobA/step-100"); the
+  // checkpoint is a directory or, for single-file layouts, a file.
+  std::string tier;
+  std::string job;
+  std::string path;
+  std::int64_t step = -1;  // -1 when the layout does not tell
+  std::string framework;   // "pytorch_dcp", "deepspeed", ... (collectors/layouts/)
+  CkptState state = CkptState::kInProgress;
+  std::string reason;  // why it is partial or in progress, for humans
+
+  // Figures over the checkpoint's files (markers and manifests included).
+  std::uint64_t files = 0;
+  std::uint64_t bytes = 0;            // logical (st_size)
+  std::uint64_t allocated_bytes = 0;  // st_blocks * 512
+  double first_write = 0;  // oldest shard mtime, unix seconds (0 = no shards)
+  double last_write = 0;   // newest shard mtime
+  double marker_time = 0;  // mtime of the commit marker; 0 = none
+  std::array<std::uint64_t, kComponentCount> component_bytes{};
+  // Shards the layout expects (from a manifest or the rank count of sibling
+  // checkpoints); 0 when unknown.
+  std::uint64_t expected_files = 0;
+
+  // Save timing a framework manifest (Orbax) or the event log states; 0 = unknown.
+  double save_start = 0;
+  double save_end = 0;
+
+  // Newest mtime of any directory of the checkpoint; the scanner uses it to
+  // skip re-listing committed checkpoints that did not change.
+  double dir_mtime = 0;
+
+  // Catalog bookkeeping (the store fills these).
+  double first_seen = 0;
+  double last_seen = 0;
+
+  double completion_skew() const { return last_write > first_write ? last_write - first_write : 0; }
+};
+
+}  // namespace ckptmon
