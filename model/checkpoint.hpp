@@ -5,9 +5,11 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ckptmon {
 
@@ -23,6 +25,15 @@ std::optional<CkptState> ckpt_state_from(std::string_view s);
 enum class Component : std::uint8_t { kModel, kOptimizer, kRng, kScheduler, kMetadata, kOther };
 inline constexpr std::size_t kComponentCount = 6;
 std::string_view to_string(Component c);
+
+// One file of a checkpoint, kept only where per-file matching is needed
+// (tiers that drain or are drained to), so memory grows with checkpoints, not
+// files, everywhere else.
+struct ShardFile {
+  std::string rel_path;  // relative to the checkpoint directory
+  std::uint64_t size = 0;
+  double mtime = 0;
+};
 
 struct Checkpoint {
   // Identity. `path` is relative to the tier root ("jobA/step-100"); the
@@ -54,6 +65,10 @@ struct Checkpoint {
   // Newest mtime of any directory of the checkpoint; the scanner uses it to
   // skip re-listing committed checkpoints that did not change.
   double dir_mtime = 0;
+
+  // Per-file list (sorted by rel_path) on tiers that drain or are drained to;
+  // null elsewhere.
+  std::shared_ptr<const std::vector<ShardFile>> shard_files;
 
   // Catalog bookkeeping (the store fills these).
   double first_seen = 0;
