@@ -1,5 +1,6 @@
 #include "config/config.hpp"
 
+#include <charconv>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -51,6 +52,15 @@ void read_global(YamlMap& m, GlobalConfig& g, ErrorSink& sink) {
       }
     }
   }
+  if (auto f = m.get("scan_timeout"); f.present()) {
+    if (auto v = read_duration(f, sink)) {
+      if (v->count() < 10) {
+        sink.add(f.mark(), f.path, "must be at least 10ms, got " + describe(f.value));
+      } else {
+        g.scan_timeout = *v;
+      }
+    }
+  }
   if (auto f = m.get("proc_path"); f.present()) {
     if (auto v = read_abs_path(f, sink)) g.proc_path = *v;
   }
@@ -58,6 +68,54 @@ void read_global(YamlMap& m, GlobalConfig& g, ErrorSink& sink) {
     if (auto v = read_int(f, sink, 1, 1024)) g.worker_threads = static_cast<int>(*v);
   }
   m.finish();
+}
+
+void read_jobs(const YamlField& f, JobRule& rule, ErrorSink& sink) {
+  YamlMap m(f.value, f.path, sink);
+  if (!m.ok()) return;
+  auto depth = m.get("depth");
+  auto regex = m.get("regex");
+  auto max_depth = m.get("max_depth");
+  if (depth.present()) {
+    if (auto v = read_int(depth, sink, 0, 16)) rule.depth = static_cast<int>(*v);
+  }
+  if (max_depth.present()) {
+    if (auto v = read_int(max_depth, sink, 1, 16)) rule.max_depth = static_cast<int>(*v);
+  }
+  if (regex.present()) {
+    if (depth.present()) {
+      sink.add(regex.key_mark, regex.path, "give either depth or regex, not both");
+    } else if (auto v = read_string(regex, sink)) {
+      std::string err = compile_job_regex(*v, rule);
+      if (!err.empty()) sink.add(regex.mark(), regex.path, err);
+    }
+  }
+  m.finish();
+}
+
+void read_shard(const YamlField& f, TierConfig& t, ErrorSink& sink) {
+  const std::string expected = "expected i/n with 0 <= i < n, such as 0/4, got " + describe(f.value);
+  if (!f.value.IsScalar()) {
+    sink.add(f.mark(), f.path, expected);
+    return;
+  }
+  const std::string& s = f.value.Scalar();
+  auto slash = s.find('/');
+  std::uint32_t i = 0;
+  std::uint32_t n = 0;
+  bool ok = slash != std::string::npos;
+  if (ok) {
+    auto [p1, e1] = std::from_chars(s.data(), s.data() + slash, i);
+    auto [p2, e2] = std::from_chars(s.data() + slash + 1, s.data() + s.size(), n);
+    ok = e1 == std::errc() && p1 == s.data() + slash && e2 == std::errc() &&
+         p2 == s.data() + s.size() && n >= 1 && i < n;
+  }
+  if (!ok) {
+    sink.add(f.mark(), f.path, expected);
+    return;
+  }
+  t.shard_index = i;
+  t.shard_count = n;
 }
 
 struct TierMarks {
@@ -91,10 +149,85 @@ void read_tier(YamlMap& m, TierConfig& t, TierMarks& marks, ErrorSink& sink) {
     marks.drains_to = f.mark();
     if (auto v = read_string(f, sink)) t.drains_to = *v;
   }
+  if (auto f = m.get("partial_after"); f.present()) {
+    if (auto v = read_duration(f, sink)) t.partial_after = *v;
+  }
+  if (auto f = m.get("jobs"); f.present()) read_jobs(f, t.jobs, sink);
+  if (auto f = m.get("shard"); f.present()) read_shard(f, t, sink);
+  if (auto f = m.get("watch"); f.present()) {
+    if (auto v = read_enum(f, sink, {"auto", "inotify", "poll"})) {
+      t.watch = *v == "auto" ? WatchMode::kAuto : *v == "inotify" ? WatchMode::kInotify : WatchMode::kPoll;
+    }
+  }
+  if (auto f = m.get("layout"); f.present()) {
+    YamlMap lm(f.value, f.path, sink);
+    if (lm.ok()) {
+      GenericLayoutConfig g;
+      if (auto sf = lm.require("shard_glob"); sf.present()) {
+        if (auto v = read_string(sf, sink)) g.shard_glob = *v;
+      }
+      if (auto mf = lm.require("marker"); mf.present()) {
+        if (auto v = read_string(mf, sink)) g.marker = *v;
+      }
+      if (auto rf = lm.require("step_regex"); rf.present()) {
+        if (auto v = read_string(rf, sink)) {
+          try {
+            std::regex re(*v);
+            if (re.mark_count() < 1) {
+              sink.add(rf.mark(), rf.path, "expected a regex with a group capturing the step");
+            } else {
+              g.step_regex = *v;
+            }
+          } catch (const std::regex_error& e) {
+            sink.add(rf.mark(), rf.path, std::string("invalid regex: ") + e.what());
+          }
+        }
+      }
+      lm.finish();
+      t.layout = g;
+    }
+  }
   m.finish();
 }
 
 }  // namespace
+
+std::string compile_job_regex(const std::string& text, JobRule& rule) {
+  // Find "(?<job>" or "(?P<job>", count the capturing groups before it.
+  std::string plain;
+  int group = 0;
+  int named = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\\' && i + 1 < text.size()) {
+      plain += c;
+      plain += text[++i];
+      continue;
+    }
+    if (c == '(') {
+      std::string_view rest(text.data() + i, text.size() - i);
+      if (rest.starts_with("(?<job>") || rest.starts_with("(?P<job>")) {
+        ++group;
+        named = group;
+        plain += '(';
+        i += rest.starts_with("(?<job>") ? 6 : 7;
+        continue;
+      }
+      if (!rest.starts_with("(?")) ++group;
+    }
+    plain += c;
+  }
+  try {
+    auto re = std::make_shared<const std::regex>(plain);
+    if (re->mark_count() < 1) return "expected a regex with a group (?<job>...) naming the job";
+    rule.regex_text = text;
+    rule.regex = re;
+    rule.group = named > 0 ? named : 1;
+  } catch (const std::regex_error& e) {
+    return std::string("invalid regex: ") + e.what();
+  }
+  return {};
+}
 
 std::string_view to_string(TierRole r) {
   switch (r) {

@@ -2,10 +2,14 @@
 // The daemon's configuration: what the YAML file says, validated, with defaults.
 // Immutable once loaded; a reload builds a new Config and swaps it in.
 
+#include <cstdint>
 #include <optional>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <memory>
 
 #include "config/yaml_reader.hpp"
 #include "util/duration.hpp"
@@ -15,18 +19,51 @@ namespace ckptmon {
 enum class TierRole { kStaging, kRapid, kMilestone, kCapacity, kDeletion };
 std::string_view to_string(TierRole r);
 
+// Where jobs are under a tier root: the directory at `depth` below the root,
+// or the directories whose root-relative path matches `regex` in full, the job
+// being the named group `job` (or the first group).
+struct JobRule {
+  int depth = 1;
+  std::string regex_text;  // empty: use depth
+  std::shared_ptr<const std::regex> regex;
+  int group = 1;       // capture group holding the job name
+  int max_depth = 4;   // deepest directory tested against the regex
+};
+
+// How changes are noticed: inotify on local file systems, polling directory
+// mtimes on network file systems (inotify sees nothing written by other clients).
+enum class WatchMode { kAuto, kInotify, kPoll };
+
+// An in-house layout (see collectors/layouts/layout.hpp).
+struct GenericLayoutConfig {
+  std::string shard_glob;
+  std::string marker;
+  std::string step_regex;
+};
+
 struct TierConfig {
   std::string name;
   std::string path;  // absolute; need not exist (a missing path is a tier that is down)
   TierRole role = TierRole::kRapid;
   std::string drains_to;  // name of another tier, or empty
+  Duration partial_after = std::chrono::minutes(30);
+  JobRule jobs;
+  // This instance walks only the jobs whose name hashes to shard_index mod
+  // shard_count, so a big shared tier is walked once across instances.
+  std::uint32_t shard_index = 0;
+  std::uint32_t shard_count = 1;
+  WatchMode watch = WatchMode::kAuto;
+  std::optional<GenericLayoutConfig> layout;
 };
 
 struct GlobalConfig {
   std::string state_dir = "/var/lib/ckptmon";
   Duration scan_interval = std::chrono::seconds(15);
-  // Deadline for one blocking probe of one tier (statfs, a directory walk step).
+  // Deadline for one blocking probe of one tier (statfs).
   Duration probe_timeout = std::chrono::seconds(10);
+  // Deadline for one walk of one tier; past it the tier's catalog is marked
+  // stale while the walk goes on in the background.
+  Duration scan_timeout = std::chrono::minutes(10);
   // Where procfs is mounted; tests point it at a fixture tree.
   std::string proc_path = "/proc";
   // Upper bound on threads doing blocking file-system work. A probe stuck on a
@@ -46,6 +83,11 @@ struct LoadResult {
   std::optional<Config> config;
   std::vector<ConfigError> errors;  // empty when config is set
 };
+
+// Compiles a job regex, accepting a named group written (?<job>...) or
+// (?P<job>...) (std::regex has no named groups): it becomes a plain group
+// whose index is returned in `group`. Returns an error text or empty.
+std::string compile_job_regex(const std::string& text, JobRule& rule);
 
 // Parses configuration text; `file` is used in error messages only.
 LoadResult parse_config(std::string_view text, const std::string& file);

@@ -76,11 +76,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_global_key",
                 "global:\n  scan_intervall: 15s\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:2:3: global.scan_intervall: unknown key (expected one of: state_dir, "
-                 "scan_interval, probe_timeout, proc_path, worker_threads)"}},
+                 "scan_interval, probe_timeout, scan_timeout, proc_path, worker_threads)"}},
         BadCase{"unknown_tier_key",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain_to: b\n",
                 {"bad.yml:5:5: tiers[0].drain_to: unknown key (expected one of: name, path, role, "
-                 "drains_to)"}},
+                 "drains_to, partial_after, jobs, shard, watch, layout)"}},
         BadCase{"bad_duration",
                 "global: {scan_interval: fifteen}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:1:25: global.scan_interval: expected a duration such as 500ms, 15s, 5m, "
@@ -139,6 +139,25 @@ INSTANTIATE_TEST_SUITE_P(
                 "tiers:\n  - {name: 'has space', path: /a, role: rapid}\n",
                 {"bad.yml:2:12: tiers[0].name: expected 1-64 characters of letters, digits, "
                  "'_', '.' or '-' starting with a letter or digit, got \"has space\""}},
+        BadCase{"shard_out_of_range",
+                "tiers:\n  - {name: a, path: /a, role: rapid, shard: 4/4}\n",
+                {"bad.yml:2:45: tiers[0].shard: expected i/n with 0 <= i < n, such as 0/4, got "
+                 "\"4/4\""}},
+        BadCase{"job_regex_without_group",
+                "tiers:\n  - {name: a, path: /a, role: rapid, jobs: {regex: 'team-.*'}}\n",
+                {"bad.yml:2:52: tiers[0].jobs.regex: expected a regex with a group (?<job>...) "
+                 "naming the job"}},
+        BadCase{"job_depth_and_regex",
+                "tiers:\n  - {name: a, path: /a, role: rapid, jobs: {depth: 2, regex: '(x)'}}\n",
+                {"bad.yml:2:55: tiers[0].jobs.regex: give either depth or regex, not both"}},
+        BadCase{"bad_watch_mode",
+                "tiers:\n  - {name: a, path: /a, role: rapid, watch: fanotify}\n",
+                {"bad.yml:2:45: tiers[0].watch: expected one of auto, inotify, poll, got "
+                 "\"fanotify\""}},
+        BadCase{"layout_missing_marker",
+                "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    layout: {shard_glob: "
+                "'*.bin', step_regex: 'ckpt_(\\d+)'}\n",
+                {"bad.yml:5:13: tiers[0].layout.marker: required key is missing"}},
         BadCase{"invalid_yaml", "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},
         BadCase{"several_errors_at_once",
@@ -149,6 +168,45 @@ INSTANTIATE_TEST_SUITE_P(
                  "bad.yml:3:21: tiers[0].role: expected one of staging, rapid, milestone, "
                  "capacity, deletion, got \"slow\""}}),
     [](const ::testing::TestParamInfo<BadCase>& p) { return p.param.name; });
+
+TEST(Config, ReadsTierScanOptions) {
+  LoadResult r = parse_config(R"(tiers:
+  - name: rapid
+    path: /lustre/ckpt
+    role: rapid
+    partial_after: 45m
+    shard: 1/4
+    watch: poll
+    jobs: {regex: '(?<job>[^/]+)/checkpoints', max_depth: 3}
+    layout: {shard_glob: '*.bin', marker: COMMITTED, step_regex: 'ckpt_(\d+)'}
+)",
+                              "ok.yml");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].to_string());
+  const TierConfig& t = r.config->tiers[0];
+  EXPECT_EQ(t.partial_after, std::chrono::minutes(45));
+  EXPECT_EQ(t.shard_index, 1u);
+  EXPECT_EQ(t.shard_count, 4u);
+  EXPECT_EQ(t.watch, WatchMode::kPoll);
+  ASSERT_TRUE(t.jobs.regex);
+  EXPECT_EQ(t.jobs.max_depth, 3);
+  std::smatch m;
+  const std::string rel = "llama-70b/checkpoints";
+  ASSERT_TRUE(std::regex_match(rel, m, *t.jobs.regex));
+  EXPECT_EQ(m[t.jobs.group].str(), "llama-70b");
+  ASSERT_TRUE(t.layout);
+  EXPECT_EQ(t.layout->marker, "COMMITTED");
+}
+
+TEST(Config, JobRegexNamedGroupIsFoundAfterOtherGroups) {
+  JobRule rule;
+  ASSERT_EQ(compile_job_regex("(team-[a-z]+)/(?:x/)?(?P<job>[^/]+)", rule), "");
+  EXPECT_EQ(rule.group, 2);
+  std::smatch m;
+  const std::string rel = "team-a/x/bert";
+  ASSERT_TRUE(std::regex_match(rel, m, *rule.regex));
+  EXPECT_EQ(m[rule.group].str(), "bert");
+  EXPECT_NE(compile_job_regex("(?<job>[", rule), "");
+}
 
 TEST(Config, UnreadableFileIsAnErrorWithTheFileName) {
   LoadResult r = load_config_file("/nonexistent/ckptmon.yml");
