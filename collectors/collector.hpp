@@ -25,6 +25,10 @@ class Collector {
   virtual std::string_view name() const = 0;
   // Loop thread. Called at start and after every successful reload.
   virtual void configure(const Config& cfg) = 0;
+  // Loop thread. How often every target runs, and how long one run may take
+  // before the target is reported as timed out (the run itself goes on).
+  virtual Duration interval() const = 0;
+  virtual Duration deadline() const = 0;
   // Loop thread. Independent units of work (usually tier names). Each runs
   // with its own deadline and never twice at the same time.
   virtual std::vector<std::string> targets() const = 0;

@@ -111,6 +111,7 @@ void TierStatsCollector::configure(const Config& cfg) {
   tiers_ = cfg.tiers;
   proc_path_ = cfg.global.proc_path;
   timeout_ = cfg.global.probe_timeout;
+  interval_ = cfg.global.scan_interval;
 }
 
 std::vector<std::string> TierStatsCollector::targets() const {

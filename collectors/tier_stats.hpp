@@ -27,6 +27,8 @@ class TierStatsCollector final : public Collector {
   explicit TierStatsCollector(std::shared_ptr<const Clock> clock) : clock_(std::move(clock)) {}
   std::string_view name() const override { return "tier_stats"; }
   void configure(const Config& cfg) override;
+  Duration interval() const override { return interval_; }
+  Duration deadline() const override { return timeout_; }
   std::vector<std::string> targets() const override;
   Job prepare(const std::string& target) override;
   void on_deadline(const std::string& target, State& state) override;
@@ -37,6 +39,7 @@ class TierStatsCollector final : public Collector {
   std::vector<TierConfig> tiers_;
   std::string proc_path_;
   Duration timeout_{};
+  Duration interval_{};
 };
 
 }  // namespace ckptmon

@@ -20,6 +20,8 @@ CollectorRunner::CollectorRunner(boost::asio::io_context& io, WorkerPool& pool, 
 }
 
 CollectorRunner::~CollectorRunner() {
+  stop();
+  for (auto& [_, f] : flights_) f.timer->cancel();
   std::lock_guard lock(inbox_->mu);
   inbox_->io = nullptr;
 }
@@ -38,16 +40,47 @@ bool CollectorRunner::all_reported() const {
   return true;
 }
 
-void CollectorRunner::run_all(Duration deadline) {
-  for (auto& c : collectors_) run(*c, deadline);
+void CollectorRunner::start() {
+  stop();
+  for (std::size_t i = 0; i < collectors_.size(); ++i) {
+    timers_.push_back(std::make_unique<boost::asio::steady_timer>(io_));
+    run(collectors_[i]);
+    arm(i);
+  }
 }
 
-void CollectorRunner::run(Collector& collector, Duration deadline) {
-  std::shared_ptr<Collector> owner;
+void CollectorRunner::stop() {
+  for (auto& t : timers_) t->cancel();
+  timers_.clear();
+}
+
+void CollectorRunner::arm(std::size_t index) {
+  auto& timer = *timers_[index];
+  timer.expires_after(collectors_[index]->interval());
+  timer.async_wait([this, index, t = &timer](const boost::system::error_code& ec) {
+    // A restart replaces the timers: a cancelled one must not touch the new ones.
+    if (ec || index >= timers_.size() || timers_[index].get() != t) return;
+    run(collectors_[index]);
+    arm(index);
+  });
+}
+
+void CollectorRunner::run_all() {
+  for (auto& c : collectors_) run(c);
+}
+
+bool CollectorRunner::run(std::string_view collector_name) {
   for (auto& c : collectors_) {
-    if (c.get() == &collector) owner = c;
+    if (c->name() == collector_name) {
+      run(c);
+      return true;
+    }
   }
-  if (!owner) return;
+  return false;
+}
+
+void CollectorRunner::run(const std::shared_ptr<Collector>& owner) {
+  Collector& collector = *owner;
   CollectorStatus& status = state_.collectors[std::string(collector.name())];
   const auto targets = collector.targets();
   // Forget targets that a reload removed.
@@ -59,12 +92,12 @@ void CollectorRunner::run(Collector& collector, Duration deadline) {
       ++status.skipped;
       continue;
     }
-    start(owner, target, deadline);
+    launch(owner, target, collector.deadline());
   }
 }
 
-void CollectorRunner::start(const std::shared_ptr<Collector>& c, const std::string& target,
-                            Duration deadline) {
+void CollectorRunner::launch(const std::shared_ptr<Collector>& c, const std::string& target,
+                             Duration deadline) {
   const std::string key = std::string(c->name()) + "/" + target;
   Job job;
   try {

@@ -35,11 +35,16 @@ class CollectorRunner {
   void set_collectors(std::vector<std::shared_ptr<Collector>> collectors);
   const std::vector<std::shared_ptr<Collector>>& collectors() const { return collectors_; }
 
+  // Runs every collector now, then each again every interval() of its own.
+  // Calling it again (after a reload) restarts the timers.
+  void start();
+  // Stops the periodic runs; jobs in flight finish in the background.
+  void stop();
   // Starts one run of every target of every collector that is not still in
   // flight from an earlier cycle (those are counted as skipped).
-  void run_all(Duration deadline);
-  // The same, for one collector.
-  void run(Collector& collector, Duration deadline);
+  void run_all();
+  // The same, for one collector (by name); false when there is none.
+  bool run(std::string_view collector_name);
 
   std::size_t in_flight() const { return flights_.size(); }
   // True once every target has reported at least once (result or deadline).
@@ -63,7 +68,9 @@ class CollectorRunner {
     std::string error;  // non-empty: the job threw
   };
 
-  void start(const std::shared_ptr<Collector>& c, const std::string& target, Duration deadline);
+  void run(const std::shared_ptr<Collector>& c);
+  void arm(std::size_t index);
+  void launch(const std::shared_ptr<Collector>& c, const std::string& target, Duration deadline);
   void finish(const std::string& key, std::uint64_t id, Result result);
   void expire(const std::string& key, std::uint64_t id);
   void record(Collector& collector, const std::string& target, double seconds, Result result,
@@ -75,6 +82,7 @@ class CollectorRunner {
   std::function<void()> on_change_;
   std::shared_ptr<Inbox> inbox_;
   std::vector<std::shared_ptr<Collector>> collectors_;
+  std::vector<std::unique_ptr<boost::asio::steady_timer>> timers_;  // one per collector
   std::map<std::string, Flight> flights_;  // key: collector "/" target
   std::map<std::string, bool> reported_;   // key -> has reported once
   std::uint64_t next_id_ = 1;

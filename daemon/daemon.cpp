@@ -20,7 +20,6 @@ Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
       clock_(std::move(clock)),
       server_(io_, opts_.limits),
       signals_(io_),
-      scan_timer_(io_),
       watchdog_timer_(io_),
       registry_(std::make_shared<prometheus::Registry>()) {
   prometheus::BuildGauge()
@@ -82,7 +81,7 @@ bool Daemon::start(std::string* error) {
   if (opts_.on_listening) opts_.on_listening(bound);
   if (opts_.handle_signals) wait_signals();
   publish();
-  schedule_scan(true);
+  runner_->start();
   schedule_watchdog();
   systemd::ready();
   return true;
@@ -101,7 +100,7 @@ void Daemon::stop() {
     systemd::stopping();
     server_.close();
     signals_.cancel();
-    scan_timer_.cancel();
+    runner_->stop();
     watchdog_timer_.cancel();
     io_.stop();
   });
@@ -137,24 +136,13 @@ Daemon::ReloadOutcome Daemon::reload() {
   reload_ts_->Set(clock_->now());
   log::info("configuration reloaded", {{"file", opts_.config_file},
                                        {"tiers", static_cast<int>(cfg->tiers.size())}});
-  // Probe new tiers now rather than at the end of the current interval.
-  schedule_scan(true);
+  // Probe new tiers now rather than at the end of the current interval, and
+  // pick up changed intervals.
+  runner_->start();
   systemd::ready();
   out.ok = true;
   out.message = "configuration reloaded\n";
   return out;
-}
-
-void Daemon::schedule_scan(bool immediately) {
-  scan_timer_.cancel();
-  if (immediately) {
-    runner_->run_all(state_.config->global.probe_timeout);
-  }
-  scan_timer_.expires_after(state_.config->global.scan_interval);
-  scan_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || stopping_) return;
-    schedule_scan(true);
-  });
 }
 
 void Daemon::schedule_watchdog() {

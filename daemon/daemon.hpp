@@ -71,7 +71,6 @@ class Daemon {
 
  private:
   void apply_config(std::shared_ptr<const Config> cfg);
-  void schedule_scan(bool immediately);
   void schedule_watchdog();
   void wait_signals();
   void changed();
@@ -87,7 +86,6 @@ class Daemon {
   std::unique_ptr<CollectorRunner> runner_;
   HttpServer server_;
   boost::asio::signal_set signals_;
-  boost::asio::steady_timer scan_timer_;
   boost::asio::steady_timer watchdog_timer_;
   std::shared_ptr<const Snapshot> snapshot_;
   bool publish_pending_ = false;

@@ -70,9 +70,12 @@ struct Checkpoint {
   // null elsewhere.
   std::shared_ptr<const std::vector<ShardFile>> shard_files;
 
-  // Catalog bookkeeping (the store fills these).
+  // Catalog bookkeeping: when this checkpoint was first and last seen, and
+  // whether its completion skew was counted in the histogram already (once
+  // per checkpoint, across restarts).
   double first_seen = 0;
   double last_seen = 0;
+  bool skew_observed = false;
 
   double completion_skew() const { return last_write > first_write ? last_write - first_write : 0; }
 };

@@ -25,6 +25,7 @@ struct FileEntry {
   std::uint32_t mode = 0;       // st_mode
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
+  std::string link_target;  // for symlinks: what readlink() says (never followed)
   // Text of the file when the layouts asked for it (see wants_content()) and it
   // was small enough; nullopt otherwise.
   std::optional<std::string> content;
