@@ -63,8 +63,19 @@ void recognise_orbax(DirScope& s) {
     std::string error;
     bool unread = false;
     auto j = parse_manifest_json(*meta, error, unread);
-    if (j) {
-      if (auto init = json_int(json_member(*j, "init_timestamp_nsecs"))) c.save_start = static_cast<double>(*init) / 1e9;
+    if (j && !j->is_object()) {
+      v.broken = std::string(kMeta) + ": not a JSON object";
+    } else if (j) {
+      // Orbax itself refuses a step metadata file whose timestamps are not integers.
+      for (const char* key : {"init_timestamp_nsecs", "commit_timestamp_nsecs"}) {
+        const nlohmann::json* ts = json_member(*j, key);
+        if (ts != nullptr && !ts->is_null() && !json_int(ts)) {
+          v.broken = std::string(kMeta) + ": " + key + " is not an integer";
+        }
+      }
+      if (auto init = json_int(json_member(*j, "init_timestamp_nsecs"))) {
+        c.save_start = static_cast<double>(*init) / 1e9;
+      }
       if (auto done = json_int(json_member(*j, "commit_timestamp_nsecs"))) {
         c.save_end = static_cast<double>(*done) / 1e9;
         committed_ts = true;
