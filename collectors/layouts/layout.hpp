@@ -24,6 +24,9 @@ struct LayoutContext {
   double now = 0;                  // unix seconds
   double partial_after = 30 * 60;  // seconds without a valid marker before in_progress becomes partial
   const GenericLayout* generic = nullptr;  // nullptr: no generic recogniser on this tier
+  // Fill Checkpoint::shard_files (tiers that drain or are drained to); off
+  // elsewhere so memory grows with checkpoints, not files.
+  bool keep_shard_files = false;
 };
 
 // Every checkpoint found under `root` (normally a job directory). Paths in the
@@ -36,5 +39,10 @@ std::vector<Checkpoint> recognise_tree(const DirNode& root, const LayoutContext&
 // kMaxManifestBytes are never read.
 bool wants_content(std::string_view file_name);
 inline constexpr std::uint64_t kMaxManifestBytes = 4 * 1024 * 1024;
+
+// Whether the scanner should store this symlink's target (readlink(2)) in
+// FileEntry::content. Lightning's `last.ckpt` may be a symlink to the newest
+// checkpoint file; a target that is gone is a dangling, unrestorable `last`.
+bool wants_link_target(std::string_view link_name);
 
 }  // namespace ckptmon

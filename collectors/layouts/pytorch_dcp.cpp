@@ -1,0 +1,130 @@
+// PyTorch Distributed Checkpoint (torch.distributed.checkpoint FileSystemWriter).
+//
+// A checkpoint directory holds `__{rank}_{n}.distcp` shards and, written last
+// by the coordinator, `.metadata` (pickled; written as `.metadata.tmp`, fsynced
+// and renamed). Without collectives every rank writes its own
+// `__{rank}.metadata` instead. The step comes from the directory name chosen by
+// the caller.
+
+#include <map>
+
+#include "collectors/layouts/recogniser.hpp"
+
+namespace ckptmon::layouts {
+namespace {
+
+// "__12_0.distcp" -> 12; "__12.metadata" (with suffix ".metadata") -> 12.
+std::optional<std::int64_t> rank_of(std::string_view name, std::string_view suffix) {
+  if (!name.starts_with("__") || !name.ends_with(suffix)) return std::nullopt;
+  std::string_view mid = name.substr(2, name.size() - 2 - suffix.size());
+  if (suffix == ".distcp") {
+    const auto us = mid.find('_');
+    if (us == std::string_view::npos || !is_digits(mid.substr(us + 1))) return std::nullopt;
+    mid = mid.substr(0, us);
+  }
+  return parse_uint(mid);
+}
+
+std::string rank_list(const std::vector<std::int64_t>& ranks) {
+  std::string s;
+  const std::size_t shown = std::min<std::size_t>(ranks.size(), 5);
+  for (std::size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > shown) s += " and " + std::to_string(ranks.size() - shown) + " more";
+  return s;
+}
+
+}  // namespace
+
+DcpEval evaluate_dcp_dir(const DirNode& d) {
+  DcpEval e;
+  std::map<std::int64_t, double> rank_newest;  // rank -> newest mtime of its shards
+  std::map<std::int64_t, const FileEntry*> rank_meta;
+  const FileEntry* meta = nullptr;
+  const FileEntry* tmp = nullptr;
+  for (const auto& f : d.files) {
+    if (f.name == ".metadata") {
+      meta = &f;
+    } else if (f.name == ".metadata.tmp") {
+      tmp = &f;
+    } else if (f.name.ends_with(".distcp")) {
+      ++e.distcp;
+      if (auto r = rank_of(f.name, ".distcp")) {
+        double& newest = rank_newest[*r];
+        newest = std::max(newest, f.mtime);
+      }
+    } else if (auto r = rank_of(f.name, ".metadata")) {
+      rank_meta[*r] = &f;
+    }
+  }
+  e.looks = e.distcp > 0 || meta != nullptr || tmp != nullptr || !rank_meta.empty();
+  e.ranks = rank_newest.size();
+  if (tmp != nullptr) {
+    e.marker = meta;
+    e.pending = meta != nullptr ? ".metadata.tmp present (the coordinator is replacing .metadata)"
+                                : ".metadata.tmp present, not yet renamed to .metadata";
+    return e;
+  }
+  if (meta != nullptr) {
+    e.marker = meta;
+    return e;
+  }
+  if (!rank_meta.empty()) {
+    // Saved without collectives: every rank commits its own part.
+    std::vector<std::int64_t> missing;
+    std::vector<std::int64_t> stale;
+    for (const auto& [rank, newest] : rank_newest) {
+      auto it = rank_meta.find(rank);
+      if (it == rank_meta.end()) {
+        missing.push_back(rank);
+      } else if (it->second->mtime + kMtimeSlack < newest) {
+        stale.push_back(rank);
+      }
+    }
+    for (const auto& [rank, f] : rank_meta) {
+      if (e.marker == nullptr || f->mtime > e.marker->mtime) e.marker = f;
+    }
+    if (!missing.empty()) {
+      e.pending = "no __{rank}.metadata for " + std::to_string(missing.size()) + " of " +
+                  std::to_string(rank_newest.size()) + " ranks (rank " + rank_list(missing) + ")";
+    } else if (!stale.empty()) {
+      e.pending = "shards newer than their __{rank}.metadata (re-save) for rank " + rank_list(stale);
+    }
+    return e;
+  }
+  e.pending = "no .metadata";
+  return e;
+}
+
+void recognise_pytorch_dcp(DirScope& s) {
+  const DirNode& d = s.dir();
+  const DcpEval e = evaluate_dcp_dir(d);
+  if (!e.looks) return;
+  s.claim_self();
+  Found f;
+  Checkpoint& c = f.ckpt;
+  c.path = s.self_path();
+  c.step = parse_step(d.name);
+  f.ranks = e.ranks;
+  Verdict v;
+  double activity = 0;
+  {
+    Tally t(c, s.ctx());
+    t.tree(d, "");
+    activity = t.newest();
+  }
+  if (megatron_dist_looks(d)) {
+    // A Megatron torch_dist iteration shown on its own (no tracker above it).
+    c.framework = "megatron_torch_dist";
+    megatron_dist_verdict(d, v, c);
+  } else {
+    c.framework = "pytorch_dcp";
+    v.marker_name = ".metadata";
+    v.has_marker = e.marker != nullptr;
+    v.pending = e.pending;
+    if (e.marker != nullptr) c.marker_time = e.marker->mtime;
+  }
+  decide(c, v, activity, s.ctx());
+  s.emit(std::move(f));
+}
+
+}  // namespace ckptmon::layouts
