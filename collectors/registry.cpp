@@ -5,6 +5,7 @@
 
 #include "collectors/collector.hpp"
 #include "collectors/tier_stats.hpp"
+#include "collectors/tree_scan.hpp"
 
 namespace ckptmon {
 namespace {
@@ -18,6 +19,10 @@ constexpr std::array kCollectors{
     Entry{"tier_stats",
           [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
             return std::make_shared<TierStatsCollector>(env.clock);
+          }},
+    Entry{"tree_scan",
+          [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
+            return std::make_shared<TreeScanCollector>(env.clock);
           }},
 };
 

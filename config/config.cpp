@@ -93,6 +93,54 @@ void read_jobs(const YamlField& f, JobRule& rule, ErrorSink& sink) {
   m.finish();
 }
 
+void read_namespaces(const YamlField& f, std::vector<NamespaceRule>& out, ErrorSink& sink) {
+  if (!f.value.IsMap()) {
+    sink.add(f.mark(), f.path,
+             "expected a mapping of job regex to {owner, group, residency}, got " +
+                 describe(f.value));
+    return;
+  }
+  for (YAML::const_iterator it = f.value.begin(); it != f.value.end(); ++it) {
+    const YAML::detail::iterator_value kv = *it;
+    const YAML::Node k = kv.first;
+    if (!k.IsScalar()) {
+      sink.add(k.Mark(), f.path, "expected a job regex as key, got " + describe(k));
+      continue;
+    }
+    NamespaceRule rule;
+    rule.job_regex = k.Scalar();
+    const std::string path = f.path + "." + k.Scalar();
+    try {
+      rule.regex = std::make_shared<const std::regex>(rule.job_regex);
+    } catch (const std::regex_error& e) {
+      sink.add(k.Mark(), path, std::string("invalid regex: ") + e.what());
+      continue;
+    }
+    YamlMap m(kv.second, path, sink);
+    if (!m.ok()) continue;
+    if (auto o = m.get("owner"); o.present()) {
+      if (auto v = read_string(o, sink)) rule.owner = *v;
+    }
+    if (auto g = m.get("group"); g.present()) {
+      if (auto v = read_string(g, sink)) rule.group = *v;
+    }
+    if (auto r = m.get("residency"); r.present()) {
+      if (r.value.IsScalar()) {
+        rule.residency.push_back(r.value.Scalar());
+      } else if (r.value.IsSequence()) {
+        for (std::size_t i = 0; i < r.value.size(); ++i) {
+          YamlField item{r.value[i], r.value[i].Mark(), r.path + "[" + std::to_string(i) + "]"};
+          if (auto v = read_string(item, sink)) rule.residency.push_back(*v);
+        }
+      } else {
+        sink.add(r.mark(), r.path, "expected a label or a list of labels, got " + describe(r.value));
+      }
+    }
+    m.finish();
+    out.push_back(std::move(rule));
+  }
+}
+
 void read_shard(const YamlField& f, TierConfig& t, ErrorSink& sink) {
   const std::string expected = "expected i/n with 0 <= i < n, such as 0/4, got " + describe(f.value);
   if (!f.value.IsScalar()) {
@@ -159,6 +207,10 @@ void read_tier(YamlMap& m, TierConfig& t, TierMarks& marks, ErrorSink& sink) {
       t.watch = *v == "auto" ? WatchMode::kAuto : *v == "inotify" ? WatchMode::kInotify : WatchMode::kPoll;
     }
   }
+  if (auto f = m.get("residency"); f.present()) {
+    if (auto v = read_string(f, sink)) t.residency = *v;
+  }
+  if (auto f = m.get("namespaces"); f.present()) read_namespaces(f, t.namespaces, sink);
   if (auto f = m.get("layout"); f.present()) {
     YamlMap lm(f.value, f.path, sink);
     if (lm.ok()) {

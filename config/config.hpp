@@ -41,6 +41,16 @@ struct GenericLayoutConfig {
   std::string step_regex;
 };
 
+// Who may own a job's checkpoints, and where they may live: jobs whose name
+// matches `job_regex` belong to this namespace.
+struct NamespaceRule {
+  std::string job_regex;
+  std::shared_ptr<const std::regex> regex;
+  std::string owner;  // user name or numeric uid; empty = any
+  std::string group;  // group name or numeric gid; empty = any
+  std::vector<std::string> residency;  // allowed tier residency labels; empty = any
+};
+
 struct TierConfig {
   std::string name;
   std::string path;  // absolute; need not exist (a missing path is a tier that is down)
@@ -54,6 +64,10 @@ struct TierConfig {
   std::uint32_t shard_count = 1;
   WatchMode watch = WatchMode::kAuto;
   std::optional<GenericLayoutConfig> layout;
+  // Access audit: a label for where this tier lives (e.g. a region) and the
+  // namespaces that claim its jobs, in order (the first match wins).
+  std::string residency;
+  std::vector<NamespaceRule> namespaces;
 };
 
 struct GlobalConfig {

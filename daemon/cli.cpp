@@ -8,6 +8,7 @@
 #include "config/config.hpp"
 #include "daemon/daemon.hpp"
 #include "daemon/demo.hpp"
+#include "daemon/scan_command.hpp"
 #include "util/log.hpp"
 #include "util/version.hpp"
 
@@ -78,6 +79,21 @@ int cli_main(int argc, char** argv) {
   demo->add_option("--exit-after", exit_after, "Stop after this long (e.g. 30s)");
   demo->add_flag("--keep", demo_opts.keep, "Keep the temporary tiers at exit");
 
+  ScanCommandOptions scan_opts;
+  std::string scan_partial_after = "30m";
+  auto* scan = app.add_subcommand("scan", "Walk directories once and list the checkpoints found");
+  scan->add_option("paths", scan_opts.paths, "Tier roots to walk (each a tier named after it)")
+      ->required();
+  scan->add_option("--format", scan_opts.format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  scan->add_option("--partial-after", scan_partial_after,
+                   "Age after which an uncommitted checkpoint counts as partial")
+      ->capture_default_str();
+  scan->add_option("--job-depth", scan_opts.job_depth, "Depth of job directories below each path")
+      ->check(CLI::Range(0, 16))
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -87,6 +103,17 @@ int cli_main(int argc, char** argv) {
 
   if (*serve) return cmd_serve(config_file, listen);
   if (*check) return cmd_check_config(check_file);
+  if (*scan) {
+    auto d = parse_duration(scan_partial_after);
+    if (!d) {
+      std::cerr << "ckptmon scan: --partial-after: expected a duration such as 30m, got \""
+                << scan_partial_after << "\"\n";
+      return 2;
+    }
+    scan_opts.partial_after = *d;
+    SystemClock clock;
+    return run_scan_command(scan_opts, clock, std::cout, std::cerr);
+  }
   if (*demo) {
     if (!exit_after.empty()) {
       auto d = parse_duration(exit_after);

@@ -8,6 +8,8 @@
 #include "daemon/metrics.hpp"
 #include "daemon/systemd_notify.hpp"
 #include "daemon/web.hpp"
+
+#include <nlohmann/json.hpp>
 #include "util/log.hpp"
 #include "util/version.hpp"
 
@@ -53,6 +55,7 @@ Daemon::~Daemon() {
   // drop their results; then the pool detaches those threads.
   runner_.reset();
   pool_.reset();
+  store_.reset();  // finishes queued writes
 }
 
 bool Daemon::start(std::string* error) {
@@ -65,10 +68,13 @@ bool Daemon::start(std::string* error) {
     return false;
   }
   auto cfg = std::make_shared<const Config>(std::move(*loaded.config));
+  store_ = Store::open(cfg->global.state_dir, error);
+  if (!store_) return false;
   pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
   runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, [this] { changed(); });
   runner_->set_collectors(make_collectors(CollectorEnv{clock_}));
   apply_config(cfg);
+  load_catalog();
   reload_ok_->Set(1);
   reload_ts_->Set(clock_->now());
 
@@ -104,6 +110,36 @@ void Daemon::stop() {
     watchdog_timer_.cancel();
     io_.stop();
   });
+}
+
+void Daemon::load_catalog() {
+  std::map<std::string, std::vector<Checkpoint>> stored;
+  try {
+    stored = store_->load_catalog();
+  } catch (const std::exception& e) {
+    log::error("cannot read the stored catalog; starting empty", {{"err", e.what()}});
+    return;
+  }
+  std::size_t n = 0;
+  for (auto& [tier, checkpoints] : stored) {
+    if (!state_.tiers.contains(tier)) continue;
+    TierCatalog& cat = state_.catalogs[tier];
+    for (const auto& c : checkpoints) cat.jobs.insert(c.job);
+    n += checkpoints.size();
+    cat.checkpoints = std::move(checkpoints);
+    cat.scanned = true;
+  }
+  log::info("catalog loaded", {{"db", store_->path()}, {"checkpoints", static_cast<int>(n)}});
+}
+
+void Daemon::persist_changes() {
+  const double now = clock_->now();
+  for (auto& [tier, cat] : state_.catalogs) {
+    if (cat.changed.empty() && cat.removed.empty()) continue;
+    if (store_) store_->save_catalog(tier, std::move(cat.changed), std::move(cat.removed), now);
+    cat.changed.clear();
+    cat.removed.clear();
+  }
 }
 
 void Daemon::apply_config(std::shared_ptr<const Config> cfg) {
@@ -187,6 +223,7 @@ void Daemon::changed() {
 
 void Daemon::publish() {
   publish_pending_ = false;
+  persist_changes();
   auto snap = std::make_shared<Snapshot>();
   snap->state = state_;
   snap->metrics_text = serialize(state_families(state_));
@@ -208,6 +245,18 @@ std::string Daemon::render_metrics() const {
                          prometheus::MetricType::Counter);
   rejected.add({}, static_cast<double>(server_.rejected_connections()));
   append(live, std::move(rejected));
+  if (store_) {
+    FamilyBuilder errs("ckptmon_store_errors_total",
+                       "Writes to the state database that failed (disk full, I/O error).",
+                       prometheus::MetricType::Counter);
+    errs.add({}, static_cast<double>(store_->errors()));
+    append(live, std::move(errs));
+    FamilyBuilder txs("ckptmon_store_transactions_total",
+                      "Transactions committed to the state database.",
+                      prometheus::MetricType::Counter);
+    txs.add({}, static_cast<double>(store_->transactions()));
+    append(live, std::move(txs));
+  }
   if (pool_) {
     FamilyBuilder threads("ckptmon_worker_threads",
                           "Worker threads for blocking storage calls, by state.",
@@ -249,6 +298,25 @@ void Daemon::add_routes() {
   });
   server_.route("/api/v1/tiers", {"GET"}, [this](const HttpRequest&) {
     return HttpResponse::json(200, render_tiers_json(*snapshot_));
+  });
+  server_.route("/api/v1/checkpoints", {"GET"}, [this](const HttpRequest& req) {
+    std::string body;
+    std::string error;
+    if (!render_checkpoints_json(*snapshot_, req.query, &body, &error)) {
+      return HttpResponse::json(400, nlohmann::json({{"error", error}}).dump());
+    }
+    return HttpResponse::json(200, std::move(body));
+  });
+  server_.route("/api/v1/findings", {"GET"}, [this](const HttpRequest& req) {
+    std::string body;
+    std::string error;
+    if (!render_findings_json(*snapshot_, req.query, &body, &error)) {
+      return HttpResponse::json(400, nlohmann::json({{"error", error}}).dump());
+    }
+    return HttpResponse::json(200, std::move(body));
+  });
+  server_.route("/api/v1/jobs", {"GET"}, [this](const HttpRequest&) {
+    return HttpResponse::json(200, render_jobs_json(*snapshot_));
   });
 }
 

@@ -20,6 +20,7 @@
 #include "daemon/http_server.hpp"
 #include "daemon/worker_pool.hpp"
 #include "model/state.hpp"
+#include "store/store.hpp"
 #include "util/clock.hpp"
 
 namespace ckptmon {
@@ -71,6 +72,8 @@ class Daemon {
 
  private:
   void apply_config(std::shared_ptr<const Config> cfg);
+  void load_catalog();
+  void persist_changes();
   void schedule_watchdog();
   void wait_signals();
   void changed();
@@ -82,6 +85,7 @@ class Daemon {
   std::shared_ptr<const Clock> clock_;
   boost::asio::io_context io_;
   std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<Store> store_;
   State state_;
   std::unique_ptr<CollectorRunner> runner_;
   HttpServer server_;

@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <limits>
 #include <filesystem>
 #include <fstream>
+#include <array>
+#include <map>
 #include <sstream>
 
 #include <prometheus/text_serializer.h>
@@ -26,6 +29,24 @@ FamilyBuilder& FamilyBuilder::add(const Labels& labels, double value) {
     case prometheus::MetricType::Gauge: m.gauge.value = value; break;
     default: m.untyped.value = value; break;
   }
+  family_.metric.push_back(std::move(m));
+  return *this;
+}
+
+FamilyBuilder& FamilyBuilder::add_histogram(const Labels& labels, const HistogramData& h) {
+  prometheus::ClientMetric m;
+  for (const auto& [k, v] : labels) m.label.push_back({k, v});
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < h.buckets.size(); ++i) {
+    cumulative += h.buckets[i];
+    prometheus::ClientMetric::Bucket b;
+    b.cumulative_count = cumulative;
+    b.upper_bound =
+        i < h.bounds.size() ? h.bounds[i] : std::numeric_limits<double>::infinity();
+    m.histogram.bucket.push_back(b);
+  }
+  m.histogram.sample_count = h.count;
+  m.histogram.sample_sum = h.sum;
   family_.metric.push_back(std::move(m));
   return *this;
 }
@@ -92,6 +113,8 @@ std::vector<prometheus::MetricFamily> state_families(const State& state) {
   append(out, std::move(ro));
   append(out, std::move(last_ok));
 
+  catalog_families(state, out);
+
   FamilyBuilder dur("ckptmon_collector_duration_seconds",
                     "Duration of the slowest target of the collector's last run (up to its "
                     "deadline while still running).",
@@ -121,6 +144,163 @@ std::vector<prometheus::MetricFamily> state_families(const State& state) {
   append(out, std::move(skipped));
   append(out, std::move(errors));
   return out;
+}
+
+void catalog_families(const State& state, std::vector<prometheus::MetricFamily>& out) {
+  using prometheus::MetricType;
+  FamilyBuilder count("ckpt_checkpoints", "Checkpoints on the tier by job and state.",
+                      MetricType::Gauge);
+  FamilyBuilder stored("ckpt_job_stored_bytes",
+                       "Bytes of all the job's checkpoints on the tier, every state.",
+                       MetricType::Gauge);
+  FamilyBuilder latest_step("ckpt_latest_committed_step",
+                            "Step of the job's newest committed checkpoint on the tier.",
+                            MetricType::Gauge);
+  FamilyBuilder last_bytes("ckpt_last_checkpoint_bytes",
+                           "Bytes of the job's newest committed checkpoint on the tier.",
+                           MetricType::Gauge);
+  FamilyBuilder last_files("ckpt_last_checkpoint_files",
+                           "Files of the job's newest committed checkpoint on the tier.",
+                           MetricType::Gauge);
+  FamilyBuilder last_skew("ckpt_last_checkpoint_completion_skew_seconds",
+                          "Newest minus oldest shard write of the job's newest committed "
+                          "checkpoint on the tier.",
+                          MetricType::Gauge);
+  FamilyBuilder last_duration("ckpt_last_checkpoint_duration_seconds",
+                              "Save duration of the job's newest committed checkpoint, where a "
+                              "manifest or the event log tells.",
+                              MetricType::Gauge);
+  FamilyBuilder last_ts("ckpt_last_checkpoint_timestamp_seconds",
+                        "Commit time of the job's newest committed checkpoint on the tier.",
+                        MetricType::Gauge);
+  FamilyBuilder partial("ckpt_partial_checkpoints",
+                        "Partial (unrestorable) checkpoints of the job on the tier.",
+                        MetricType::Gauge);
+  FamilyBuilder partial_bytes("ckpt_partial_bytes",
+                              "Bytes held by the job's partial checkpoints on the tier.",
+                              MetricType::Gauge);
+  FamilyBuilder skew("ckpt_completion_skew_seconds",
+                     "Completion skew of committed checkpoints (newest minus oldest shard "
+                     "write), each counted once when first seen committed.",
+                     MetricType::Histogram);
+  FamilyBuilder scan_dur("ckptmon_scan_duration_seconds", "Duration of the tier's last walk.",
+                         MetricType::Gauge);
+  FamilyBuilder scan_dirs("ckptmon_scan_directories_listed_total",
+                          "Directories listed (readdir) while walking the tier.",
+                          MetricType::Counter);
+  FamilyBuilder scan_stats("ckptmon_scan_stat_calls_total",
+                           "stat calls made while walking the tier.", MetricType::Counter);
+  FamilyBuilder scan_perm("ckptmon_scan_permission_errors_total",
+                          "Entries of the tier that could not be read for lack of permission.",
+                          MetricType::Counter);
+  FamilyBuilder scan_gone("ckptmon_scan_vanished_total",
+                          "Entries that disappeared between listing and stat (normal while "
+                          "checkpoints are written or deleted).",
+                          MetricType::Counter);
+  FamilyBuilder scan_ok("ckptmon_scan_last_success_timestamp_seconds",
+                        "When the tier's last complete walk finished.", MetricType::Gauge);
+  FamilyBuilder findings("ckpt_access_findings",
+                         "Access audit findings on the tier by kind (checkpoints or job "
+                         "directories); /api/v1/findings lists them.",
+                         MetricType::Gauge);
+  FamilyBuilder stale("ckptmon_catalog_stale",
+                      "1 while the tier's walk is past its deadline: its catalog figures are "
+                      "from an older walk.",
+                      MetricType::Gauge);
+
+  struct Restorable {
+    double ts = 0;
+    std::int64_t step = -1;
+  };
+  std::map<std::string, Restorable> restorable;
+
+  for (const auto& [tier, cat] : state.catalogs) {
+    const Labels t{{"tier", tier}};
+    scan_dur.add(t, cat.scan.last_duration_seconds);
+    scan_dirs.add(t, static_cast<double>(cat.scan.dirs_listed));
+    scan_stats.add(t, static_cast<double>(cat.scan.stat_calls));
+    scan_perm.add(t, static_cast<double>(cat.scan.permission_errors));
+    scan_gone.add(t, static_cast<double>(cat.scan.vanished));
+    stale.add(t, cat.stale ? 1 : 0);
+    if (cat.scan.last_finished > 0 && cat.scan.last_error.empty()) {
+      scan_ok.add(t, cat.scan.last_finished);
+    }
+    if (!cat.scanned) continue;
+    std::array<double, kFindingKindCount> by_kind{};
+    for (const auto& f : cat.findings) by_kind[static_cast<std::size_t>(f.kind)] += 1;
+    for (int k = 0; k < kFindingKindCount; ++k) {
+      findings.add({{"tier", tier}, {"kind", std::string(to_string(static_cast<FindingKind>(k)))}},
+                   by_kind[static_cast<std::size_t>(k)]);
+    }
+
+    struct JobFigures {
+      std::array<double, 3> states{};
+      double stored = 0;
+      double partial_bytes = 0;
+      const Checkpoint* latest = nullptr;
+    };
+    std::map<std::string, JobFigures> jobs;
+    for (const auto& j : cat.jobs) jobs[j];
+    for (const auto& c : cat.checkpoints) {
+      JobFigures& f = jobs[c.job];
+      f.states[static_cast<std::size_t>(c.state)] += 1;
+      f.stored += static_cast<double>(c.bytes);
+      if (c.state == CkptState::kPartial) f.partial_bytes += static_cast<double>(c.bytes);
+      if (c.state == CkptState::kCommitted &&
+          (f.latest == nullptr || c.step > f.latest->step ||
+           (c.step == f.latest->step && c.last_write > f.latest->last_write))) {
+        f.latest = &c;
+      }
+      if (c.state == CkptState::kCommitted) {
+        const double ts = c.marker_time > 0 ? c.marker_time : c.last_write;
+        Restorable& r = restorable[c.job];
+        if (ts > r.ts) r = Restorable{ts, c.step};
+      }
+    }
+    for (const auto& [job, f] : jobs) {
+      const Labels tj{{"tier", tier}, {"job", job}};
+      for (CkptState s : {CkptState::kInProgress, CkptState::kCommitted, CkptState::kPartial}) {
+        count.add({{"tier", tier}, {"job", job}, {"state", std::string(to_string(s))}},
+                  f.states[static_cast<std::size_t>(s)]);
+      }
+      stored.add(tj, f.stored);
+      partial.add(tj, f.states[static_cast<std::size_t>(CkptState::kPartial)]);
+      partial_bytes.add(tj, f.partial_bytes);
+      if (f.latest != nullptr) {
+        const Checkpoint& c = *f.latest;
+        if (c.step >= 0) latest_step.add(tj, static_cast<double>(c.step));
+        last_bytes.add(tj, static_cast<double>(c.bytes));
+        last_files.add(tj, static_cast<double>(c.files));
+        last_skew.add(tj, c.completion_skew());
+        last_ts.add(tj, c.marker_time > 0 ? c.marker_time : c.last_write);
+        if (c.save_end > c.save_start && c.save_start > 0) {
+          last_duration.add(tj, c.save_end - c.save_start);
+        }
+      }
+    }
+    for (const auto& [job, h] : cat.skew_by_job) {
+      skew.add_histogram({{"tier", tier}, {"job", job}}, h);
+    }
+  }
+
+  FamilyBuilder restorable_ts("ckpt_restorable_timestamp_seconds",
+                              "Commit time of the job's newest committed checkpoint on any tier "
+                              "(the recovery point).",
+                              MetricType::Gauge);
+  FamilyBuilder restorable_step("ckpt_restorable_step",
+                                "Step of the job's newest committed checkpoint on any tier.",
+                                MetricType::Gauge);
+  for (const auto& [job, r] : restorable) {
+    restorable_ts.add({{"job", job}}, r.ts);
+    if (r.step >= 0) restorable_step.add({{"job", job}}, static_cast<double>(r.step));
+  }
+
+  for (auto* b : {&count, &stored, &latest_step, &last_bytes, &last_files, &last_skew,
+                  &last_duration, &last_ts, &partial, &partial_bytes, &skew, &restorable_ts,
+                  &restorable_step, &scan_dur, &scan_dirs, &scan_stats, &scan_perm, &scan_gone,
+                  &scan_ok, &findings, &stale}) {
+    append(out, std::move(*b));
+  }
 }
 
 std::vector<prometheus::MetricFamily> process_families(const std::string& proc_path,

@@ -19,6 +19,8 @@ class FamilyBuilder {
  public:
   FamilyBuilder(std::string name, std::string help, prometheus::MetricType type);
   FamilyBuilder& add(const Labels& labels, double value);
+  // For histogram families.
+  FamilyBuilder& add_histogram(const Labels& labels, const HistogramData& h);
   bool empty() const { return family_.metric.empty(); }
   prometheus::MetricFamily take() { return std::move(family_); }
 
@@ -31,6 +33,10 @@ void append(std::vector<prometheus::MetricFamily>& out, FamilyBuilder&& b);
 
 // Domain and collector metrics for everything in `state`.
 std::vector<prometheus::MetricFamily> state_families(const State& state);
+
+// The checkpoint catalog: counts, sizes, latest steps, skew, recovery point,
+// scan cost. Part of state_families().
+void catalog_families(const State& state, std::vector<prometheus::MetricFamily>& out);
 
 // process_* metrics of this process, the way every Prometheus client names
 // them: CPU, resident memory, open and maximum file descriptors, start time.

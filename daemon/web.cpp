@@ -1,5 +1,7 @@
 #include "daemon/web.hpp"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "util/text.hpp"
@@ -48,6 +50,130 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
        "<li><code>POST /-/reload</code>: reload the configuration</li>\n</ul>\n";
   h += "</body></html>\n";
   return h;
+}
+
+nlohmann::json checkpoint_json(const Checkpoint& c) {
+  nlohmann::json j;
+  j["tier"] = c.tier;
+  j["job"] = c.job;
+  j["step"] = c.step >= 0 ? nlohmann::json(c.step) : nlohmann::json();
+  j["framework"] = c.framework;
+  j["state"] = std::string(to_string(c.state));
+  j["reason"] = c.reason;
+  j["path"] = c.path;
+  j["files"] = c.files;
+  j["bytes"] = c.bytes;
+  j["allocated_bytes"] = c.allocated_bytes;
+  j["first_write"] = c.first_write;
+  j["last_write"] = c.last_write;
+  j["completion_skew_seconds"] = c.completion_skew();
+  j["marker_time"] = c.marker_time > 0 ? nlohmann::json(c.marker_time) : nlohmann::json();
+  j["expected_files"] = c.expected_files > 0 ? nlohmann::json(c.expected_files) : nlohmann::json();
+  nlohmann::json comp = nlohmann::json::object();
+  for (std::size_t i = 0; i < kComponentCount; ++i) {
+    if (c.component_bytes[i] > 0) {
+      comp[std::string(to_string(static_cast<Component>(i)))] = c.component_bytes[i];
+    }
+  }
+  j["component_bytes"] = comp;
+  if (c.save_start > 0 && c.save_end >= c.save_start) {
+    j["save_duration_seconds"] = c.save_end - c.save_start;
+  }
+  if (c.first_seen > 0) j["first_seen"] = c.first_seen;
+  if (c.last_seen > 0) j["last_seen"] = c.last_seen;
+  return j;
+}
+
+bool render_checkpoints_json(const Snapshot& snap, const std::map<std::string, std::string>& query,
+                             std::string* body, std::string* error) {
+  auto get = [&](const char* k) {
+    auto it = query.find(k);
+    return it == query.end() ? std::string() : it->second;
+  };
+  const std::string tier = get("tier");
+  const std::string job = get("job");
+  const std::string state = get("state");
+  std::optional<CkptState> want;
+  if (!state.empty()) {
+    want = ckpt_state_from(state);
+    if (!want) {
+      *error = "unknown state \"" + state + "\"; expected in_progress, committed or partial";
+      return false;
+    }
+  }
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& [name, cat] : snap.state.catalogs) {
+    if (!tier.empty() && name != tier) continue;
+    for (const auto& c : cat.checkpoints) {
+      if (!job.empty() && c.job != job) continue;
+      if (want && c.state != *want) continue;
+      arr.push_back(checkpoint_json(c));
+    }
+  }
+  *body = arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return true;
+}
+
+bool render_findings_json(const Snapshot& snap, const std::map<std::string, std::string>& query,
+                          std::string* body, std::string* error) {
+  auto it = query.find("tier");
+  const std::string tier = it == query.end() ? "" : it->second;
+  it = query.find("kind");
+  std::optional<FindingKind> kind;
+  if (it != query.end() && !it->second.empty()) {
+    kind = finding_kind_from(it->second);
+    if (!kind) {
+      *error = "unknown kind \"" + it->second +
+               "\"; expected world_readable, world_writable, foreign_owner, outside_namespace "
+               "or residency";
+      return false;
+    }
+  }
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& [name, cat] : snap.state.catalogs) {
+    if (!tier.empty() && name != tier) continue;
+    for (const auto& f : cat.findings) {
+      if (kind && f.kind != *kind) continue;
+      arr.push_back({{"tier", f.tier},
+                     {"job", f.job},
+                     {"path", f.path},
+                     {"kind", std::string(to_string(f.kind))},
+                     {"detail", f.detail}});
+    }
+  }
+  *body = arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return true;
+}
+
+std::string render_jobs_json(const Snapshot& snap) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& [tier, cat] : snap.state.catalogs) {
+    std::map<std::string, nlohmann::json> jobs;
+    for (const auto& j : cat.jobs) {
+      jobs[j] = {{"tier", tier}, {"job", j}, {"checkpoints", 0}, {"committed", 0},
+                 {"in_progress", 0}, {"partial", 0}, {"stored_bytes", 0},
+                 {"latest_committed_step", nullptr}};
+    }
+    for (const auto& c : cat.checkpoints) {
+      auto& o = jobs[c.job];
+      if (o.is_null()) {
+        o = {{"tier", tier}, {"job", c.job}, {"checkpoints", 0}, {"committed", 0},
+             {"in_progress", 0}, {"partial", 0}, {"stored_bytes", 0},
+             {"latest_committed_step", nullptr}};
+      }
+      o["checkpoints"] = o["checkpoints"].get<int>() + 1;
+      const std::string st(to_string(c.state));
+      o[st] = o[st].get<int>() + 1;
+      o["stored_bytes"] = o["stored_bytes"].get<std::uint64_t>() + c.bytes;
+      if (c.state == CkptState::kCommitted && c.step >= 0 &&
+          (o["latest_committed_step"].is_null() ||
+           o["latest_committed_step"].get<std::int64_t>() < c.step)) {
+        o["latest_committed_step"] = c.step;
+      }
+    }
+    for (auto& [_, o] : jobs) arr.push_back(std::move(o));
+  }
+  return arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string render_tiers_json(const Snapshot& snap) {

@@ -31,3 +31,28 @@ std::string_view to_string(Component c) {
 }
 
 }  // namespace ckptmon
+
+#include "model/access.hpp"
+
+namespace ckptmon {
+
+std::string_view to_string(FindingKind k) {
+  switch (k) {
+    case FindingKind::kWorldReadable: return "world_readable";
+    case FindingKind::kWorldWritable: return "world_writable";
+    case FindingKind::kForeignOwner: return "foreign_owner";
+    case FindingKind::kOutsideNamespace: return "outside_namespace";
+    case FindingKind::kResidency: return "residency";
+  }
+  return "unknown";
+}
+
+std::optional<FindingKind> finding_kind_from(std::string_view s) {
+  for (int i = 0; i < kFindingKindCount; ++i) {
+    auto k = static_cast<FindingKind>(i);
+    if (to_string(k) == s) return k;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ckptmon

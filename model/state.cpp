@@ -24,12 +24,14 @@ void State::apply_config(std::shared_ptr<const Config> cfg) {
       s.config = t;
       next.emplace(t.name, std::move(s));
     } else {
+      catalogs.erase(t.name);  // a re-pointed tier starts a new catalog
       TierState s;
       s.config = t;
       next.emplace(t.name, std::move(s));
     }
   }
   tiers = std::move(next);
+  std::erase_if(catalogs, [&](const auto& kv) { return !tiers.contains(kv.first); });
   config = std::move(cfg);
 }
 

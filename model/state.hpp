@@ -10,6 +10,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "model/catalog.hpp"
 
 namespace ckptmon {
 
@@ -56,9 +57,11 @@ struct State {
   std::shared_ptr<const Config> config;
   std::map<std::string, TierState> tiers;  // by tier name, the same set as config->tiers
   std::map<std::string, CollectorStatus> collectors;
+  std::map<std::string, TierCatalog> catalogs;  // by tier name
 
-  // Aligns `tiers` with a new configuration: keeps what is known about tiers
-  // that stay, adds new ones as not probed yet, drops removed ones.
+  // Aligns `tiers` and `catalogs` with a new configuration: keeps what is
+  // known about tiers that stay, adds new ones as not probed yet, drops
+  // removed ones.
   void apply_config(std::shared_ptr<const Config> cfg);
 };
 

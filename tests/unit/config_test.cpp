@@ -80,7 +80,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_tier_key",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain_to: b\n",
                 {"bad.yml:5:5: tiers[0].drain_to: unknown key (expected one of: name, path, role, "
-                 "drains_to, partial_after, jobs, shard, watch, layout)"}},
+                 "drains_to, partial_after, jobs, shard, watch, residency, namespaces, layout)"}},
         BadCase{"bad_duration",
                 "global: {scan_interval: fifteen}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:1:25: global.scan_interval: expected a duration such as 500ms, 15s, 5m, "
@@ -158,6 +158,15 @@ INSTANTIATE_TEST_SUITE_P(
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    layout: {shard_glob: "
                 "'*.bin', step_regex: 'ckpt_(\\d+)'}\n",
                 {"bad.yml:5:13: tiers[0].layout.marker: required key is missing"}},
+        BadCase{"namespace_bad_regex",
+                "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    namespaces:\n      "
+                "'(': {owner: x}\n",
+                {"bad.yml:6:7: tiers[0].namespaces.(: invalid regex: Mismatched '(' and ')' in regular expression"}},
+        BadCase{"namespace_unknown_key",
+                "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    namespaces:\n      "
+                "x: {user: bob}\n",
+                {"bad.yml:6:11: tiers[0].namespaces.x.user: unknown key (expected one of: "
+                 "owner, group, residency)"}},
         BadCase{"invalid_yaml", "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},
         BadCase{"several_errors_at_once",
@@ -195,6 +204,28 @@ TEST(Config, ReadsTierScanOptions) {
   EXPECT_EQ(m[t.jobs.group].str(), "llama-70b");
   ASSERT_TRUE(t.layout);
   EXPECT_EQ(t.layout->marker, "COMMITTED");
+}
+
+TEST(Config, ReadsNamespacesInOrder) {
+  LoadResult r = parse_config(R"(tiers:
+  - name: rapid
+    path: /lustre/ckpt
+    role: rapid
+    residency: eu-west
+    namespaces:
+      '^team-a-': {owner: alice, group: team-a, residency: [eu-west, eu-central]}
+      '.*': {group: '1000'}
+)",
+                              "ok.yml");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].to_string());
+  const TierConfig& t = r.config->tiers[0];
+  EXPECT_EQ(t.residency, "eu-west");
+  ASSERT_EQ(t.namespaces.size(), 2u);
+  EXPECT_EQ(t.namespaces[0].owner, "alice");
+  EXPECT_EQ(t.namespaces[0].residency, (std::vector<std::string>{"eu-west", "eu-central"}));
+  EXPECT_TRUE(std::regex_search(std::string("team-a-llama"), *t.namespaces[0].regex));
+  EXPECT_EQ(t.namespaces[1].group, "1000");
+  EXPECT_EQ(t.namespaces[1].owner, "");
 }
 
 TEST(Config, JobRegexNamedGroupIsFoundAfterOtherGroups) {

@@ -1,0 +1,245 @@
+#include "collectors/tree_scan.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <regex>
+
+#include "collectors/access_audit.hpp"
+
+namespace ckptmon {
+namespace {
+
+std::string join(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return a + "/" + b;
+}
+
+bool same_scan_settings(const TierConfig& a, const TierConfig& b) {
+  auto layout_eq = [](const auto& x, const auto& y) {
+    if (x.has_value() != y.has_value()) return false;
+    return !x || (x->shard_glob == y->shard_glob && x->marker == y->marker &&
+                  x->step_regex == y->step_regex);
+  };
+  return a.path == b.path && a.partial_after == b.partial_after && a.jobs.depth == b.jobs.depth &&
+         a.jobs.regex_text == b.jobs.regex_text && a.jobs.max_depth == b.jobs.max_depth &&
+         a.shard_index == b.shard_index && a.shard_count == b.shard_count &&
+         layout_eq(a.layout, b.layout);
+}
+
+}  // namespace
+
+std::uint64_t job_hash(std::string_view job) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : job) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+TierScanner::TierScanner(TierConfig cfg, bool keep_files)
+    : cfg_(std::move(cfg)), keep_files_(keep_files) {
+  if (cfg_.layout) {
+    generic_.shard_glob = cfg_.layout->shard_glob;
+    generic_.marker = cfg_.layout->marker;
+    generic_.step_regex = cfg_.layout->step_regex;
+  }
+}
+
+bool TierScanner::owns_job(const std::string& job) const {
+  return cfg_.shard_count <= 1 || job_hash(job) % cfg_.shard_count == cfg_.shard_index;
+}
+
+std::vector<std::pair<std::string, std::string>> TierScanner::find_jobs(TreeWalker& walker,
+                                                                        std::string* error) {
+  // (tier-relative job root, job name)
+  std::vector<std::pair<std::string, std::string>> jobs;
+  if (!cfg_.jobs.regex && cfg_.jobs.depth == 0) {
+    jobs.emplace_back("", cfg_.name);
+    return jobs;
+  }
+  const int max_depth = cfg_.jobs.regex ? cfg_.jobs.max_depth : cfg_.jobs.depth;
+  std::vector<std::string> level{""};
+  for (int depth = 1; depth <= max_depth && !level.empty(); ++depth) {
+    std::vector<std::string> next;
+    for (const auto& rel : level) {
+      std::vector<std::pair<std::string, double>> dirs;
+      std::string err;
+      if (!walker.list_dirs(rel, dirs, &err)) {
+        if (rel.empty()) {
+          *error = err;
+          return {};
+        }
+        continue;  // a job directory vanished or is unreadable: counted by the walker
+      }
+      for (const auto& [name, _] : dirs) {
+        const std::string child = join(rel, name);
+        if (cfg_.jobs.regex) {
+          std::smatch m;
+          if (std::regex_match(child, m, *cfg_.jobs.regex)) {
+            const std::string job = m[cfg_.jobs.group].str();
+            if (!job.empty()) {
+              jobs.emplace_back(child, job);
+              continue;
+            }
+          }
+          next.push_back(child);
+        } else if (depth == cfg_.jobs.depth) {
+          jobs.emplace_back(child, name);
+        } else {
+          next.push_back(child);
+        }
+      }
+    }
+    level = std::move(next);
+  }
+  return jobs;
+}
+
+ScanOutcome TierScanner::scan(double now) {
+  const auto start = std::chrono::steady_clock::now();
+  ScanOutcome out;
+  WalkStats stats;
+  int root = ::open(cfg_.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct stat st {};
+  if (root < 0 || ::fstat(root, &st) != 0) {
+    out.root_ok = false;
+    out.error = cfg_.path + ": " + std::strerror(errno);
+    if (root >= 0) ::close(root);
+    return out;
+  }
+  TreeWalker walker(root, st.st_dev, &memory_, stats);
+  std::string error;
+  auto jobs = find_jobs(walker, &error);
+  if (!error.empty()) {
+    out.root_ok = false;
+    out.error = error;
+    ::close(root);
+    return out;
+  }
+
+  LayoutContext ctx;
+  ctx.now = now;
+  ctx.partial_after = to_seconds(cfg_.partial_after);
+  ctx.generic = cfg_.layout ? &generic_ : nullptr;
+
+  const AccessAuditor auditor(cfg_);
+  WalkMemory next_memory;
+  for (const auto& [job_rel, job] : jobs) {
+    if (!owns_job(job)) continue;
+    out.jobs.insert(job);
+    auditor.audit_job(job, job_rel, out.findings);
+    DirNode tree;
+    if (!walker.build(job_rel, tree, nullptr)) continue;  // vanished or unreadable: counted
+    for (Checkpoint& c : recognise_tree(tree, ctx)) {
+      const std::string in_job = c.path;
+      const std::string tier_rel = join(job_rel, in_job);
+      c.tier = cfg_.name;
+      c.job = job;
+      c.path = tier_rel;
+      const DirNode* node = find_node(tree, in_job);
+      std::vector<AccessFinding> findings;
+      if (node != nullptr && node->reused) {
+        // Unchanged since the last walk: keep what that walk remembered.
+        auto it = memory_.frozen.find(tier_rel);
+        if (it != memory_.frozen.end()) {
+          findings = it->second.findings;
+          if (c.state == CkptState::kCommitted) next_memory.frozen.emplace(it->first, it->second);
+        }
+        if (!c.shard_files && node->reused->shard_files) c.shard_files = node->reused->shard_files;
+      } else {
+        const FileEntry* file = nullptr;
+        if (node == nullptr) {
+          // A single-file checkpoint: its entry in the parent directory.
+          const auto slash = in_job.rfind('/');
+          const DirNode* parent =
+              slash == std::string::npos ? &tree : find_node(tree, in_job.substr(0, slash));
+          if (parent != nullptr) {
+            file = parent->file(slash == std::string::npos ? in_job : in_job.substr(slash + 1));
+          }
+        }
+        auditor.audit_checkpoint(c, node, file, findings);
+        if (node != nullptr && keep_files_) {
+          c.shard_files = std::make_shared<const std::vector<ShardFile>>(subtree_files(*node));
+        }
+        if (node != nullptr && c.state == CkptState::kCommitted) {
+          WalkMemory::Frozen f;
+          Checkpoint remembered = c;
+          remembered.path = in_job;  // stubs carry job-relative paths
+          f.checkpoint = std::make_shared<const Checkpoint>(std::move(remembered));
+          f.dirs = subtree_dirs(*node, tier_rel);
+          f.findings = findings;
+          next_memory.frozen.emplace(tier_rel, std::move(f));
+        }
+      }
+      out.findings.insert(out.findings.end(), findings.begin(), findings.end());
+      out.checkpoints.push_back(std::move(c));
+    }
+  }
+  ::close(root);
+  memory_ = std::move(next_memory);
+  out.dirs_listed = stats.dirs_listed;
+  out.stat_calls = stats.stat_calls;
+  out.permission_errors = stats.permission_errors;
+  out.vanished = stats.vanished;
+  out.duration_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+void TreeScanCollector::configure(const Config& cfg) {
+  interval_ = cfg.global.scan_interval;
+  deadline_ = cfg.global.scan_timeout;
+  std::map<std::string, std::shared_ptr<TierScanner>> next;
+  for (const auto& t : cfg.tiers) {
+    bool keep_files = !t.drains_to.empty();
+    for (const auto& other : cfg.tiers) {
+      if (other.drains_to == t.name) keep_files = true;
+    }
+    auto it = scanners_.find(t.name);
+    if (it != scanners_.end() && same_scan_settings(it->second->config(), t)) {
+      next.emplace(t.name, it->second);
+    } else {
+      next.emplace(t.name, std::make_shared<TierScanner>(t, keep_files));
+    }
+  }
+  scanners_ = std::move(next);
+}
+
+std::vector<std::string> TreeScanCollector::targets() const {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : scanners_) out.push_back(name);
+  return out;
+}
+
+Job TreeScanCollector::prepare(const std::string& target) {
+  auto scanner = scanners_.at(target);
+  return [scanner, clock = clock_, target]() -> Update {
+    ScanOutcome outcome = scanner->scan(clock->now());
+    const double now = clock->now();
+    const std::string path = scanner->config().path;
+    return [outcome = std::move(outcome), target, path, now](State& state) mutable {
+      auto t = state.tiers.find(target);
+      if (t == state.tiers.end() || t->second.config.path != path) return;
+      merge_scan(state.catalogs[target], std::move(outcome), now);
+    };
+  };
+}
+
+void TreeScanCollector::on_deadline(const std::string& target, State& state) {
+  auto it = state.catalogs.find(target);
+  if (it != state.catalogs.end()) it->second.stale = true;
+}
+
+void TreeScanCollector::on_failure(const std::string& target, const std::string& error,
+                                   State& state) {
+  state.catalogs[target].scan.last_error = error;
+}
+
+}  // namespace ckptmon

@@ -1,0 +1,62 @@
+#pragma once
+// tree_scan: walks every tier, finds its jobs, recognises checkpoint layouts
+// and produces the tier's catalog. Incremental: committed checkpoints whose
+// directories' mtimes did not change are not listed again.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "collectors/collector.hpp"
+#include "collectors/layouts/layout.hpp"
+#include "collectors/tree_walk.hpp"
+#include "model/catalog.hpp"
+
+namespace ckptmon {
+
+// Scans one tier; keeps what the next scan needs to be incremental. One scan
+// at a time (not thread-safe; the runner never runs a target twice at once).
+class TierScanner {
+ public:
+  // `keep_files`: fill Checkpoint::shard_files (tiers that drain or are drained to).
+  TierScanner(TierConfig cfg, bool keep_files);
+  // Blocking: walks the tier. `now` decides in_progress versus partial.
+  ScanOutcome scan(double now);
+  const TierConfig& config() const { return cfg_; }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> find_jobs(TreeWalker& walker,
+                                                             std::string* error);
+  bool owns_job(const std::string& job) const;
+
+  TierConfig cfg_;
+  bool keep_files_;
+  GenericLayout generic_;
+  WalkMemory memory_;
+};
+
+// The job a directory belongs to, for shard: i/n splitting (FNV-1a 64).
+std::uint64_t job_hash(std::string_view job);
+
+class TreeScanCollector final : public Collector {
+ public:
+  explicit TreeScanCollector(std::shared_ptr<const Clock> clock) : clock_(std::move(clock)) {}
+  std::string_view name() const override { return "tree_scan"; }
+  void configure(const Config& cfg) override;
+  Duration interval() const override { return interval_; }
+  Duration deadline() const override { return deadline_; }
+  std::vector<std::string> targets() const override;
+  Job prepare(const std::string& target) override;
+  void on_deadline(const std::string& target, State& state) override;
+  void on_failure(const std::string& target, const std::string& error, State& state) override;
+
+ private:
+  std::shared_ptr<const Clock> clock_;
+  std::map<std::string, std::shared_ptr<TierScanner>> scanners_;
+  Duration interval_{};
+  Duration deadline_{};
+};
+
+}  // namespace ckptmon

@@ -1,0 +1,304 @@
+#include "collectors/tree_walk.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "collectors/layouts/layout.hpp"
+#include "util/text.hpp"
+
+namespace ckptmon {
+namespace {
+
+double mtime_of(const struct stat& st) {
+  return static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
+}
+
+std::string join(const std::string& rel, const std::string& name) {
+  return rel.empty() ? name : rel + "/" + name;
+}
+
+// Opens a directory below `parent_fd` without following a symlink in the
+// last component.
+int open_dir_at(int parent_fd, const char* name) {
+  return ::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+// Opens `rel` below the root one component at a time, refusing symlinks
+// anywhere on the way.
+int open_rel(int root_fd, const std::string& rel) {
+  int fd = ::fcntl(root_fd, F_DUPFD_CLOEXEC, 0);
+  if (rel.empty() || fd < 0) return fd;
+  for (auto part : split(rel, '/')) {
+    if (part.empty()) continue;
+    const std::string name(part);
+    int next = open_dir_at(fd, name.c_str());
+    const int err = errno;
+    ::close(fd);
+    if (next < 0) {
+      errno = err;
+      return -1;
+    }
+    fd = next;
+  }
+  return fd;
+}
+
+bool read_content(int dfd, const std::string& name, std::uint64_t size, std::string& out) {
+  // O_NONBLOCK: a FIFO swapped in after the lstat must not block the walk.
+  int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return false;
+  }
+  out.resize(static_cast<std::size_t>(std::min<std::uint64_t>(size, kMaxManifestBytes)));
+  std::size_t got = 0;
+  while (got < out.size()) {
+    ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  out.resize(got);
+  ::close(fd);
+  return true;
+}
+
+}  // namespace
+
+WalkStats& WalkStats::operator+=(const WalkStats& o) {
+  dirs_listed += o.dirs_listed;
+  stat_calls += o.stat_calls;
+  permission_errors += o.permission_errors;
+  vanished += o.vanished;
+  other_device += o.other_device;
+  manifests_read += o.manifests_read;
+  reused += o.reused;
+  return *this;
+}
+
+TreeWalker::TreeWalker(int root_fd, dev_t root_dev, const WalkMemory* memory, WalkStats& stats)
+    : root_fd_(root_fd), root_dev_(root_dev), memory_(memory), stats_(stats) {}
+
+bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error) {
+  int fd = open_rel(root_fd_, rel);
+  if (fd < 0) {
+    if (errno == EACCES) ++stats_.permission_errors;
+    if (errno == ENOENT) ++stats_.vanished;
+    if (error != nullptr) *error = rel + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat st {};
+  ++stats_.stat_calls;
+  if (::fstat(fd, &st) != 0) {
+    if (error != nullptr) *error = rel + ": " + std::strerror(errno);
+    ::close(fd);
+    return false;
+  }
+  out.name = rel.empty() ? std::string() : std::string(split(rel, '/').back());
+  out.mtime = mtime_of(st);
+  out.mode = st.st_mode;
+  out.uid = st.st_uid;
+  out.gid = st.st_gid;
+  if (try_reuse(rel, out.mtime, out)) {
+    ::close(fd);
+    return true;
+  }
+  return fill(fd, rel, out);  // takes ownership of fd
+}
+
+bool TreeWalker::try_reuse(const std::string& rel, double mtime, DirNode& node) {
+  if (memory_ == nullptr) return false;
+  auto it = memory_->frozen.find(rel);
+  if (it == memory_->frozen.end()) return false;
+  const auto& dirs = it->second.dirs;
+  for (const auto& [path, recorded] : dirs) {
+    double now_mtime = 0;
+    if (path == rel) {
+      now_mtime = mtime;
+    } else {
+      struct stat st {};
+      ++stats_.stat_calls;
+      if (::fstatat(root_fd_, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) {
+        return false;
+      }
+      now_mtime = mtime_of(st);
+    }
+    if (now_mtime != recorded) return false;
+  }
+  node.reused = it->second.checkpoint;
+  ++stats_.reused;
+  return true;
+}
+
+bool TreeWalker::fill(int dfd, const std::string& rel, DirNode& node) {
+  DIR* d = ::fdopendir(dfd);
+  if (d == nullptr) {
+    ::close(dfd);
+    return false;
+  }
+  ++stats_.dirs_listed;
+  std::vector<std::string> names;
+  errno = 0;
+  while (struct dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    names.emplace_back(e->d_name);
+  }
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    struct stat st {};
+    ++stats_.stat_calls;
+    if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) {
+        ++stats_.vanished;
+      } else if (errno == EACCES) {
+        ++stats_.permission_errors;
+      }
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (st.st_dev != root_dev_) {
+        ++stats_.other_device;
+        continue;
+      }
+      DirNode child;
+      child.name = name;
+      child.mtime = mtime_of(st);
+      child.mode = st.st_mode;
+      child.uid = st.st_uid;
+      child.gid = st.st_gid;
+      const std::string child_rel = join(rel, name);
+      if (!try_reuse(child_rel, child.mtime, child)) {
+        int cfd = open_dir_at(dfd, name.c_str());
+        if (cfd < 0) {
+          if (errno == ENOENT) {
+            ++stats_.vanished;
+            continue;
+          }
+          if (errno == EACCES) ++stats_.permission_errors;
+          node.dirs.push_back(std::move(child));  // seen but unreadable
+          continue;
+        }
+        fill(cfd, child_rel, child);
+      }
+      node.dirs.push_back(std::move(child));
+      continue;
+    }
+    FileEntry f;
+    f.name = name;
+    f.type = S_ISREG(st.st_mode)   ? FileEntry::Type::kRegular
+             : S_ISLNK(st.st_mode) ? FileEntry::Type::kSymlink
+                                   : FileEntry::Type::kOther;
+    f.size = static_cast<std::uint64_t>(st.st_size);
+    f.allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
+    f.mtime = mtime_of(st);
+    f.mode = st.st_mode;
+    f.uid = st.st_uid;
+    f.gid = st.st_gid;
+    if (f.type == FileEntry::Type::kSymlink) {
+      char buf[4096];
+      ssize_t n = ::readlinkat(dfd, name.c_str(), buf, sizeof(buf));
+      if (n > 0) f.link_target.assign(buf, static_cast<std::size_t>(n));
+    } else if (f.type == FileEntry::Type::kRegular && f.size <= kMaxManifestBytes &&
+               wants_content(name)) {
+      std::string text;
+      if (read_content(dfd, name, f.size, text)) {
+        ++stats_.manifests_read;
+        f.content = std::move(text);
+      }
+    }
+    node.files.push_back(std::move(f));
+  }
+  ::closedir(d);  // closes dfd
+  return true;
+}
+
+bool TreeWalker::list_dirs(const std::string& rel,
+                           std::vector<std::pair<std::string, double>>& out, std::string* error) {
+  int fd = open_rel(root_fd_, rel);
+  if (fd < 0) {
+    if (errno == EACCES) ++stats_.permission_errors;
+    if (error != nullptr) *error = (rel.empty() ? "." : rel) + ": " + std::strerror(errno);
+    return false;
+  }
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return false;
+  }
+  ++stats_.dirs_listed;
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    // d_type lets us skip the stat of plain files where the file system tells.
+    if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) continue;
+    names.emplace_back(e->d_name);
+  }
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    struct stat st {};
+    ++stats_.stat_calls;
+    if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) ++stats_.vanished;
+      if (errno == EACCES) ++stats_.permission_errors;
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode)) continue;
+    if (st.st_dev != root_dev_) {
+      ++stats_.other_device;
+      continue;
+    }
+    out.emplace_back(name, mtime_of(st));
+  }
+  ::closedir(d);
+  return true;
+}
+
+std::vector<std::pair<std::string, double>> subtree_dirs(const DirNode& node,
+                                                         const std::string& rel) {
+  std::vector<std::pair<std::string, double>> out;
+  out.emplace_back(rel, node.mtime);
+  for (const auto& c : node.dirs) {
+    auto sub = subtree_dirs(c, join(rel, c.name));
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  return out;
+}
+
+namespace {
+void collect_files(const DirNode& node, const std::string& prefix, std::vector<ShardFile>& out) {
+  for (const auto& f : node.files) {
+    if (f.type != FileEntry::Type::kRegular) continue;
+    out.push_back(ShardFile{join(prefix, f.name), f.size, f.mtime});
+  }
+  for (const auto& c : node.dirs) collect_files(c, join(prefix, c.name), out);
+}
+}  // namespace
+
+std::vector<ShardFile> subtree_files(const DirNode& node) {
+  std::vector<ShardFile> out;
+  collect_files(node, "", out);
+  std::sort(out.begin(), out.end(),
+            [](const ShardFile& a, const ShardFile& b) { return a.rel_path < b.rel_path; });
+  return out;
+}
+
+const DirNode* find_node(const DirNode& root, const std::string& rel) {
+  const DirNode* cur = &root;
+  if (rel.empty()) return cur;
+  for (auto part : split(rel, '/')) {
+    if (part.empty()) continue;
+    cur = cur->dir(part);
+    if (cur == nullptr) return nullptr;
+  }
+  return cur;
+}
+
+}  // namespace ckptmon

@@ -1,0 +1,83 @@
+#include "daemon/scan_command.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "collectors/tree_scan.hpp"
+#include "daemon/web.hpp"
+#include "util/text.hpp"
+
+namespace ckptmon {
+
+int run_scan_command(const ScanCommandOptions& opts, const Clock& clock, std::ostream& out,
+                     std::ostream& err) {
+  std::vector<Checkpoint> all;
+  std::set<std::string> names;
+  int rc = 0;
+  for (const auto& raw : opts.paths) {
+    std::string path = raw;
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    TierConfig t;
+    t.path = std::filesystem::absolute(path).lexically_normal().string();
+    while (t.path.size() > 1 && t.path.back() == '/') t.path.pop_back();
+    std::string base = std::filesystem::path(t.path).filename().string();
+    if (base.empty()) base = "root";
+    t.name = base;
+    for (int i = 2; names.contains(t.name); ++i) t.name = base + "-" + std::to_string(i);
+    names.insert(t.name);
+    t.partial_after = opts.partial_after;
+    t.jobs.depth = opts.job_depth;
+    TierScanner scanner(t, false);
+    ScanOutcome r = scanner.scan(clock.now());
+    if (!r.root_ok) {
+      err << "ckptmon scan: " << r.error << "\n";
+      rc = 1;
+      continue;
+    }
+    if (r.permission_errors > 0) {
+      err << "ckptmon scan: " << t.path << ": " << r.permission_errors
+          << " entries could not be read (permission denied)\n";
+    }
+    for (auto& c : r.checkpoints) all.push_back(std::move(c));
+  }
+  std::sort(all.begin(), all.end(), [](const Checkpoint& a, const Checkpoint& b) {
+    return std::tie(a.tier, a.job, a.path) < std::tie(b.tier, b.job, b.path);
+  });
+
+  if (opts.format == "json") {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& c : all) arr.push_back(checkpoint_json(c));
+    out << arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return rc;
+  }
+  // Plain columns, widest value per column.
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"TIER", "JOB", "STEP", "FRAMEWORK", "STATE", "FILES", "SIZE", "SKEW", "PATH",
+                  "REASON"});
+  for (const auto& c : all) {
+    char skew[32];
+    std::snprintf(skew, sizeof(skew), "%.1fs", c.completion_skew());
+    rows.push_back({c.tier, c.job, c.step >= 0 ? std::to_string(c.step) : "-", c.framework,
+                    std::string(to_string(c.state)), std::to_string(c.files),
+                    human_bytes(static_cast<double>(c.bytes)), skew, c.path, c.reason});
+  }
+  std::vector<std::size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      line += r[i];
+      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
+  if (all.empty()) out << "(no checkpoints found)\n";
+  return rc;
+}
+
+}  // namespace ckptmon

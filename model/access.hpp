@@ -1,0 +1,30 @@
+#pragma once
+// Access audit findings: checkpoints hold proprietary weights, so who can read
+// them and where they live is worth reporting. Plain data.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ckptmon {
+
+enum class FindingKind {
+  kWorldReadable,     // the checkpoint directory or a shard is readable by everyone
+  kWorldWritable,     // ... writable by everyone
+  kForeignOwner,      // owner or group is not the one configured for the job's namespace
+  kOutsideNamespace,  // a job directory that no namespace claims
+  kResidency,         // the tier's residency label is not allowed for the job's namespace
+};
+inline constexpr int kFindingKindCount = 5;
+std::string_view to_string(FindingKind k);
+std::optional<FindingKind> finding_kind_from(std::string_view s);
+
+struct AccessFinding {
+  std::string tier;
+  std::string job;
+  std::string path;  // tier-relative: the checkpoint or the job directory
+  FindingKind kind = FindingKind::kWorldReadable;
+  std::string detail;
+};
+
+}  // namespace ckptmon

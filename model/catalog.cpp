@@ -1,0 +1,74 @@
+#include "model/catalog.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace ckptmon {
+
+void HistogramData::observe(double v) {
+  std::size_t i = 0;
+  while (i < bounds.size() && v > bounds[i]) ++i;
+  ++buckets[i];
+  sum += v;
+  ++count;
+}
+
+std::vector<double> skew_buckets() {
+  return {0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600};
+}
+
+bool same_record(const Checkpoint& a, const Checkpoint& b) {
+  return a.tier == b.tier && a.path == b.path && a.job == b.job && a.step == b.step &&
+         a.framework == b.framework && a.state == b.state && a.reason == b.reason &&
+         a.files == b.files && a.bytes == b.bytes && a.allocated_bytes == b.allocated_bytes &&
+         a.first_write == b.first_write && a.last_write == b.last_write &&
+         a.marker_time == b.marker_time && a.component_bytes == b.component_bytes &&
+         a.expected_files == b.expected_files && a.save_start == b.save_start &&
+         a.save_end == b.save_end && a.dir_mtime == b.dir_mtime &&
+         a.first_seen == b.first_seen && a.skew_observed == b.skew_observed;
+}
+
+void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
+  cat.scan.scans += 1;
+  cat.scan.dirs_listed += scan.dirs_listed;
+  cat.scan.stat_calls += scan.stat_calls;
+  cat.scan.permission_errors += scan.permission_errors;
+  cat.scan.vanished += scan.vanished;
+  cat.scan.last_duration_seconds = scan.duration_seconds;
+  cat.scan.last_finished = now;
+  cat.stale = false;
+  if (!scan.root_ok) {
+    cat.scan.last_error = scan.error;
+    return;
+  }
+  cat.scan.last_error.clear();
+  cat.scanned = true;
+  cat.jobs = std::move(scan.jobs);
+  cat.findings = std::move(scan.findings);
+
+  std::unordered_map<std::string, const Checkpoint*> before;
+  for (const auto& c : cat.checkpoints) before.emplace(c.path, &c);
+
+  std::vector<Checkpoint> next = std::move(scan.checkpoints);
+  std::sort(next.begin(), next.end(), [](const Checkpoint& a, const Checkpoint& b) {
+    return a.job != b.job ? a.job < b.job : a.path < b.path;
+  });
+  for (auto& c : next) {
+    auto it = before.find(c.path);
+    const Checkpoint* old = it == before.end() ? nullptr : it->second;
+    c.first_seen = old != nullptr && old->first_seen > 0 ? old->first_seen : now;
+    c.skew_observed = old != nullptr && old->skew_observed;
+    c.last_seen = now;
+    if (c.state == CkptState::kCommitted && !c.skew_observed) {
+      auto h = cat.skew_by_job.try_emplace(c.job, skew_buckets()).first;
+      h->second.observe(c.completion_skew());
+      c.skew_observed = true;
+    }
+    if (old == nullptr || !same_record(*old, c)) cat.changed.push_back(c);
+    if (old != nullptr) before.erase(it);
+  }
+  for (const auto& [path, _] : before) cat.removed.push_back(path);
+  cat.checkpoints = std::move(next);
+}
+
+}  // namespace ckptmon

@@ -1,0 +1,83 @@
+#pragma once
+// The checkpoint catalog of one tier as the loop thread holds it, and how a
+// new scan result is merged into it. Pure data and pure functions; not
+// thread-safe by itself.
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "model/access.hpp"
+#include "model/checkpoint.hpp"
+
+namespace ckptmon {
+
+// Cumulative-bucket histogram data as Prometheus wants it.
+struct HistogramData {
+  std::vector<double> bounds;          // upper bounds, ascending, +Inf implied
+  std::vector<std::uint64_t> buckets;  // per-bucket (not cumulative) counts; size bounds+1
+  double sum = 0;
+  std::uint64_t count = 0;
+
+  explicit HistogramData(std::vector<double> b = {})
+      : bounds(std::move(b)), buckets(bounds.size() + 1, 0) {}
+  void observe(double v);
+};
+
+// Buckets for completion skew, seconds: from sub-second (healthy) to an hour
+// (one rank finishing long after the others).
+std::vector<double> skew_buckets();
+
+// Cost and outcome of the walks of one tier.
+struct ScanCounters {
+  std::uint64_t scans = 0;
+  std::uint64_t dirs_listed = 0;        // totals since start
+  std::uint64_t stat_calls = 0;
+  std::uint64_t permission_errors = 0;
+  std::uint64_t vanished = 0;
+  double last_duration_seconds = 0;
+  double last_finished = 0;  // unix seconds; 0 = never
+  std::string last_error;    // the tier root could not be walked
+};
+
+struct TierCatalog {
+  std::vector<Checkpoint> checkpoints;  // sorted by (job, path)
+  std::vector<AccessFinding> findings;  // access audit of the last complete walk
+  std::set<std::string> jobs;           // every job directory seen, with or without checkpoints
+  ScanCounters scan;
+  bool scanned = false;  // a scan result (or the stored catalog) is present
+  bool stale = false;    // the running scan passed its deadline
+  std::map<std::string, HistogramData> skew_by_job;  // ckpt_completion_skew_seconds
+  // Checkpoints whose record changed since the store last saw them, and
+  // paths that disappeared; the daemon hands these to the store.
+  std::vector<Checkpoint> changed;
+  std::vector<std::string> removed;
+};
+
+// What a completed scan found.
+struct ScanOutcome {
+  std::vector<Checkpoint> checkpoints;  // tier, job, path set
+  std::vector<AccessFinding> findings;
+  std::set<std::string> jobs;
+  std::uint64_t dirs_listed = 0;
+  std::uint64_t stat_calls = 0;
+  std::uint64_t permission_errors = 0;
+  std::uint64_t vanished = 0;
+  double duration_seconds = 0;
+  bool root_ok = true;
+  std::string error;
+};
+
+// Merges `scan` into `cat` at time `now`: keeps first_seen and skew_observed
+// of checkpoints already known, sets last_seen, counts the completion skew of
+// each checkpoint the first time it is seen committed, and lists what changed
+// and what disappeared. A scan whose root could not be walked changes no
+// checkpoint (the tier is unreachable, not empty).
+void merge_scan(TierCatalog& cat, ScanOutcome scan, double now);
+
+// True when two records differ in anything the store keeps (not last_seen).
+bool same_record(const Checkpoint& a, const Checkpoint& b);
+
+}  // namespace ckptmon

@@ -1,0 +1,106 @@
+#include "store/sqlite.hpp"
+
+namespace ckptmon::sql {
+
+Db::Db(const std::string& path) {
+  if (sqlite3_open_v2(path.c_str(), &db_,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string msg = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw Error("cannot open " + path + ": " + msg);
+  }
+  sqlite3_busy_timeout(db_, 5000);
+}
+
+Db::~Db() { sqlite3_close(db_); }
+
+void Db::exec(std::string_view sql) {
+  char* err = nullptr;
+  const std::string s(sql);
+  if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err != nullptr ? err : "unknown error";
+    sqlite3_free(err);
+    throw Error(msg);
+  }
+}
+
+Stmt Db::prepare(std::string_view sql) { return Stmt(db_, sql); }
+
+int Db::user_version() {
+  Stmt s(db_, "PRAGMA user_version");
+  return s.step() ? static_cast<int>(s.int64(0)) : 0;
+}
+
+void Db::set_user_version(int v) { exec("PRAGMA user_version = " + std::to_string(v)); }
+
+Stmt::Stmt(sqlite3* db, std::string_view sql) : db_(db) {
+  if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &st_, nullptr) !=
+      SQLITE_OK) {
+    throw Error(std::string(sqlite3_errmsg(db)) + " in: " + std::string(sql));
+  }
+}
+
+Stmt::~Stmt() { sqlite3_finalize(st_); }
+
+Stmt& Stmt::bind(int i, std::int64_t v) {
+  sqlite3_bind_int64(st_, i, v);
+  return *this;
+}
+Stmt& Stmt::bind(int i, double v) {
+  sqlite3_bind_double(st_, i, v);
+  return *this;
+}
+Stmt& Stmt::bind(int i, std::string_view v) {
+  sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+Stmt& Stmt::bind_null(int i) {
+  sqlite3_bind_null(st_, i);
+  return *this;
+}
+
+bool Stmt::step() {
+  int rc = sqlite3_step(st_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  throw Error(sqlite3_errmsg(db_));
+}
+
+void Stmt::run() {
+  while (step()) {
+  }
+  reset();
+}
+
+void Stmt::reset() {
+  sqlite3_reset(st_);
+  sqlite3_clear_bindings(st_);
+}
+
+std::string Stmt::text(int col) const {
+  const unsigned char* p = sqlite3_column_text(st_, col);
+  return p != nullptr ? std::string(reinterpret_cast<const char*>(p),
+                                    static_cast<std::size_t>(sqlite3_column_bytes(st_, col)))
+                      : std::string();
+}
+
+Transaction::Transaction(Db& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+
+Transaction::~Transaction() {
+  if (!done_) {
+    try {
+      db_.exec("ROLLBACK");
+    } catch (const Error&) {
+      // Nothing to roll back (the transaction already failed); keep going.
+    }
+  }
+}
+
+void Transaction::commit() {
+  db_.exec("COMMIT");
+  done_ = true;
+}
+
+}  // namespace ckptmon::sql

@@ -1,0 +1,82 @@
+#pragma once
+// Thin RAII wrappers over the SQLite C API: a connection and prepared
+// statements, errors as exceptions carrying SQLite's message (caught at the
+// store's edge). Not thread-safe: one connection per thread.
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace ckptmon::sql {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Stmt;
+
+class Db {
+ public:
+  explicit Db(const std::string& path);  // opens or creates; throws Error
+  ~Db();
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  void exec(std::string_view sql);  // statements without results
+  Stmt prepare(std::string_view sql);
+  sqlite3* handle() { return db_; }
+  std::int64_t changes() const { return sqlite3_changes64(db_); }
+  int user_version();
+  void set_user_version(int v);
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, std::string_view sql);
+  ~Stmt();
+  Stmt(Stmt&& o) noexcept : db_(o.db_), st_(o.st_) { o.st_ = nullptr; }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  // Binding is 1-based like SQLite's.
+  Stmt& bind(int i, std::int64_t v);
+  Stmt& bind(int i, double v);
+  Stmt& bind(int i, std::string_view v);
+  Stmt& bind_null(int i);
+  // Steps once: true while a row is available.
+  bool step();
+  // Runs to completion (INSERT/UPDATE/DELETE) and resets for reuse.
+  void run();
+  void reset();
+
+  std::int64_t int64(int col) const { return sqlite3_column_int64(st_, col); }
+  double real(int col) const { return sqlite3_column_double(st_, col); }
+  std::string text(int col) const;
+  bool is_null(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* st_ = nullptr;
+};
+
+// BEGIN IMMEDIATE ... COMMIT, rolled back unless commit() was called.
+class Transaction {
+ public:
+  explicit Transaction(Db& db);
+  ~Transaction();
+  void commit();
+
+ private:
+  Db& db_;
+  bool done_ = false;
+};
+
+}  // namespace ckptmon::sql

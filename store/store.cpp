@@ -1,0 +1,237 @@
+#include "store/store.hpp"
+
+#include <array>
+#include <filesystem>
+#include <future>
+
+#include "util/log.hpp"
+
+namespace ckptmon {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+void migrate(sql::Db& db) {
+  const int v = db.user_version();
+  if (v > kSchemaVersion) {
+    throw sql::Error("state database schema " + std::to_string(v) +
+                     " is newer than this ckptmon understands (" + std::to_string(kSchemaVersion) +
+                     ")");
+  }
+  if (v < 1) {
+    sql::Transaction tx(db);
+    db.exec(R"(CREATE TABLE IF NOT EXISTS checkpoints(
+  tier TEXT NOT NULL, path TEXT NOT NULL, job TEXT NOT NULL, step INTEGER NOT NULL,
+  framework TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL,
+  files INTEGER NOT NULL, bytes INTEGER NOT NULL, allocated_bytes INTEGER NOT NULL,
+  first_write REAL NOT NULL, last_write REAL NOT NULL, marker_time REAL NOT NULL,
+  c_model INTEGER NOT NULL, c_optimizer INTEGER NOT NULL, c_rng INTEGER NOT NULL,
+  c_scheduler INTEGER NOT NULL, c_metadata INTEGER NOT NULL, c_other INTEGER NOT NULL,
+  expected_files INTEGER NOT NULL, save_start REAL NOT NULL, save_end REAL NOT NULL,
+  dir_mtime REAL NOT NULL, first_seen REAL NOT NULL, last_seen REAL NOT NULL,
+  skew_observed INTEGER NOT NULL, deleted_at REAL,
+  PRIMARY KEY(tier, path)) WITHOUT ROWID)");
+    db.set_user_version(1);
+    tx.commit();
+  }
+}
+
+// Column order shared by the SELECT in load_catalog() and the upsert.
+constexpr std::array<const char*, 26> kColumns{
+    "tier",        "path",        "job",         "step",       "framework",  "state",
+    "reason",      "files",       "bytes",       "allocated_bytes", "first_write", "last_write",
+    "marker_time", "c_model",     "c_optimizer", "c_rng",      "c_scheduler", "c_metadata",
+    "c_other",     "expected_files", "save_start", "save_end", "dir_mtime",  "first_seen",
+    "last_seen",   "skew_observed"};
+
+std::string column_list() {
+  std::string out;
+  for (const char* c : kColumns) out += (out.empty() ? "" : ", ") + std::string(c);
+  return out;
+}
+
+// Insert or, for a known (tier, path), overwrite every other column; a path
+// that comes back after being deleted is present again.
+std::string upsert_sql() {
+  std::string sql = "INSERT INTO checkpoints(" + column_list() + ", deleted_at) VALUES(";
+  for (std::size_t i = 1; i <= kColumns.size(); ++i) sql += "?" + std::to_string(i) + ",";
+  sql += "NULL) ON CONFLICT(tier, path) DO UPDATE SET deleted_at=NULL";
+  for (std::size_t i = 2; i < kColumns.size(); ++i) {
+    sql += ", " + std::string(kColumns[i]) + "=excluded." + kColumns[i];
+  }
+  return sql;
+}
+
+}  // namespace
+
+std::unique_ptr<Store> Store::open(const std::string& state_dir, std::string* error) {
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  if (ec) {
+    *error = "cannot create state_dir " + state_dir + ": " + ec.message();
+    return nullptr;
+  }
+  const std::string path = (std::filesystem::path(state_dir) / "ckptmon.db").string();
+  try {
+    auto db = std::make_unique<sql::Db>(path);
+    db->exec("PRAGMA journal_mode=WAL");
+    db->exec("PRAGMA synchronous=NORMAL");
+    migrate(*db);
+    return std::unique_ptr<Store>(new Store(path, std::move(db)));
+  } catch (const sql::Error& e) {
+    *error = "state database " + path + ": " + e.what();
+    return nullptr;
+  }
+}
+
+Store::Store(std::string path, std::unique_ptr<sql::Db> db)
+    : path_(std::move(path)), db_(std::move(db)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+Store::~Store() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Store::run() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty() && stopping_) break;
+    auto fn = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    try {
+      fn(*db_);
+    } catch (const std::exception& e) {
+      ++errors_;
+      log::error("state database write failed", {{"db", path_}, {"err", e.what()}});
+    }
+    lock.lock();
+    busy_ = false;
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+}
+
+void Store::post(std::function<void(sql::Db&)> fn) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(fn));
+  }
+  cv_.notify_one();
+}
+
+void Store::flush() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+template <typename T>
+T Store::call(std::function<T(sql::Db&)> fn) {
+  auto promise = std::make_shared<std::promise<T>>();
+  auto fut = promise->get_future();
+  post([fn = std::move(fn), promise](sql::Db& db) {
+    try {
+      promise->set_value(fn(db));
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  });
+  return fut.get();
+}
+
+std::map<std::string, std::vector<Checkpoint>> Store::load_catalog() {
+  return call<std::map<std::string, std::vector<Checkpoint>>>([](sql::Db& db) {
+    std::map<std::string, std::vector<Checkpoint>> out;
+    auto st = db.prepare("SELECT " + column_list() +
+                         " FROM checkpoints WHERE deleted_at IS NULL ORDER BY tier, job, path");
+    while (st.step()) {
+      Checkpoint c;
+      int i = 0;
+      c.tier = st.text(i++);
+      c.path = st.text(i++);
+      c.job = st.text(i++);
+      c.step = st.int64(i++);
+      c.framework = st.text(i++);
+      c.state = ckpt_state_from(st.text(i++)).value_or(CkptState::kPartial);
+      c.reason = st.text(i++);
+      c.files = static_cast<std::uint64_t>(st.int64(i++));
+      c.bytes = static_cast<std::uint64_t>(st.int64(i++));
+      c.allocated_bytes = static_cast<std::uint64_t>(st.int64(i++));
+      c.first_write = st.real(i++);
+      c.last_write = st.real(i++);
+      c.marker_time = st.real(i++);
+      for (auto& b : c.component_bytes) b = static_cast<std::uint64_t>(st.int64(i++));
+      c.expected_files = static_cast<std::uint64_t>(st.int64(i++));
+      c.save_start = st.real(i++);
+      c.save_end = st.real(i++);
+      c.dir_mtime = st.real(i++);
+      c.first_seen = st.real(i++);
+      c.last_seen = st.real(i++);
+      c.skew_observed = st.int64(i++) != 0;
+      out[c.tier].push_back(std::move(c));
+    }
+    return out;
+  });
+}
+
+void Store::save_catalog(std::string tier, std::vector<Checkpoint> changed,
+                         std::vector<std::string> removed, double now) {
+  post([this, tier = std::move(tier), changed = std::move(changed), removed = std::move(removed),
+        now](sql::Db& db) {
+    sql::Transaction tx(db);
+    auto up = db.prepare(upsert_sql());
+    for (const auto& c : changed) {
+      int i = 0;
+      up.bind(++i, std::string_view(c.tier));
+      up.bind(++i, std::string_view(c.path));
+      up.bind(++i, std::string_view(c.job));
+      up.bind(++i, static_cast<std::int64_t>(c.step));
+      up.bind(++i, std::string_view(c.framework));
+      up.bind(++i, to_string(c.state));
+      up.bind(++i, std::string_view(c.reason));
+      up.bind(++i, static_cast<std::int64_t>(c.files));
+      up.bind(++i, static_cast<std::int64_t>(c.bytes));
+      up.bind(++i, static_cast<std::int64_t>(c.allocated_bytes));
+      up.bind(++i, c.first_write);
+      up.bind(++i, c.last_write);
+      up.bind(++i, c.marker_time);
+      for (auto b : c.component_bytes) up.bind(++i, static_cast<std::int64_t>(b));
+      up.bind(++i, static_cast<std::int64_t>(c.expected_files));
+      up.bind(++i, c.save_start);
+      up.bind(++i, c.save_end);
+      up.bind(++i, c.dir_mtime);
+      up.bind(++i, c.first_seen);
+      up.bind(++i, c.last_seen);
+      up.bind(++i, static_cast<std::int64_t>(c.skew_observed ? 1 : 0));
+      up.run();
+    }
+    auto del = db.prepare(
+        "UPDATE checkpoints SET deleted_at=?1 WHERE tier=?2 AND path=?3 AND deleted_at IS NULL");
+    for (const auto& p : removed) {
+      del.bind(1, now).bind(2, std::string_view(tier)).bind(3, std::string_view(p));
+      del.run();
+    }
+    tx.commit();
+    ++transactions_;
+  });
+}
+
+std::map<std::string, double> Store::deleted(const std::string& tier) {
+  return call<std::map<std::string, double>>([tier](sql::Db& db) {
+    std::map<std::string, double> out;
+    auto st = db.prepare(
+        "SELECT path, deleted_at FROM checkpoints WHERE tier=?1 AND deleted_at IS NOT NULL");
+    st.bind(1, std::string_view(tier));
+    while (st.step()) out[st.text(0)] = st.real(1);
+    return out;
+  });
+}
+
+}  // namespace ckptmon

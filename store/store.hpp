@@ -1,0 +1,71 @@
+#pragma once
+// The daemon's state file (SQLite, WAL) under state_dir: the checkpoint
+// catalog today, offsets and history as they land. The store is the only
+// writer; its writes run on its own thread so the event loop never waits for
+// a disk sync. Thread-safe.
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/checkpoint.hpp"
+#include "store/sqlite.hpp"
+
+namespace ckptmon {
+
+class Store {
+ public:
+  // Opens (creating the directory and the schema as needed) state_dir/ckptmon.db.
+  // Returns nullptr with `error` set when that is impossible.
+  static std::unique_ptr<Store> open(const std::string& state_dir, std::string* error);
+  ~Store();  // finishes queued writes, then closes
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Present (not deleted) checkpoints by tier. Blocking; call at start.
+  std::map<std::string, std::vector<Checkpoint>> load_catalog();
+
+  // Queues one transaction: upsert `changed`, mark `removed` paths deleted at `now`.
+  void save_catalog(std::string tier, std::vector<Checkpoint> changed,
+                    std::vector<std::string> removed, double now);
+
+  // Runs `fn` on the store thread with the connection (queued, in order).
+  void post(std::function<void(sql::Db&)> fn);
+  // Blocks until every queued write is done (tests, shutdown, one-shot tools).
+  void flush();
+
+  std::uint64_t errors() const { return errors_.load(); }
+  std::uint64_t transactions() const { return transactions_.load(); }
+  const std::string& path() const { return path_; }
+
+  // Deleted checkpoints recorded for `tier` (path -> deleted_at); for the API
+  // and tests ("deleted" versus "never seen").
+  std::map<std::string, double> deleted(const std::string& tier);
+
+ private:
+  Store(std::string path, std::unique_ptr<sql::Db> db);
+  void run();
+  template <typename T>
+  T call(std::function<T(sql::Db&)> fn);
+
+  std::string path_;
+  std::unique_ptr<sql::Db> db_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable idle_cv_;
+  std::deque<std::function<void(sql::Db&)>> queue_;
+  bool stopping_ = false;
+  bool busy_ = false;
+  std::atomic<std::uint64_t> errors_{0};
+  std::atomic<std::uint64_t> transactions_{0};
+  std::thread thread_;
+};
+
+}  // namespace ckptmon

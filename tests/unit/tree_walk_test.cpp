@@ -1,0 +1,182 @@
+#include "collectors/tree_walk.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "temp_dir.hpp"
+
+namespace ckptmon {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Root {
+  explicit Root(const std::string& path) {
+    fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st {};
+    ::fstat(fd, &st);
+    dev = st.st_dev;
+  }
+  ~Root() { ::close(fd); }
+  int fd;
+  dev_t dev;
+};
+
+void set_mtime(const fs::path& p, double t) {
+  struct timespec ts[2];
+  ts[0].tv_sec = static_cast<time_t>(t);
+  ts[0].tv_nsec = 0;
+  ts[1] = ts[0];
+  ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), ts, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+TEST(TreeWalk, ListsFilesAndDirsSortedWithSizesAndMtimes) {
+  testing::TempDir t;
+  t.write("job/step-2/b.distcp", 300);
+  t.write("job/step-2/a.distcp", 100);
+  t.write("job/step-1/a.distcp", 10);
+  set_mtime(t.path() / "job/step-2/a.distcp", 1700000000);
+  Root root(t.str());
+  WalkStats stats;
+  TreeWalker w(root.fd, root.dev, nullptr, stats);
+  DirNode node;
+  std::string err;
+  ASSERT_TRUE(w.build("job", node, &err)) << err;
+  EXPECT_EQ(node.name, "job");
+  ASSERT_EQ(node.dirs.size(), 2u);
+  EXPECT_EQ(node.dirs[0].name, "step-1");
+  const DirNode* s2 = node.dir("step-2");
+  ASSERT_NE(s2, nullptr);
+  ASSERT_EQ(s2->files.size(), 2u);
+  EXPECT_EQ(s2->files[0].name, "a.distcp");
+  EXPECT_EQ(s2->files[0].size, 100u);
+  EXPECT_DOUBLE_EQ(s2->files[0].mtime, 1700000000);
+  EXPECT_EQ(s2->files[1].size, 300u);
+  // job, step-1, step-2 listed; every entry below job stat'ed once plus the root of the build.
+  EXPECT_EQ(stats.dirs_listed, 3u);
+  EXPECT_EQ(stats.stat_calls, 1u + 2u + 1u + 2u);
+}
+
+TEST(TreeWalk, NeverFollowsSymlinks) {
+  testing::TempDir t;
+  testing::TempDir outside;
+  outside.write("secret/model.pt", 1000);
+  t.write("job/real.pt", 5);
+  fs::create_directory_symlink(outside.path() / "secret", t.path() / "job/linked-dir");
+  fs::create_symlink("real.pt", t.path() / "job/last.ckpt");
+  Root root(t.str());
+  WalkStats stats;
+  TreeWalker w(root.fd, root.dev, nullptr, stats);
+  DirNode node;
+  ASSERT_TRUE(w.build("job", node, nullptr));
+  EXPECT_TRUE(node.dirs.empty());  // the directory symlink is an entry, not a subtree
+  const FileEntry* dl = node.file("linked-dir");
+  ASSERT_NE(dl, nullptr);
+  EXPECT_EQ(dl->type, FileEntry::Type::kSymlink);
+  const FileEntry* last = node.file("last.ckpt");
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->type, FileEntry::Type::kSymlink);
+  EXPECT_EQ(last->link_target, "real.pt");
+  // A walk starting at a symlinked path is refused too.
+  fs::create_directory_symlink(outside.path(), t.path() / "sneaky");
+  DirNode n2;
+  std::string err;
+  EXPECT_FALSE(w.build("sneaky", n2, &err));
+}
+
+TEST(TreeWalk, UnchangedCommittedCheckpointIsNotListedAgain) {
+  testing::TempDir t;
+  for (int r = 0; r < 16; ++r) t.write("job/step-1/__" + std::to_string(r) + "_0.distcp", 10);
+  t.write("job/step-1/sub/extra", 1);
+  set_mtime(t.path() / "job/step-1/sub", 1700000100);
+  set_mtime(t.path() / "job/step-1", 1700000200);
+  Root root(t.str());
+
+  WalkMemory memory;
+  {
+    WalkStats s;
+    TreeWalker w(root.fd, root.dev, nullptr, s);
+    DirNode job;
+    ASSERT_TRUE(w.build("job", job, nullptr));
+    const DirNode* ck = find_node(job, "step-1");
+    ASSERT_NE(ck, nullptr);
+    auto c = std::make_shared<Checkpoint>();
+    c->path = "step-1";
+    c->state = CkptState::kCommitted;
+    WalkMemory::Frozen f;
+    f.checkpoint = c;
+    f.dirs = subtree_dirs(*ck, "job/step-1");
+    memory.frozen["job/step-1"] = f;
+    EXPECT_EQ(memory.frozen["job/step-1"].dirs.size(), 2u);
+  }
+  WalkStats s;
+  TreeWalker w(root.fd, root.dev, &memory, s);
+  DirNode job;
+  ASSERT_TRUE(w.build("job", job, nullptr));
+  const DirNode* ck = find_node(job, "step-1");
+  ASSERT_NE(ck, nullptr);
+  ASSERT_TRUE(ck->reused);
+  EXPECT_TRUE(ck->files.empty());
+  EXPECT_EQ(s.reused, 1u);
+  EXPECT_EQ(s.dirs_listed, 1u);  // only the job directory
+  // job itself, the entry step-1, and the one subdirectory checked for change.
+  EXPECT_EQ(s.stat_calls, 3u);
+
+  // A change deep inside (a file added to sub/) bumps sub's mtime: relisted.
+  t.write("job/step-1/sub/late", 1);
+  WalkStats s2;
+  TreeWalker w2(root.fd, root.dev, &memory, s2);
+  DirNode job2;
+  ASSERT_TRUE(w2.build("job", job2, nullptr));
+  const DirNode* ck2 = find_node(job2, "step-1");
+  ASSERT_NE(ck2, nullptr);
+  EXPECT_FALSE(ck2->reused);
+  EXPECT_EQ(ck2->files.size(), 16u);
+  EXPECT_EQ(s2.reused, 0u);
+}
+
+TEST(TreeWalk, ReadsManifestContentOnlyWhenAsked) {
+  testing::TempDir t;
+  t.write_text("job/iter/latest_checkpointed_iteration.txt", "1000\n");
+  t.write_text("job/iter/notes.txt", "not read");
+  Root root(t.str());
+  WalkStats s;
+  TreeWalker w(root.fd, root.dev, nullptr, s);
+  DirNode job;
+  ASSERT_TRUE(w.build("job", job, nullptr));
+  const DirNode* d = job.dir("iter");
+  ASSERT_NE(d, nullptr);
+  const FileEntry* tracker = d->file("latest_checkpointed_iteration.txt");
+  ASSERT_NE(tracker, nullptr);
+  ASSERT_TRUE(tracker->content);
+  EXPECT_EQ(*tracker->content, "1000\n");
+  EXPECT_FALSE(d->file("notes.txt")->content);
+}
+
+TEST(TreeWalk, SubtreeFilesAreRelativeAndSorted) {
+  auto entry = [](const char* name, FileEntry::Type type, std::uint64_t size) {
+    FileEntry f;
+    f.name = name;
+    f.type = type;
+    f.size = size;
+    return f;
+  };
+  DirNode n;
+  n.files.push_back(entry("z.pt", FileEntry::Type::kRegular, 3));
+  DirNode sub;
+  sub.name = "a";
+  sub.files.push_back(entry("b.bin", FileEntry::Type::kRegular, 7));
+  sub.files.push_back(entry("link", FileEntry::Type::kSymlink, 4));
+  n.dirs.push_back(sub);
+  auto files = subtree_files(n);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].rel_path, "a/b.bin");
+  EXPECT_EQ(files[0].size, 7u);
+  EXPECT_EQ(files[1].rel_path, "z.pt");
+}
+
+}  // namespace
+}  // namespace ckptmon
