@@ -43,10 +43,10 @@ std::vector<MountInfo> parse_mountinfo(std::string_view text, int* skipped) {
   int bad = 0;
   for (std::string_view line : split(text, '\n')) {
     if (trim(line).empty()) continue;
-    std::vector<std::string_view> f;
-    for (auto part : split(line, ' ')) {
-      if (!part.empty()) f.push_back(part);
-    }
+    // Fields are separated by exactly one space and may be empty: a mount
+    // made with an empty source ("mount -t tmpfs '' /x") prints "tmpfs  ro".
+    // Dropping empty fields would read the super options as the source.
+    std::vector<std::string_view> f = split(trim(line), ' ');
     // id parent major:minor root mount_point options [optional...] - fstype source super
     std::size_t sep = 0;
     for (std::size_t i = 6; i < f.size(); ++i) {
@@ -62,7 +62,7 @@ std::vector<MountInfo> parse_mountinfo(std::string_view text, int* skipped) {
     }
     MountInfo m;
     auto colon = f[2].find(':');
-    if (colon == std::string_view::npos || !to_num(f[0], m.mount_id) ||
+    if (colon == std::string_view::npos || f[4].empty() || !to_num(f[0], m.mount_id) ||
         !to_num(f[1], m.parent_id) || !to_num(f[2].substr(0, colon), m.major) ||
         !to_num(f[2].substr(colon + 1), m.minor)) {
       ++bad;

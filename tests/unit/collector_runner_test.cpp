@@ -1,0 +1,356 @@
+#include "daemon/collector_runner.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <boost/asio/executor_work_guard.hpp>
+
+namespace ckptmon {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Lets a job block until the test opens it. Shared with the job so that a job
+// still blocked when the test's objects are gone never touches freed memory.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  int entered = 0;
+
+  void wait() {
+    std::unique_lock lock(mu);
+    ++entered;
+    cv.notify_all();
+    cv.wait(lock, [&] { return open; });
+  }
+  void release() {
+    std::lock_guard lock(mu);
+    open = true;
+    cv.notify_all();
+  }
+  bool wait_entered(int n) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, 10s, [&] { return entered >= n; });
+  }
+};
+
+// A collector whose jobs the test scripts target by target. Loop thread only,
+// like the real ones.
+class FakeCollector final : public Collector {
+ public:
+  std::string_view name() const override { return "fake"; }
+  void configure(const Config&) override {}
+  std::vector<std::string> targets() const override { return targets_; }
+  Job prepare(const std::string& target) override {
+    ++prepared[target];
+    auto it = jobs.find(target);
+    if (it == jobs.end()) throw std::runtime_error("no job scripted for " + target);
+    return it->second;
+  }
+  void on_deadline(const std::string& target, State&) override { deadlines.push_back(target); }
+  void on_failure(const std::string& target, const std::string& error, State&) override {
+    failures.emplace_back(target, error);
+  }
+
+  std::vector<std::string> targets_;
+  std::map<std::string, Job> jobs;
+  std::map<std::string, int> prepared;
+  std::vector<std::string> deadlines;
+  std::vector<std::pair<std::string, std::string>> failures;
+};
+
+// An Update that writes `value` into a marker the test reads back.
+Update mark(std::string target, std::string value) {
+  return [target = std::move(target), value = std::move(value)](State& s) {
+    s.tiers[target].down_reason = value;
+  };
+}
+
+class CollectorRunnerTest : public ::testing::Test {
+ protected:
+  CollectorRunnerTest()
+      : guard_(boost::asio::make_work_guard(io_)),
+        runner_(std::make_unique<CollectorRunner>(io_, pool_, state_, [this] { ++changes_; })) {
+    fake_ = std::make_shared<FakeCollector>();
+    runner_->set_collectors({fake_});
+  }
+  ~CollectorRunnerTest() override {
+    runner_.reset();
+    guard_.reset();
+    io_.poll();
+  }
+
+  // Runs the loop until `pred` holds. The cap only turns a bug into a failure
+  // instead of a hang; nothing is asserted about how long it took.
+  template <typename Pred>
+  bool run_until(Pred pred) {
+    const auto cap = std::chrono::steady_clock::now() + 10s;
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > cap) return false;
+      io_.run_one_for(10ms);
+    }
+    return true;
+  }
+
+  const CollectorStatus& status() { return state_.collectors["fake"]; }
+  std::string marker(const std::string& t) {
+    auto it = state_.tiers.find(t);
+    return it == state_.tiers.end() ? std::string("<none>") : it->second.down_reason;
+  }
+
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
+  WorkerPool pool_{4};
+  State state_;
+  int changes_ = 0;
+  std::unique_ptr<CollectorRunner> runner_;
+  std::shared_ptr<FakeCollector> fake_;
+};
+
+TEST_F(CollectorRunnerTest, AppliesAResultOnTheLoopThread) {
+  fake_->targets_ = {"a"};
+  std::thread::id job_thread;
+  std::thread::id applied_on;
+  fake_->jobs["a"] = [&job_thread, &applied_on]() -> Update {
+    job_thread = std::this_thread::get_id();
+    return [&applied_on](State& s) {
+      applied_on = std::this_thread::get_id();
+      s.tiers["a"].down_reason = "applied";
+    };
+  };
+  runner_->run_all(10s);
+  EXPECT_EQ(runner_->in_flight(), 1u);
+  EXPECT_TRUE(status().targets.at("a").in_flight);
+  EXPECT_FALSE(runner_->all_reported());
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  EXPECT_EQ(marker("a"), "applied");
+  EXPECT_EQ(applied_on, std::this_thread::get_id());
+  EXPECT_NE(job_thread, std::this_thread::get_id());
+  EXPECT_TRUE(status().targets.at("a").success);
+  EXPECT_FALSE(status().targets.at("a").in_flight);
+  EXPECT_TRUE(status().success());
+  EXPECT_EQ(status().errors, 0u);
+  EXPECT_EQ(status().timeouts, 0u);
+  EXPECT_TRUE(runner_->all_reported());
+  EXPECT_GE(changes_, 1);
+}
+
+TEST_F(CollectorRunnerTest, SingleFlightPerTarget) {
+  fake_->targets_ = {"a"};
+  auto gate = std::make_shared<Gate>();
+  auto started = std::make_shared<std::atomic<int>>(0);
+  fake_->jobs["a"] = [gate, started]() -> Update {
+    ++*started;
+    gate->wait();
+    return mark("a", "done");
+  };
+  runner_->run_all(10s);
+  ASSERT_TRUE(gate->wait_entered(1));
+  runner_->run_all(10s);
+  runner_->run_all(10s);
+  EXPECT_EQ(status().skipped, 2u);
+  EXPECT_EQ(fake_->prepared["a"], 1);
+  EXPECT_EQ(runner_->in_flight(), 1u);
+
+  gate->release();
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  EXPECT_EQ(started->load(), 1);
+  EXPECT_EQ(marker("a"), "done");
+
+  // Once the first job is back, the next cycle starts a new one.
+  runner_->run_all(10s);
+  EXPECT_EQ(fake_->prepared["a"], 2);
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  EXPECT_EQ(started->load(), 2);
+  EXPECT_EQ(status().skipped, 2u);
+}
+
+TEST_F(CollectorRunnerTest, OtherTargetsAreNotHeldUpByAStuckOne) {
+  fake_->targets_ = {"slow", "fast"};
+  auto gate = std::make_shared<Gate>();
+  fake_->jobs["slow"] = [gate]() -> Update {
+    gate->wait();
+    return mark("slow", "done");
+  };
+  fake_->jobs["fast"] = []() -> Update { return mark("fast", "done"); };
+  runner_->run_all(10s);
+  ASSERT_TRUE(run_until([&] { return marker("fast") == "done"; }));
+  EXPECT_EQ(runner_->in_flight(), 1u);
+  EXPECT_TRUE(status().targets.at("slow").in_flight);
+  gate->release();
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  EXPECT_EQ(marker("slow"), "done");
+}
+
+TEST_F(CollectorRunnerTest, DeadlinePassesThenTheLateResultIsApplied) {
+  fake_->targets_ = {"a"};
+  auto gate = std::make_shared<Gate>();
+  fake_->jobs["a"] = [gate]() -> Update {
+    gate->wait();
+    return mark("a", "late result");
+  };
+  runner_->run_all(20ms);
+  ASSERT_TRUE(run_until([&] { return status().timeouts == 1; }));
+  EXPECT_EQ(fake_->deadlines, std::vector<std::string>{"a"});
+  EXPECT_FALSE(status().targets.at("a").success);
+  EXPECT_FALSE(status().success());
+  EXPECT_GT(status().targets.at("a").duration_seconds, 0.0);
+  EXPECT_TRUE(runner_->all_reported());  // a deadline counts as a report
+  EXPECT_EQ(marker("a"), "<none>");      // nothing applied yet
+  EXPECT_EQ(runner_->in_flight(), 1u);   // still waited for in the background
+
+  // Still blocked at the next cycle: skipped, no second job, no second deadline.
+  runner_->run_all(20ms);
+  EXPECT_EQ(status().skipped, 1u);
+  EXPECT_EQ(fake_->prepared["a"], 1);
+
+  gate->release();
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  EXPECT_EQ(marker("a"), "late result");
+  EXPECT_TRUE(status().targets.at("a").success);
+  EXPECT_TRUE(status().success());
+  EXPECT_EQ(status().timeouts, 1u);
+  EXPECT_EQ(status().errors, 0u);
+  EXPECT_EQ(fake_->deadlines.size(), 1u);
+  EXPECT_TRUE(fake_->failures.empty());
+}
+
+TEST_F(CollectorRunnerTest, AThrowingJobIsCountedAndReported) {
+  fake_->targets_ = {"a", "b"};
+  fake_->jobs["a"] = []() -> Update { throw std::runtime_error("statfs exploded"); };
+  fake_->jobs["b"] = []() -> Update { throw 42; };
+  runner_->run_all(10s);
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  EXPECT_EQ(status().errors, 2u);
+  EXPECT_FALSE(status().targets.at("a").success);
+  EXPECT_FALSE(status().targets.at("b").success);
+  EXPECT_FALSE(status().success());
+  std::map<std::string, std::string> failures(fake_->failures.begin(), fake_->failures.end());
+  EXPECT_EQ(failures["a"], "statfs exploded");
+  EXPECT_EQ(failures["b"], "unknown exception");
+  EXPECT_TRUE(fake_->deadlines.empty());
+}
+
+TEST_F(CollectorRunnerTest, AnUpdateThatThrowsWhenAppliedIsAFailure) {
+  fake_->targets_ = {"a"};
+  fake_->jobs["a"] = []() -> Update {
+    return [](State&) { throw std::runtime_error("bad figures"); };
+  };
+  runner_->run_all(10s);
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  EXPECT_EQ(status().errors, 1u);
+  ASSERT_EQ(fake_->failures.size(), 1u);
+  EXPECT_EQ(fake_->failures[0].second, "applying result failed: bad figures");
+}
+
+TEST_F(CollectorRunnerTest, PrepareThatThrowsIsAFailureWithoutAFlight) {
+  fake_->targets_ = {"unscripted"};
+  runner_->run_all(10s);
+  EXPECT_EQ(runner_->in_flight(), 0u);
+  EXPECT_EQ(status().errors, 1u);
+  ASSERT_EQ(fake_->failures.size(), 1u);
+  EXPECT_EQ(fake_->failures[0].second, "prepare failed: no job scripted for unscripted");
+}
+
+TEST_F(CollectorRunnerTest, AJobReturningNoUpdateIsASuccess) {
+  fake_->targets_ = {"a"};
+  fake_->jobs["a"] = []() -> Update { return nullptr; };
+  runner_->run_all(10s);
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  EXPECT_TRUE(status().targets.at("a").success);
+  EXPECT_EQ(status().errors, 0u);
+}
+
+TEST_F(CollectorRunnerTest, TargetsRemovedByAReloadDisappearFromTheStatus) {
+  fake_->targets_ = {"a", "b", "c"};
+  for (const char* t : {"a", "b", "c"}) {
+    fake_->jobs[t] = []() -> Update { return nullptr; };
+  }
+  runner_->run_all(10s);
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  EXPECT_EQ(status().targets.size(), 3u);
+
+  fake_->targets_ = {"b"};
+  runner_->run_all(10s);
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  ASSERT_EQ(status().targets.size(), 1u);
+  EXPECT_TRUE(status().targets.contains("b"));
+}
+
+TEST_F(CollectorRunnerTest, AFailedTargetDropsOutOfSuccessOnceRemoved) {
+  fake_->targets_ = {"good", "bad"};
+  fake_->jobs["good"] = []() -> Update { return nullptr; };
+  fake_->jobs["bad"] = []() -> Update { throw std::runtime_error("x"); };
+  runner_->run_all(10s);
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  EXPECT_FALSE(status().success());
+  fake_->targets_ = {"good"};
+  runner_->run_all(10s);
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  EXPECT_TRUE(status().success());
+}
+
+TEST_F(CollectorRunnerTest, ResultsAfterTheRunnerIsGoneAreDropped) {
+  fake_->targets_ = {"a"};
+  auto gate = std::make_shared<Gate>();
+  auto token = std::make_shared<int>(0);
+  fake_->jobs["a"] = [gate, token]() -> Update {
+    gate->wait();
+    return [token](State& s) { s.tiers["a"].down_reason = "must not be applied"; };
+  };
+  runner_->run_all(20ms);
+  ASSERT_TRUE(gate->wait_entered(1));
+  runner_.reset();
+  const int changes_before = changes_;
+  gate->release();
+  // The job's copy and the Update it returned both hold `token`; once the
+  // worker has dropped them, only the collector's script and this test do.
+  const long holders = 2;  // fake_->jobs["a"] and this test
+  const auto cap = std::chrono::steady_clock::now() + 10s;
+  while (token.use_count() > holders && std::chrono::steady_clock::now() < cap) {
+    io_.poll();
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(token.use_count(), holders);
+  io_.poll();
+  EXPECT_EQ(marker("a"), "<none>");
+  EXPECT_EQ(changes_, changes_before);
+  EXPECT_TRUE(fake_->deadlines.empty());  // the deadline timer died with the runner
+}
+
+TEST_F(CollectorRunnerTest, AResultQueuedOnTheLoopBeforeDestructionIsDropped) {
+  fake_->targets_ = {"a"};
+  auto token = std::make_shared<int>(0);
+  fake_->jobs["a"] = [token]() -> Update {
+    return [token](State& s) { s.tiers["a"].down_reason = "must not be applied"; };
+  };
+  runner_->run_all(10s);
+  // Wait (without running the loop) until the worker has finished and posted
+  // the result to the loop.
+  const auto cap = std::chrono::steady_clock::now() + 10s;
+  while ((pool_.busy() != 0 || pool_.queued() != 0) && std::chrono::steady_clock::now() < cap) {
+    std::this_thread::yield();
+  }
+  ASSERT_EQ(pool_.busy(), 0u);
+  EXPECT_GT(token.use_count(), 2);  // the posted result still holds it
+  runner_.reset();
+  const int changes_before = changes_;
+  io_.poll();
+  EXPECT_EQ(marker("a"), "<none>");
+  EXPECT_EQ(changes_, changes_before);
+  EXPECT_EQ(token.use_count(), 2);  // the dropped result released it
+}
+
+}  // namespace
+}  // namespace ckptmon

@@ -1,0 +1,185 @@
+#include "daemon/daemon.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <boost/asio/post.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/unit/http_client.hpp"
+
+namespace ckptmon {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using test_http::RawClient;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The whole daemon in-process on 127.0.0.1:0, loop on its own thread, tiers
+// and configuration in a temporary directory.
+class DaemonTest : public ::testing::Test {
+ protected:
+  DaemonTest() {
+    std::string tmpl = (fs::temp_directory_path() / "ckptmon-daemon-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir_ = fs::canonical(tmpl);
+    fs::create_directories(dir_ / "a");
+    fs::create_directories(dir_ / "c");
+    config_ = dir_ / "ckptmon.yml";
+  }
+  ~DaemonTest() override {
+    if (loop_.joinable()) {
+      daemon_->stop();
+      loop_.join();
+    }
+    daemon_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  void write_config(const std::string& tiers) {
+    std::ofstream(config_) << "global:\n  scan_interval: 1h\n  probe_timeout: 5s\n"
+                           << "  state_dir: " << (dir_ / "state").string() << "\ntiers:\n"
+                           << tiers;
+  }
+  std::string tier_line(const std::string& name, const std::string& sub) {
+    return "  - {name: " + name + ", path: " + (dir_ / sub).string() + ", role: rapid}\n";
+  }
+
+  bool start(std::string* error) {
+    ServeOptions o;
+    o.config_file = config_.string();
+    o.listen_address = "127.0.0.1:0";
+    o.handle_signals = false;
+    o.on_listening = [this](const boost::asio::ip::tcp::endpoint& ep) { port_ = ep.port(); };
+    daemon_ = std::make_unique<Daemon>(o, std::make_shared<SystemClock>());
+    if (!daemon_->start(error)) return false;
+    loop_ = std::thread([this] { exit_code_ = daemon_->run(); });
+    return true;
+  }
+
+  template <typename Fn>
+  auto on_loop(Fn fn) {
+    std::packaged_task<decltype(fn())()> task(std::move(fn));
+    auto fut = task.get_future();
+    boost::asio::post(daemon_->io(), [&task] { task(); });
+    return fut.get();
+  }
+
+  test_http::Response fetch(const std::string& path, const std::string& method = "GET") {
+    RawClient c(port_);
+    c.send(test_http::request(path, method,
+                              method == "POST" ? "Content-Length: 0\r\n" : std::string()));
+    auto r = c.read_response();
+    if (!r) throw std::runtime_error("no response for " + path);
+    return *r;
+  }
+
+  // Polls until `pred` holds (bounded; nothing asserted about the time).
+  template <typename Pred>
+  bool eventually(Pred pred) {
+    const auto cap = std::chrono::steady_clock::now() + 10s;
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > cap) return false;
+      std::this_thread::sleep_for(5ms);
+    }
+    return true;
+  }
+
+  fs::path dir_;
+  fs::path config_;
+  std::unique_ptr<Daemon> daemon_;
+  std::thread loop_;
+  std::uint16_t port_ = 0;
+  int exit_code_ = -1;
+};
+
+TEST_F(DaemonTest, ServesTiersAndBecomesReady) {
+  write_config(tier_line("a", "a") + tier_line("b", "missing"));
+  std::string error;
+  ASSERT_TRUE(start(&error)) << error;
+  ASSERT_NE(port_, 0);
+  ASSERT_TRUE(eventually([&] { return fetch("/-/ready").result_int() == 200; }));
+  const std::string m = fetch("/metrics").body();
+  EXPECT_THAT(m, HasSubstr("ckpt_tier_up{tier=\"a\"} 1\n"));
+  EXPECT_THAT(m, HasSubstr("ckpt_tier_up{tier=\"b\"} 0\n"));
+  EXPECT_THAT(m, HasSubstr("ckptmon_config_last_reload_successful 1\n"));
+  EXPECT_THAT(m, HasSubstr("ckptmon_build_info{"));
+  EXPECT_THAT(m, HasSubstr("ckptmon_collector_success{collector=\"tier_stats\"} 1\n"));
+  EXPECT_THAT(m, HasSubstr("process_start_time_seconds "));
+  auto tiers = nlohmann::json::parse(fetch("/api/v1/tiers").body(), nullptr, false);
+  ASSERT_TRUE(tiers.is_array());
+  ASSERT_EQ(tiers.size(), 2u);
+  EXPECT_EQ(tiers[0]["name"], "a");
+  EXPECT_EQ(tiers[0]["up"], true);
+  EXPECT_EQ(tiers[1]["name"], "b");
+  EXPECT_EQ(tiers[1]["up"], false);
+  EXPECT_EQ(tiers[1]["down_reason"], "path does not exist");
+  EXPECT_EQ(fetch("/-/healthy").result_int(), 200u);
+  EXPECT_EQ(fetch("/-/reload").result_int(), 405u);
+}
+
+TEST_F(DaemonTest, ABrokenReloadKeepsTheRunningConfiguration) {
+  write_config(tier_line("a", "a"));
+  std::string error;
+  ASSERT_TRUE(start(&error)) << error;
+  ASSERT_TRUE(eventually([&] { return fetch("/-/ready").result_int() == 200; }));
+
+  write_config("  - {name: c, path: " + (dir_ / "c").string() + ", role: fastest}\n");
+  auto out = on_loop([this] { return daemon_->reload(); });
+  EXPECT_FALSE(out.ok);
+  EXPECT_THAT(out.message, HasSubstr(config_.string() + ":"));
+  EXPECT_THAT(out.message, HasSubstr("tiers[0].role: expected one of"));
+  auto snap = on_loop([this] { return daemon_->snapshot(); });
+  ASSERT_EQ(snap->state.tiers.size(), 1u);
+  EXPECT_TRUE(snap->state.tiers.contains("a"));
+  std::string m = fetch("/metrics").body();
+  EXPECT_THAT(m, HasSubstr("ckptmon_config_last_reload_successful 0\n"));
+  EXPECT_THAT(m, HasSubstr("ckpt_tier_up{tier=\"a\"} 1\n"));
+  EXPECT_THAT(m, Not(HasSubstr("tier=\"c\"")));
+
+  // The same through HTTP: 500 with the message.
+  auto r = fetch("/-/reload", "POST");
+  EXPECT_EQ(r.result_int(), 500u);
+  EXPECT_THAT(r.body(), HasSubstr("tiers[0].role"));
+
+  write_config(tier_line("a", "a") + tier_line("c", "c"));
+  r = fetch("/-/reload", "POST");
+  EXPECT_EQ(r.result_int(), 200u);
+  ASSERT_TRUE(eventually([&] {
+    return fetch("/metrics").body().find("ckpt_tier_up{tier=\"c\"} 1\n") != std::string::npos;
+  }));
+  m = fetch("/metrics").body();
+  EXPECT_THAT(m, HasSubstr("ckptmon_config_last_reload_successful 1\n"));
+  EXPECT_THAT(m, HasSubstr("ckpt_tier_up{tier=\"a\"} 1\n"));
+}
+
+TEST_F(DaemonTest, AConfigThatCannotBeLoadedAtStartIsAnError) {
+  write_config("  - {name: a, path: relative/path, role: rapid}\n");
+  std::string error;
+  EXPECT_FALSE(start(&error));
+  EXPECT_THAT(error, HasSubstr(config_.string() + ":"));
+  EXPECT_THAT(error, HasSubstr("tiers[0].path"));
+}
+
+TEST_F(DaemonTest, StopEndsRunWithZero) {
+  write_config(tier_line("a", "a"));
+  std::string error;
+  ASSERT_TRUE(start(&error)) << error;
+  daemon_->stop();  // from another thread than the loop
+  loop_.join();
+  EXPECT_EQ(exit_code_, 0);
+}
+
+}  // namespace
+}  // namespace ckptmon

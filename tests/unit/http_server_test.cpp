@@ -1,0 +1,405 @@
+#include "daemon/http_server.hpp"
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/http.hpp>
+
+#include "tests/unit/http_client.hpp"
+
+namespace ckptmon {
+namespace {
+
+using namespace std::chrono_literals;
+namespace http = boost::beast::http;
+using test_http::RawClient;
+using test_http::Response;
+
+std::string get(const std::string& path, const std::string& method = "GET",
+                const std::string& extra = "") {
+  return test_http::request(path, method, extra);
+}
+
+// A real server on 127.0.0.1:0 with its loop on a thread of its own.
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void start(HttpLimits limits = {}) {
+    server_ = std::make_unique<HttpServer>(io_, limits);
+    server_->route("/hello", {"GET"}, [](const HttpRequest& r) {
+      HttpResponse resp = HttpResponse::text(200, "hello " + r.remote.substr(0, 9) + "\n");
+      resp.headers.emplace_back("X-Test", "yes");
+      return resp;
+    });
+    server_->route("/echo", {"GET"}, [](const HttpRequest& r) {
+      std::string out;
+      for (const auto& [k, v] : r.query) out += k + "=" + v + ";";
+      return HttpResponse::text(200, out);
+    });
+    server_->route("/reload", {"POST", "PUT"}, [](const HttpRequest& r) {
+      return HttpResponse::text(200, "got " + std::to_string(r.body.size()) + " bytes\n");
+    });
+    server_->route("/throw", {"GET"}, [](const HttpRequest&) -> HttpResponse {
+      throw std::runtime_error("handler bug");
+    });
+    server_->set_observer([this](const std::string& route, unsigned status) {
+      observed_.emplace_back(route, status);  // loop thread
+    });
+    boost::asio::ip::tcp::endpoint ep;
+    std::string error;
+    ASSERT_TRUE(server_->listen("127.0.0.1:0", &ep, &error)) << error;
+    ASSERT_NE(ep.port(), 0);
+    port_ = ep.port();
+    loop_ = std::thread([this] { io_.run(); });
+  }
+
+  // Runs `fn` on the loop thread and waits for it: the server is loop-only.
+  template <typename Fn>
+  auto on_loop(Fn fn) {
+    std::packaged_task<decltype(fn())()> task(std::move(fn));
+    auto fut = task.get_future();
+    boost::asio::post(io_, [&task] { task(); });
+    return fut.get();
+  }
+
+  // Polls a loop-side condition until it holds (bounded; no timing asserted).
+  template <typename Pred>
+  bool eventually(Pred pred) {
+    const auto cap = std::chrono::steady_clock::now() + 10s;
+    while (!on_loop(pred)) {
+      if (std::chrono::steady_clock::now() > cap) return false;
+      std::this_thread::sleep_for(1ms);
+    }
+    return true;
+  }
+
+  ~HttpServerTest() override {
+    if (loop_.joinable()) {
+      on_loop([this] { server_->close(); });
+      guard_.reset();
+      io_.stop();
+      loop_.join();
+    }
+    server_.reset();
+  }
+
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_ =
+      boost::asio::make_work_guard(io_);
+  std::unique_ptr<HttpServer> server_;
+  std::thread loop_;
+  std::uint16_t port_ = 0;
+  std::vector<std::pair<std::string, unsigned>> observed_;
+};
+
+TEST_F(HttpServerTest, AnswersARoute) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(get("/hello")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 200u);
+  EXPECT_EQ(r->body(), "hello 127.0.0.1\n");
+  EXPECT_EQ((*r)[http::field::content_type], "text/plain; charset=utf-8");
+  EXPECT_EQ((*r)["X-Test"], "yes");
+  EXPECT_EQ((*r)[http::field::content_length], "16");
+  EXPECT_TRUE(eventually([this] { return observed_.size() == 1; }));
+  EXPECT_EQ(on_loop([this] { return observed_[0]; }),
+            (std::pair<std::string, unsigned>{"/hello", 200}));
+}
+
+TEST_F(HttpServerTest, UnknownPathIs404) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(get("/nope?x=1")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 404u);
+  EXPECT_EQ(r->body(), "not found: /nope\n");
+  EXPECT_TRUE(eventually([this] { return observed_.size() == 1; }));
+  EXPECT_EQ(on_loop([this] { return observed_[0].first; }), "other");
+}
+
+TEST_F(HttpServerTest, WrongMethodIs405WithAllow) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(get("/hello", "POST", "Content-Length: 0\r\n")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 405u);
+  EXPECT_EQ((*r)[http::field::allow], "GET, HEAD");
+  ASSERT_TRUE(c.send(get("/reload", "GET")));
+  r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 405u);
+  EXPECT_EQ((*r)[http::field::allow], "POST, PUT");
+  ASSERT_TRUE(c.send(get("/reload", "DELETE")));
+  r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 405u);
+}
+
+TEST_F(HttpServerTest, HeadHasContentLengthButNoBody) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(get("/hello", "HEAD")));
+  auto r = c.read_response(/*head=*/true);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 200u);
+  EXPECT_EQ((*r)[http::field::content_length], "16");  // that of the GET body
+  EXPECT_EQ(r->body(), "");
+  // Had the server sent the body after all, it would be read as the start of
+  // the next response: a GET on the same connection must parse cleanly.
+  ASSERT_TRUE(c.send(get("/hello")));
+  r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 200u);
+  EXPECT_EQ(r->body(), "hello 127.0.0.1\n");
+  EXPECT_EQ(c.unread(), "");
+}
+
+TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  start();
+  RawClient c(port_);
+  // Two requests pipelined in one write, then a third after the answers.
+  ASSERT_TRUE(c.send(get("/hello") + get("/echo?a=1&b=x%20y+z")));
+  auto r1 = c.read_response();
+  auto r2 = c.read_response();
+  ASSERT_TRUE(r1 && r2);
+  EXPECT_EQ(r1->body(), "hello 127.0.0.1\n");
+  EXPECT_EQ(r2->body(), "a=1;b=x y z;");
+  ASSERT_TRUE(c.send(get("/echo?k")));
+  auto r3 = c.read_response();
+  ASSERT_TRUE(r3);
+  EXPECT_EQ(r3->body(), "k=;");
+  EXPECT_EQ(on_loop([this] { return server_->connections(); }), 1u);
+}
+
+TEST_F(HttpServerTest, ConnectionCloseIsHonoured) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(get("/hello", "GET", "Connection: close\r\n")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 200u);
+  EXPECT_TRUE(c.wait_closed());
+  EXPECT_TRUE(eventually([this] { return server_->connections() == 0; }));
+}
+
+TEST_F(HttpServerTest, PostBodyReachesTheHandler) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(get("/reload", "POST", "Content-Length: 5\r\n") + "abcde"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 200u);
+  EXPECT_EQ(r->body(), "got 5 bytes\n");
+}
+
+TEST_F(HttpServerTest, HandlerExceptionIs500) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(get("/throw")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 500u);
+  EXPECT_EQ(r->body(), "internal error\n");
+  // The server keeps serving.
+  ASSERT_TRUE(c.send(get("/hello")));
+  r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 200u);
+}
+
+TEST_F(HttpServerTest, OversizedHeadersAre431) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(get("/hello", "GET", "X-Big: " + std::string(9000, 'a') + "\r\n")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 431u);
+  EXPECT_TRUE(c.wait_closed());
+}
+
+TEST_F(HttpServerTest, HeadersJustUnderTheLimitAreFine) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(get("/hello", "GET", "X-Big: " + std::string(7000, 'a') + "\r\n")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 200u);
+}
+
+TEST_F(HttpServerTest, OversizedBodyIs413) {
+  HttpLimits limits;
+  limits.body_limit = 1024;
+  start(limits);
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(get("/reload", "POST", "Content-Length: 4096\r\n") + std::string(4096, 'x')));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 413u);
+  EXPECT_TRUE(c.wait_closed());
+}
+
+TEST_F(HttpServerTest, GarbageIs400) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send("THIS IS NOT HTTP\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 400u);
+  EXPECT_TRUE(c.wait_closed());
+}
+
+TEST_F(HttpServerTest, ConnectionCapAnswers503AndCounts) {
+  HttpLimits limits;
+  limits.max_connections = 2;
+  start(limits);
+  RawClient a(port_);
+  RawClient b(port_);
+  ASSERT_TRUE(eventually([this] { return server_->connections() == 2; }));
+  RawClient c(port_);
+  auto r = c.read_response();  // answered without being asked
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 503u);
+  EXPECT_EQ(r->body(), "too many connections\n");
+  EXPECT_TRUE(c.wait_closed());
+  EXPECT_EQ(on_loop([this] { return server_->rejected_connections(); }), 1u);
+  EXPECT_EQ(on_loop([this] { return server_->connections(); }), 2u);
+
+  // The two admitted connections still work.
+  ASSERT_TRUE(a.send(get("/hello")));
+  auto ra = a.read_response();
+  ASSERT_TRUE(ra);
+  EXPECT_EQ(ra->result_int(), 200u);
+
+  // Once one leaves, a new one is admitted.
+  b.close();
+  ASSERT_TRUE(eventually([this] { return server_->connections() == 1; }));
+  RawClient d(port_);
+  ASSERT_TRUE(d.send(get("/hello")));
+  auto rd = d.read_response();
+  ASSERT_TRUE(rd);
+  EXPECT_EQ(rd->result_int(), 200u);
+  EXPECT_EQ(on_loop([this] { return server_->rejected_connections(); }), 1u);
+}
+
+TEST_F(HttpServerTest, ConnectionOverTheCapThatSentARequestStillGets503) {
+  HttpLimits limits;
+  limits.max_connections = 1;
+  start(limits);
+  RawClient a(port_);
+  ASSERT_TRUE(eventually([this] { return server_->connections() == 1; }));
+  // What a scraper does: connect and send at once.
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(get("/hello")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r) << "connection ended without a response";
+  EXPECT_EQ(r->result_int(), 503u);
+}
+
+TEST_F(HttpServerTest, IdleConnectionIsClosedAfterTheReadTimeout) {
+  HttpLimits limits;
+  limits.read_timeout = 100ms;
+  start(limits);
+  RawClient idle(port_);
+  RawClient partial(port_);
+  ASSERT_TRUE(partial.send("GET /hello HTTP/1.1\r\nHost: x\r\n"));  // never finished
+  EXPECT_TRUE(idle.wait_closed());
+  EXPECT_TRUE(partial.wait_closed());
+  EXPECT_EQ(idle.unread(), "");
+  EXPECT_TRUE(eventually([this] { return server_->connections() == 0; }));
+}
+
+TEST_F(HttpServerTest, KeptAliveConnectionIsClosedWhenIdleAfterAResponse) {
+  HttpLimits limits;
+  limits.read_timeout = 100ms;
+  start(limits);
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(get("/hello")));
+  ASSERT_TRUE(c.read_response());
+  EXPECT_TRUE(c.wait_closed());
+}
+
+TEST_F(HttpServerTest, CloseDropsOpenConnectionsAndStopsAccepting) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(eventually([this] { return server_->connections() == 1; }));
+  on_loop([this] { server_->close(); });
+  EXPECT_TRUE(c.wait_closed());
+  // The listener is gone: connecting fails or is closed at once.
+  bool refused = false;
+  try {
+    RawClient late(port_);
+    refused = late.wait_closed();
+  } catch (const std::runtime_error&) {
+    refused = true;
+  }
+  EXPECT_TRUE(refused);
+}
+
+TEST(HttpServerListen, PortInUseIsAnError) {
+  boost::asio::io_context io;
+  HttpServer a(io, {});
+  HttpServer b(io, {});
+  boost::asio::ip::tcp::endpoint ep;
+  std::string error;
+  ASSERT_TRUE(a.listen("127.0.0.1:0", &ep, &error)) << error;
+  const std::string addr = "127.0.0.1:" + std::to_string(ep.port());
+  EXPECT_FALSE(b.listen(addr, nullptr, &error));
+  EXPECT_TRUE(error.starts_with("cannot listen on " + addr + ": ")) << error;
+}
+
+TEST(ParseListenAddress, AcceptsHostPortForms) {
+  std::string host;
+  std::uint16_t port = 0;
+  std::string error;
+  ASSERT_TRUE(parse_listen_address("127.0.0.1:9100", &host, &port, &error));
+  EXPECT_EQ(host, "127.0.0.1");
+  EXPECT_EQ(port, 9100);
+  ASSERT_TRUE(parse_listen_address(":10025", &host, &port, &error));
+  EXPECT_EQ(host, "");
+  EXPECT_EQ(port, 10025);
+  ASSERT_TRUE(parse_listen_address("[::1]:0", &host, &port, &error));
+  EXPECT_EQ(host, "::1");
+  EXPECT_EQ(port, 0);
+  ASSERT_TRUE(parse_listen_address("localhost:65535", &host, &port, &error));
+  EXPECT_EQ(port, 65535);
+}
+
+TEST(ParseListenAddress, RejectsWithTheReason) {
+  std::string host;
+  std::uint16_t port = 0;
+  std::string error;
+  EXPECT_FALSE(parse_listen_address("9100", &host, &port, &error));
+  EXPECT_EQ(error, "expected host:port or :port, got \"9100\"");
+  EXPECT_FALSE(parse_listen_address("host:65536", &host, &port, &error));
+  EXPECT_EQ(error, "invalid port in \"host:65536\"");
+  EXPECT_FALSE(parse_listen_address("host:", &host, &port, &error));
+  EXPECT_EQ(error, "invalid port in \"host:\"");
+  EXPECT_FALSE(parse_listen_address("host:-1", &host, &port, &error));
+  EXPECT_FALSE(parse_listen_address("host:80x", &host, &port, &error));
+  EXPECT_FALSE(parse_listen_address("[::1]9100", &host, &port, &error));
+  EXPECT_EQ(error, "expected [ipv6]:port, got \"[::1]9100\"");
+}
+
+TEST(UrlDecode, DecodesPercentAndPlus) {
+  EXPECT_EQ(url_decode("a%20b+c"), "a b c");
+  EXPECT_EQ(url_decode("%2Fx%2f"), "/x/");
+  EXPECT_EQ(url_decode("100%"), "100%");
+  EXPECT_EQ(url_decode("%zz"), "%zz");
+  EXPECT_EQ(url_decode("%4"), "%4");
+  EXPECT_EQ(url_decode("%41"), "A");
+}
+
+}  // namespace
+}  // namespace ckptmon
