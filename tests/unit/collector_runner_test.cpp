@@ -51,6 +51,8 @@ class FakeCollector final : public Collector {
  public:
   std::string_view name() const override { return "fake"; }
   void configure(const Config&) override {}
+  Duration interval() const override { return std::chrono::hours(1); }
+  Duration deadline() const override { return deadline_; }
   std::vector<std::string> targets() const override { return targets_; }
   Job prepare(const std::string& target) override {
     ++prepared[target];
@@ -64,6 +66,7 @@ class FakeCollector final : public Collector {
   }
 
   std::vector<std::string> targets_;
+  Duration deadline_ = std::chrono::seconds(10);
   std::map<std::string, Job> jobs;
   std::map<std::string, int> prepared;
   std::vector<std::string> deadlines;
@@ -129,7 +132,8 @@ TEST_F(CollectorRunnerTest, AppliesAResultOnTheLoopThread) {
       s.tiers["a"].down_reason = "applied";
     };
   };
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   EXPECT_EQ(runner_->in_flight(), 1u);
   EXPECT_TRUE(status().targets.at("a").in_flight);
   EXPECT_FALSE(runner_->all_reported());
@@ -155,10 +159,13 @@ TEST_F(CollectorRunnerTest, SingleFlightPerTarget) {
     gate->wait();
     return mark("a", "done");
   };
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   ASSERT_TRUE(gate->wait_entered(1));
-  runner_->run_all(10s);
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   EXPECT_EQ(status().skipped, 2u);
   EXPECT_EQ(fake_->prepared["a"], 1);
   EXPECT_EQ(runner_->in_flight(), 1u);
@@ -169,7 +176,8 @@ TEST_F(CollectorRunnerTest, SingleFlightPerTarget) {
   EXPECT_EQ(marker("a"), "done");
 
   // Once the first job is back, the next cycle starts a new one.
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   EXPECT_EQ(fake_->prepared["a"], 2);
   ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
   EXPECT_EQ(started->load(), 2);
@@ -184,7 +192,8 @@ TEST_F(CollectorRunnerTest, OtherTargetsAreNotHeldUpByAStuckOne) {
     return mark("slow", "done");
   };
   fake_->jobs["fast"] = []() -> Update { return mark("fast", "done"); };
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   ASSERT_TRUE(run_until([&] { return marker("fast") == "done"; }));
   EXPECT_EQ(runner_->in_flight(), 1u);
   EXPECT_TRUE(status().targets.at("slow").in_flight);
@@ -200,7 +209,8 @@ TEST_F(CollectorRunnerTest, DeadlinePassesThenTheLateResultIsApplied) {
     gate->wait();
     return mark("a", "late result");
   };
-  runner_->run_all(20ms);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(20ms);
+  runner_->run_all();
   ASSERT_TRUE(run_until([&] { return status().timeouts == 1; }));
   EXPECT_EQ(fake_->deadlines, std::vector<std::string>{"a"});
   EXPECT_FALSE(status().targets.at("a").success);
@@ -211,7 +221,8 @@ TEST_F(CollectorRunnerTest, DeadlinePassesThenTheLateResultIsApplied) {
   EXPECT_EQ(runner_->in_flight(), 1u);   // still waited for in the background
 
   // Still blocked at the next cycle: skipped, no second job, no second deadline.
-  runner_->run_all(20ms);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(20ms);
+  runner_->run_all();
   EXPECT_EQ(status().skipped, 1u);
   EXPECT_EQ(fake_->prepared["a"], 1);
 
@@ -230,7 +241,8 @@ TEST_F(CollectorRunnerTest, AThrowingJobIsCountedAndReported) {
   fake_->targets_ = {"a", "b"};
   fake_->jobs["a"] = []() -> Update { throw std::runtime_error("statfs exploded"); };
   fake_->jobs["b"] = []() -> Update { throw 42; };
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
   EXPECT_EQ(status().errors, 2u);
   EXPECT_FALSE(status().targets.at("a").success);
@@ -247,7 +259,8 @@ TEST_F(CollectorRunnerTest, AnUpdateThatThrowsWhenAppliedIsAFailure) {
   fake_->jobs["a"] = []() -> Update {
     return [](State&) { throw std::runtime_error("bad figures"); };
   };
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
   EXPECT_EQ(status().errors, 1u);
   ASSERT_EQ(fake_->failures.size(), 1u);
@@ -256,7 +269,8 @@ TEST_F(CollectorRunnerTest, AnUpdateThatThrowsWhenAppliedIsAFailure) {
 
 TEST_F(CollectorRunnerTest, PrepareThatThrowsIsAFailureWithoutAFlight) {
   fake_->targets_ = {"unscripted"};
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   EXPECT_EQ(runner_->in_flight(), 0u);
   EXPECT_EQ(status().errors, 1u);
   ASSERT_EQ(fake_->failures.size(), 1u);
@@ -266,7 +280,8 @@ TEST_F(CollectorRunnerTest, PrepareThatThrowsIsAFailureWithoutAFlight) {
 TEST_F(CollectorRunnerTest, AJobReturningNoUpdateIsASuccess) {
   fake_->targets_ = {"a"};
   fake_->jobs["a"] = []() -> Update { return nullptr; };
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
   EXPECT_TRUE(status().targets.at("a").success);
   EXPECT_EQ(status().errors, 0u);
@@ -277,12 +292,14 @@ TEST_F(CollectorRunnerTest, TargetsRemovedByAReloadDisappearFromTheStatus) {
   for (const char* t : {"a", "b", "c"}) {
     fake_->jobs[t] = []() -> Update { return nullptr; };
   }
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
   EXPECT_EQ(status().targets.size(), 3u);
 
   fake_->targets_ = {"b"};
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
   ASSERT_EQ(status().targets.size(), 1u);
   EXPECT_TRUE(status().targets.contains("b"));
@@ -292,11 +309,13 @@ TEST_F(CollectorRunnerTest, AFailedTargetDropsOutOfSuccessOnceRemoved) {
   fake_->targets_ = {"good", "bad"};
   fake_->jobs["good"] = []() -> Update { return nullptr; };
   fake_->jobs["bad"] = []() -> Update { throw std::runtime_error("x"); };
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
   EXPECT_FALSE(status().success());
   fake_->targets_ = {"good"};
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
   EXPECT_TRUE(status().success());
 }
@@ -309,7 +328,8 @@ TEST_F(CollectorRunnerTest, ResultsAfterTheRunnerIsGoneAreDropped) {
     gate->wait();
     return [token](State& s) { s.tiers["a"].down_reason = "must not be applied"; };
   };
-  runner_->run_all(20ms);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(20ms);
+  runner_->run_all();
   ASSERT_TRUE(gate->wait_entered(1));
   runner_.reset();
   const int changes_before = changes_;
@@ -335,7 +355,8 @@ TEST_F(CollectorRunnerTest, AResultQueuedOnTheLoopBeforeDestructionIsDropped) {
   fake_->jobs["a"] = [token]() -> Update {
     return [token](State& s) { s.tiers["a"].down_reason = "must not be applied"; };
   };
-  runner_->run_all(10s);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(10s);
+  runner_->run_all();
   // Wait (without running the loop) until the worker has finished and posted
   // the result to the loop.
   const auto cap = std::chrono::steady_clock::now() + 10s;
