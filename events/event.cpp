@@ -1,5 +1,7 @@
 #include "events/event.hpp"
 
+#include <cstring>
+
 #include "util/text.hpp"
 
 namespace ckptmon {
@@ -11,12 +13,21 @@ constexpr std::array<std::string_view, 13> kTypeNames = {
     "restore_start", "restore_done",     "cleanup",
 };
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
+// Constant-size memcmp calls compile to a few integer comparisons; this runs
+// for every line.
+template <std::size_t N>
+bool is(std::string_view s, const char (&name)[N]) {
+  return std::memcmp(s.data(), name, N - 1) == 0;
 }
+
+// A hex digit in lower case, or 0 for anything else.
+constexpr std::array<char, 256> kHexLower = [] {
+  std::array<char, 256> t{};
+  for (char c = '0'; c <= '9'; ++c) t[static_cast<unsigned char>(c)] = c;
+  for (char c = 'a'; c <= 'f'; ++c) t[static_cast<unsigned char>(c)] = c;
+  for (char c = 'A'; c <= 'F'; ++c) t[static_cast<unsigned char>(c)] = static_cast<char>(c + 32);
+  return t;
+}();
 
 }  // namespace
 
@@ -25,11 +36,35 @@ std::string_view event_type_name(EventType type) {
   return i < kTypeNames.size() ? kTypeNames[i] : kTypeNames[0];
 }
 
-EventType event_type_from_name(std::string_view name) {
-  for (EventType t : kKnownEventTypes) {
-    if (kTypeNames[static_cast<std::size_t>(t)] == name) return t;
+EventType event_type_from_name(std::string_view n) {
+  using T = EventType;
+  switch (n.size()) {
+    case 7:
+      return is(n, "cleanup") ? T::kCleanup : T::kUnknown;
+    case 9:
+      return is(n, "pause_end") ? T::kPauseEnd : T::kUnknown;
+    case 10:
+      return is(n, "drain_done") ? T::kDrainDone : T::kUnknown;
+    case 11:
+      return is(n, "pause_start")   ? T::kPauseStart
+             : is(n, "drain_start") ? T::kDrainStart
+                                    : T::kUnknown;
+    case 12:
+      return is(n, "restore_done") ? T::kRestoreDone : T::kUnknown;
+    case 13:
+      return is(n, "shard_written")   ? T::kShardWritten
+             : is(n, "shard_drained") ? T::kShardDrained
+             : is(n, "restore_start") ? T::kRestoreStart
+                                      : T::kUnknown;
+    case 16:
+      return is(n, "checkpoint_start") ? T::kCheckpointStart : T::kUnknown;
+    case 17:
+      return is(n, "checkpoint_commit")   ? T::kCheckpointCommit
+             : is(n, "checkpoint_failed") ? T::kCheckpointFailed
+                                          : T::kUnknown;
+    default:
+      return T::kUnknown;
   }
-  return EventType::kUnknown;
 }
 
 std::string_view checksum_algo_name(ChecksumAlgo algo) {
@@ -77,26 +112,32 @@ bool parse_checksum(std::string_view text, Checksum& out, std::string* why) {
   if (colon == std::string_view::npos) return fail("expected algo:hex (crc32c, sha256 or xxh64)");
   std::string_view algo_name = text.substr(0, colon);
   std::string_view hex = text.substr(colon + 1);
-  Checksum& c = out;
-  c.algo = ChecksumAlgo::kNone;
-  for (ChecksumAlgo a : {ChecksumAlgo::kCrc32c, ChecksumAlgo::kSha256, ChecksumAlgo::kXxh64}) {
-    if (checksum_algo_name(a) == algo_name) c.algo = a;
-  }
-  if (c.empty()) {
+  out.algo = algo_name.size() == 6 && is(algo_name, "sha256")   ? ChecksumAlgo::kSha256
+             : algo_name.size() == 6 && is(algo_name, "crc32c") ? ChecksumAlgo::kCrc32c
+             : algo_name.size() == 5 && is(algo_name, "xxh64")  ? ChecksumAlgo::kXxh64
+                                                                : ChecksumAlgo::kNone;
+  if (out.empty()) {
     return fail("unknown algorithm " + json_quote(algo_name.substr(0, 32)) +
                 " (crc32c, sha256 or xxh64)");
   }
-  std::size_t want = checksum_hex_length(c.algo);
+  std::size_t want = checksum_hex_length(out.algo);
   if (hex.size() != want) {
-    return fail(std::string(checksum_algo_name(c.algo)) + " needs " + std::to_string(want) +
+    return fail(std::string(checksum_algo_name(out.algo)) + " needs " + std::to_string(want) +
                 " hex digits, got " + std::to_string(hex.size()));
   }
-  c.hex.resize(hex.size());
+  // Digests are compared as text later, so fold A-F to a-f. No early exit:
+  // a fixed-length loop the compiler can unroll; errors are rare.
+  out.hex.resize(hex.size());
+  bool bad = false;
   for (std::size_t i = 0; i < hex.size(); ++i) {
-    int v = hex_value(hex[i]);
-    if (v < 0)
-      return fail("not a hex digit at position " + std::to_string(i + 1) + " of the digest");
-    c.hex[i] = "0123456789abcdef"[v];
+    char lower = kHexLower[static_cast<unsigned char>(hex[i])];
+    bad |= lower == 0;
+    out.hex[i] = lower;
+  }
+  if (bad) {
+    std::size_t i = 0;
+    while (kHexLower[static_cast<unsigned char>(hex[i])] != 0) ++i;
+    return fail("not a hex digit at position " + std::to_string(i + 1) + " of the digest");
   }
   return true;
 }

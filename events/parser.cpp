@@ -59,46 +59,37 @@ constexpr std::array<FieldMask, 13> kRequired = {
     bit(kPath) | bit(kBytes),                                            // cleanup
 };
 
+// Compares with constant-size memcmp calls, which compilers turn into one or
+// two integer comparisons: this runs for every key of every line.
 Field field_id(std::string_view k) {
+  const char* p = k.data();
+  auto is = [p]<std::size_t N>(const char(&name)[N]) { return std::memcmp(p, name, N - 1) == 0; };
   switch (k.size()) {
     case 1:
-      if (k[0] == 'v') return kV;
-      break;
+      return p[0] == 'v' ? kV : kOther;
     case 2:
-      if (k == "ts") return kTs;
-      if (k == "ok") return kOk;
-      break;
+      return is("ts") ? kTs : is("ok") ? kOk : kOther;
     case 3:
-      if (k == "job") return kJob;
-      break;
+      return is("job") ? kJob : kOther;
     case 4:
-      if (k == "step") return kStep;
-      if (k == "tier") return kTier;
-      if (k == "rank") return kRank;
-      if (k == "path") return kPath;
-      break;
+      return is("step")   ? kStep
+             : is("tier") ? kTier
+             : is("rank") ? kRank
+             : is("path") ? kPath
+                          : kOther;
     case 5:
-      if (k == "event") return kEvent;
-      if (k == "bytes") return kBytes;
-      if (k == "files") return kFiles;
-      break;
+      return is("event") ? kEvent : is("bytes") ? kBytes : is("files") ? kFiles : kOther;
     case 6:
-      if (k == "reason") return kReason;
-      break;
+      return is("reason") ? kReason : kOther;
     case 7:
-      if (k == "to_tier") return kToTier;
-      break;
+      return is("to_tier") ? kToTier : kOther;
     case 8:
-      if (k == "start_ts") return kStartTs;
-      if (k == "checksum") return kChecksum;
-      break;
+      return is("start_ts") ? kStartTs : is("checksum") ? kChecksum : kOther;
     case 9:
-      if (k == "from_tier") return kFromTier;
-      break;
+      return is("from_tier") ? kFromTier : kOther;
     default:
-      break;
+      return kOther;
   }
-  return kOther;
 }
 
 // Unix seconds at or beyond this are almost certainly milliseconds (it is year 5138).
@@ -433,156 +424,267 @@ std::string_view line_status_label(LineStatus status) {
   return "";
 }
 
+// A complete line inside a chunk: [begin, end) without the newline; `first`
+// is its first non-blank byte (== end for a blank line).
+struct LineSpan {
+  std::size_t begin;
+  std::size_t end;
+  std::size_t first;
+};
+
 struct EventParser::Impl {
+  explicit Impl(const EventParserOptions& o) : opts(o) {
+    json.threaded = false;  // batches are small; never start simdjson's stage-1 thread
+    padded = std::make_unique<char[]>(opts.max_line_bytes + simdjson::SIMDJSON_PADDING);
+    if (opts.batch_bytes) {
+      batch = std::make_unique<char[]>(opts.batch_bytes + opts.max_line_bytes +
+                                       simdjson::SIMDJSON_PADDING);
+    }
+    allocated = json.allocate(opts.max_line_bytes, opts.max_depth) == simdjson::SUCCESS;
+    spans.reserve(1024);
+  }
+
+  LineStatus reject(LineResult& out, RejectReason reason, std::string detail) {
+    out.reason = reason;
+    out.detail = std::move(detail);
+    return out.status = LineStatus::kRejected;
+  }
+
+  LineStatus parse_line(std::string_view line, LineResult& out) {
+    out.length = line.size();
+    out.reason = RejectReason::kNone;
+    out.detail.clear();
+    reset(out.event);
+    if (line.size() > opts.max_line_bytes) {
+      return reject(out, RejectReason::kTooLong,
+                    "line of " + std::to_string(line.size()) + " bytes is over the cap of " +
+                        std::to_string(opts.max_line_bytes));
+    }
+    if (is_blank(line)) return out.status = LineStatus::kBlank;
+    if (!allocated) {
+      allocated = json.allocate(opts.max_line_bytes, opts.max_depth) == simdjson::SUCCESS;
+      if (!allocated) return reject(out, RejectReason::kInvalidJson, "out of memory");
+    }
+    std::memcpy(padded.get(), line.data(), line.size());
+    simdjson::dom::element root;
+    auto err = json.parse(padded.get(), line.size(), false).get(root);
+    if (err) {
+      switch (err) {
+        case simdjson::UTF8_ERROR:
+          return reject(out, RejectReason::kInvalidUtf8, "not valid UTF-8");
+        case simdjson::DEPTH_ERROR:
+          return reject(out, RejectReason::kTooDeep,
+                        "nested deeper than " + std::to_string(opts.max_depth) + " levels");
+        default:
+          return reject(out, RejectReason::kInvalidJson, simdjson::error_message(err));
+      }
+    }
+    simdjson::dom::object obj;
+    if (root.get(obj) != simdjson::SUCCESS) {
+      return reject(
+          out, RejectReason::kNotAnObject,
+          "the line is " + std::string(json_type_name(root.type())) + ", not a JSON object");
+    }
+    return out.status = LineDecoder(out).decode(obj);
+  }
+
+  // Parses complete lines with one simdjson parse_many over all of them: one
+  // stage-1 pass instead of one per line. A document is trusted only when it
+  // is an object that starts at its line's first non-blank byte and is
+  // followed by nothing but blanks on that line; at the first surprise (any
+  // error included) the rest of the lines are parsed one by one, so every
+  // result and every error is exactly what parse_line would say.
+  template <typename Slot, typename Done>
+  void parse_lines(std::string_view chunk, std::uint64_t data_offset, std::uint64_t first_line,
+                   Slot& slot, Done& done) {
+    const char* data = chunk.data();
+    const std::size_t n = spans.size();
+    std::size_t k = 0;
+    auto emit_line = [&](std::size_t i) {
+      LineResult& r = slot();
+      r.line = first_line + i;
+      r.offset = data_offset + spans[i].begin;
+      parse_line(std::string_view(data + spans[i].begin, spans[i].end - spans[i].begin), r);
+      done(r);
+    };
+    if (batch && allocated && n >= 4) {
+      const std::size_t base = spans[0].begin;
+      const std::size_t len = spans[n - 1].end - base;
+      // simdjson only needs SIMDJSON_PADDING readable bytes past the end, whatever
+      // they hold: the rest of the chunk serves when it is long enough.
+      const char* src = data + base;
+      if (chunk.size() - spans[n - 1].end < simdjson::SIMDJSON_PADDING) {
+        std::memcpy(batch.get(), src, len);
+        src = batch.get();
+      }
+      simdjson::dom::document_stream stream;
+      if (json.parse_many(src, len, len).get(stream) == simdjson::SUCCESS) {
+        for (auto it = stream.begin(); it != stream.end(); ++it) {
+          while (k < n && spans[k].first == spans[k].end) emit_line(k++);  // blank
+          if (k == n) break;
+          const LineSpan& span = spans[k];
+          simdjson::dom::element root;
+          simdjson::dom::object obj;
+          if ((*it).get(root) != simdjson::SUCCESS || root.get(obj) != simdjson::SUCCESS ||
+              it.current_index() != span.first - base) {
+            break;
+          }
+          std::size_t doc_end = span.first + it.source().size();
+          if (doc_end > span.end ||
+              !is_blank(std::string_view(data + doc_end, span.end - doc_end))) {
+            break;
+          }
+          LineResult& r = slot();
+          r.line = first_line + k;
+          r.offset = data_offset + span.begin;
+          r.length = span.end - span.begin;
+          r.reason = RejectReason::kNone;
+          r.detail.clear();
+          reset(r.event);
+          r.status = LineDecoder(r).decode(obj);
+          done(r);
+          ++k;
+        }
+      }
+    }
+    for (; k < n; ++k) emit_line(k);
+  }
+
+  // The bulk walk shared by both parse_chunk forms. `slot()` gives the
+  // LineResult to fill next; `done(result)` hands it over.
+  template <typename Slot, typename Done>
+  std::size_t walk(std::string_view chunk, ParseCursor& cursor, Slot&& slot, Done&& done) {
+    const std::size_t cap = opts.max_line_bytes;
+    const std::size_t batch_limit = std::max<std::size_t>(opts.batch_bytes, 1);
+    const char* data = chunk.data();
+    const std::size_t size = chunk.size();
+    std::size_t pos = 0;
+    while (pos < size) {
+      if (cursor.skipping) {
+        const void* nl = std::memchr(data + pos, '\n', size - pos);
+        if (!nl) {
+          pos = size;
+          break;
+        }
+        pos = static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1;
+        cursor.skipping = false;
+        ++cursor.line;
+        continue;
+      }
+      // Gather a batch of complete lines within the cap. A line within the
+      // cap ends at most `cap` bytes after it starts, so the newline search
+      // never runs past cap+1 bytes before deciding.
+      spans.clear();
+      const std::size_t batch_start = pos;
+      bool stopped_at_newline = true;
+      while (pos < size && pos - batch_start < batch_limit) {
+        std::size_t window = std::min(size - pos, cap + 1);
+        const void* nl = std::memchr(data + pos, '\n', window);
+        if (!nl) {
+          stopped_at_newline = false;
+          break;
+        }
+        std::size_t end = static_cast<std::size_t>(static_cast<const char*>(nl) - data);
+        std::size_t first = pos;
+        while (first < end && (data[first] == ' ' || data[first] == '\t' || data[first] == '\r')) {
+          ++first;
+        }
+        spans.push_back(LineSpan{pos, end, first});
+        pos = end + 1;
+      }
+      if (!spans.empty()) {
+        parse_lines(chunk, cursor.offset, cursor.line, slot, done);
+        cursor.line += spans.size();
+      }
+      if (stopped_at_newline) continue;
+      if (size - pos <= cap) break;  // an incomplete last line: wait for its newline
+      // Over the cap: report once, without parsing, and skip to its newline.
+      LineResult& r = slot();
+      r.line = cursor.line;
+      r.offset = cursor.offset + pos;
+      r.status = LineStatus::kRejected;
+      r.reason = RejectReason::kTooLong;
+      reset(r.event);
+      const std::size_t window = cap + 1;
+      const void* far_nl = std::memchr(data + pos + window, '\n', size - pos - window);
+      if (far_nl) {
+        std::size_t end = static_cast<std::size_t>(static_cast<const char*>(far_nl) - data);
+        r.length = end - pos;
+        r.detail = "line of " + std::to_string(r.length) + " bytes is over the cap of " +
+                   std::to_string(cap);
+        done(r);
+        pos = end + 1;
+        ++cursor.line;
+      } else {
+        r.length = size - pos;
+        r.detail = "line is over the cap of " + std::to_string(cap) + " bytes";
+        done(r);
+        pos = size;
+        cursor.skipping = true;
+      }
+    }
+    cursor.offset += pos;
+    return pos;
+  }
+
+  EventParserOptions opts;
   simdjson::dom::parser json;
   // One line plus simdjson's padding: lines are copied here so the parser
   // never reads past a caller's buffer.
   std::unique_ptr<char[]> padded;
+  // A batch of lines plus padding, for parse_many.
+  std::unique_ptr<char[]> batch;
   bool allocated = false;
+  std::vector<LineSpan> spans;
   LineResult scratch;
 };
 
-EventParser::EventParser(EventParserOptions options)
-    : options_(options), impl_(std::make_unique<Impl>()) {
-  if (options_.max_line_bytes == 0) options_.max_line_bytes = 1;
-  if (options_.max_depth == 0) options_.max_depth = 1;
-  impl_->padded = std::make_unique<char[]>(options_.max_line_bytes + simdjson::SIMDJSON_PADDING);
-  impl_->allocated =
-      impl_->json.allocate(options_.max_line_bytes, options_.max_depth) == simdjson::SUCCESS;
-}
-
-EventParser::~EventParser() = default;
-
-LineStatus EventParser::parse_line(std::string_view line, LineResult& out) {
-  out.length = line.size();
-  out.reason = RejectReason::kNone;
-  out.detail.clear();
-  reset(out.event);
-  auto reject = [&](RejectReason reason, std::string detail) {
-    out.reason = reason;
-    out.detail = std::move(detail);
-    return out.status = LineStatus::kRejected;
-  };
-  if (line.size() > options_.max_line_bytes) {
-    return reject(RejectReason::kTooLong, "line of " + std::to_string(line.size()) +
-                                              " bytes is over the cap of " +
-                                              std::to_string(options_.max_line_bytes));
-  }
-  if (is_blank(line)) return out.status = LineStatus::kBlank;
-  if (!impl_->allocated) {
-    impl_->allocated =
-        impl_->json.allocate(options_.max_line_bytes, options_.max_depth) == simdjson::SUCCESS;
-    if (!impl_->allocated) return reject(RejectReason::kInvalidJson, "out of memory");
-  }
-
-  std::memcpy(impl_->padded.get(), line.data(), line.size());
-  std::memset(impl_->padded.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
-  simdjson::dom::element root;
-  auto err = impl_->json.parse(impl_->padded.get(), line.size(), false).get(root);
-  if (err) {
-    switch (err) {
-      case simdjson::UTF8_ERROR:
-        return reject(RejectReason::kInvalidUtf8, "not valid UTF-8");
-      case simdjson::DEPTH_ERROR:
-        return reject(RejectReason::kTooDeep,
-                      "nested deeper than " + std::to_string(options_.max_depth) + " levels");
-      default:
-        return reject(RejectReason::kInvalidJson, simdjson::error_message(err));
-    }
-  }
-  simdjson::dom::object obj;
-  if (root.get(obj) != simdjson::SUCCESS) {
-    return reject(
-        RejectReason::kNotAnObject,
-        "the line is " + std::string(json_type_name(root.type())) + ", not a JSON object");
-  }
-  return out.status = LineDecoder(out).decode(obj);
-}
-
 namespace {
 
-// The bulk walk shared by both parse_chunk forms. `slot()` gives the
-// LineResult to fill next; `done(result)` hands it over.
-template <typename Slot, typename Done>
-std::size_t walk_chunk(EventParser& parser, std::string_view chunk, ParseCursor& cursor,
-                       Slot&& slot, Done&& done) {
-  const std::size_t cap = parser.options().max_line_bytes;
-  const char* data = chunk.data();
-  const std::size_t size = chunk.size();
-  std::size_t pos = 0;
-  while (pos < size) {
-    if (cursor.skipping) {
-      const void* nl = std::memchr(data + pos, '\n', size - pos);
-      if (!nl) {
-        pos = size;
-        break;
-      }
-      pos = static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1;
-      cursor.skipping = false;
-      ++cursor.line;
-      continue;
-    }
-    // A line within the cap ends at most `cap` bytes after it starts, so the
-    // newline search never runs past cap+1 bytes before deciding.
-    std::size_t window = std::min(size - pos, cap + 1);
-    const void* nl = std::memchr(data + pos, '\n', window);
-    if (nl) {
-      std::size_t end = static_cast<std::size_t>(static_cast<const char*>(nl) - data);
-      LineResult& r = slot();
-      r.line = cursor.line;
-      r.offset = cursor.offset + pos;
-      parser.parse_line(std::string_view(data + pos, end - pos), r);
-      done(r);
-      pos = end + 1;
-      ++cursor.line;
-      continue;
-    }
-    if (size - pos <= cap) break;  // an incomplete last line: wait for its newline
-    // Over the cap: report once, without parsing, and skip to its newline.
-    LineResult& r = slot();
-    r.line = cursor.line;
-    r.offset = cursor.offset + pos;
-    r.status = LineStatus::kRejected;
-    r.reason = RejectReason::kTooLong;
-    r.event = Event{};
-    const void* far_nl = std::memchr(data + pos + window, '\n', size - pos - window);
-    if (far_nl) {
-      std::size_t end = static_cast<std::size_t>(static_cast<const char*>(far_nl) - data);
-      r.length = end - pos;
-      r.detail = "line of " + std::to_string(r.length) + " bytes is over the cap of " +
-                 std::to_string(cap);
-      done(r);
-      pos = end + 1;
-      ++cursor.line;
-    } else {
-      r.length = size - pos;
-      r.detail = "line is over the cap of " + std::to_string(cap) + " bytes";
-      done(r);
-      pos = size;
-      cursor.skipping = true;
-    }
-  }
-  cursor.offset += pos;
-  return pos;
+EventParserOptions sanitized(EventParserOptions o) {
+  if (o.max_line_bytes == 0) o.max_line_bytes = 1;
+  if (o.max_depth == 0) o.max_depth = 1;
+  return o;
 }
 
 }  // namespace
 
+EventParser::EventParser(EventParserOptions options)
+    : options_(sanitized(options)), impl_(std::make_unique<Impl>(options_)) {}
+
+EventParser::~EventParser() = default;
+
+LineStatus EventParser::parse_line(std::string_view line, LineResult& out) {
+  return impl_->parse_line(line, out);
+}
+
 std::size_t EventParser::parse_chunk(std::string_view chunk, ParseCursor& cursor,
                                      const Visitor& visit) {
   LineResult& scratch = impl_->scratch;
-  return walk_chunk(
-      *this, chunk, cursor, [&]() -> LineResult& { return scratch; },
+  return impl_->walk(
+      chunk, cursor, [&]() -> LineResult& { return scratch; },
       [&](const LineResult& r) {
         if (visit) visit(r);
       });
 }
 
+std::size_t EventParser::parse_chunk(std::string_view chunk, ParseCursor& cursor,
+                                     ChunkResult& result) {
+  result.count_ = 0;
+  result.consumed = impl_->walk(
+      chunk, cursor,
+      [&]() -> LineResult& {
+        // Reuse earlier results' storage so their strings keep their capacity.
+        if (result.count_ == result.storage_.size()) result.storage_.emplace_back();
+        return result.storage_[result.count_++];
+      },
+      [](const LineResult&) {});
+  return result.consumed;
+}
+
 ChunkResult EventParser::parse_chunk(std::string_view chunk, ParseCursor& cursor) {
   ChunkResult result;
-  result.consumed = walk_chunk(
-      *this, chunk, cursor, [&]() -> LineResult& { return result.lines.emplace_back(); },
-      [](const LineResult&) {});
+  parse_chunk(chunk, cursor, result);
   return result;
 }
 

@@ -144,9 +144,27 @@ TEST(EventParser, EveryEventTypeParses) {
 }
 
 TEST(EventParser, NamesRoundTrip) {
-  for (EventType t : kKnownEventTypes) EXPECT_EQ(event_type_from_name(event_type_name(t)), t);
+  for (EventType t : kKnownEventTypes) {
+    std::string name(event_type_name(t));
+    EXPECT_EQ(event_type_from_name(name), t);
+    // Near misses of the same length, at the first, middle and last byte.
+    for (std::size_t i : {std::size_t{0}, name.size() / 2, name.size() - 1}) {
+      std::string near = name;
+      near[i] = near[i] == 'x' ? 'y' : 'x';
+      EXPECT_EQ(event_type_from_name(near), EventType::kUnknown) << near;
+    }
+  }
   EXPECT_EQ(event_type_from_name("checkpoint_starts"), EventType::kUnknown);
+  EXPECT_EQ(event_type_from_name("unknown"), EventType::kUnknown);
   EXPECT_EQ(event_type_from_name(""), EventType::kUnknown);
+}
+
+TEST(EventParser, FieldNamesAreMatchedExactly) {
+  // Same length as known fields, one byte off: unknown, so ignored.
+  LineResult r = parse(R"({"v":1,"ts":5,"event":"pause_end","job":"j","step":1,)"
+                       R"("stap":"x","tiEr":3,"joc":1,"ts_":"x","ok ":1,"w":2,"from_tieR":5})");
+  ASSERT_EQ(r.status, LineStatus::kOk) << describe(r);
+  EXPECT_EQ(r.event.tier, "");
 }
 
 // The labels are a metric contract (ckptmon_manifest_errors_total{reason}).
@@ -492,13 +510,13 @@ TEST(EventParser, HundredMegabyteLineIsSkippedAsTooLong) {
   ParseCursor cursor;
   ChunkResult c = p.parse_chunk(buf, cursor);
   EXPECT_EQ(c.consumed, buf.size());
-  ASSERT_EQ(c.lines.size(), 2u);
-  EXPECT_EQ(c.lines[0].reason, RejectReason::kTooLong);
-  EXPECT_EQ(c.lines[0].length, big.size());
-  EXPECT_EQ(c.lines[0].line, 1u);
-  EXPECT_EQ(c.lines[1].status, LineStatus::kOk);
-  EXPECT_EQ(c.lines[1].line, 2u);
-  EXPECT_EQ(c.lines[1].offset, big.size() + 1);
+  ASSERT_EQ(c.lines().size(), 2u);
+  EXPECT_EQ(c.lines()[0].reason, RejectReason::kTooLong);
+  EXPECT_EQ(c.lines()[0].length, big.size());
+  EXPECT_EQ(c.lines()[0].line, 1u);
+  EXPECT_EQ(c.lines()[1].status, LineStatus::kOk);
+  EXPECT_EQ(c.lines()[1].line, 2u);
+  EXPECT_EQ(c.lines()[1].offset, big.size() + 1);
 }
 
 // What a tailer does: read fixed-size chunks, keep the unconsumed tail.
@@ -541,15 +559,15 @@ TEST(EventParser, PartialLastLineIsNotConsumed) {
   ChunkResult c = p.parse_chunk(buf, cursor);
   const std::size_t complete = kGoodLine.size() + 1 + 1 + 5;
   EXPECT_EQ(c.consumed, complete);
-  ASSERT_EQ(c.lines.size(), 3u);
-  EXPECT_EQ(c.lines[0].status, LineStatus::kOk);
-  EXPECT_EQ(c.lines[0].line, 10u);
-  EXPECT_EQ(c.lines[0].offset, 1000u);
-  EXPECT_EQ(c.lines[1].status, LineStatus::kBlank);
-  EXPECT_EQ(c.lines[1].line, 11u);
-  EXPECT_EQ(c.lines[2].reason, RejectReason::kInvalidJson);
-  EXPECT_EQ(c.lines[2].line, 12u);
-  EXPECT_EQ(c.lines[2].offset, 1000u + kGoodLine.size() + 2);
+  ASSERT_EQ(c.lines().size(), 3u);
+  EXPECT_EQ(c.lines()[0].status, LineStatus::kOk);
+  EXPECT_EQ(c.lines()[0].line, 10u);
+  EXPECT_EQ(c.lines()[0].offset, 1000u);
+  EXPECT_EQ(c.lines()[1].status, LineStatus::kBlank);
+  EXPECT_EQ(c.lines()[1].line, 11u);
+  EXPECT_EQ(c.lines()[2].reason, RejectReason::kInvalidJson);
+  EXPECT_EQ(c.lines()[2].line, 12u);
+  EXPECT_EQ(c.lines()[2].offset, 1000u + kGoodLine.size() + 2);
   EXPECT_EQ(cursor, (ParseCursor{1000 + complete, 13, false}));
   // Nothing more happens until the newline arrives.
   std::string rest = buf.substr(c.consumed);
@@ -559,10 +577,10 @@ TEST(EventParser, PartialLastLineIsNotConsumed) {
   rest += "\n";
   ChunkResult d = p.parse_chunk(rest, cursor);
   EXPECT_EQ(d.consumed, rest.size());
-  ASSERT_EQ(d.lines.size(), 1u);
-  EXPECT_EQ(d.lines[0].status, LineStatus::kOk);
-  EXPECT_EQ(d.lines[0].line, 13u);
-  EXPECT_EQ(d.lines[0].offset, 1000u + complete);
+  ASSERT_EQ(d.lines().size(), 1u);
+  EXPECT_EQ(d.lines()[0].status, LineStatus::kOk);
+  EXPECT_EQ(d.lines()[0].line, 13u);
+  EXPECT_EQ(d.lines()[0].offset, 1000u + complete);
 }
 
 TEST(EventParser, ErrorLineNumbersAndOffsetsAreExact) {
@@ -614,15 +632,90 @@ TEST(EventParser, ChunkBoundariesDoNotChangeResults) {
     EventParser p(opts);
     ParseCursor cursor;
     auto lines = feed(p, buf, chunk, cursor);
-    ASSERT_EQ(lines.size(), whole.lines.size()) << chunk;
+    ASSERT_EQ(lines.size(), whole.lines().size()) << chunk;
     for (std::size_t i = 0; i < lines.size(); ++i) {
-      EXPECT_EQ(lines[i].line, whole.lines[i].line);
-      EXPECT_EQ(lines[i].offset, whole.lines[i].offset);
-      EXPECT_EQ(lines[i].status, whole.lines[i].status);
-      EXPECT_EQ(lines[i].reason, whole.lines[i].reason);
-      EXPECT_EQ(lines[i].event, whole.lines[i].event);
+      EXPECT_EQ(lines[i].line, whole.lines()[i].line);
+      EXPECT_EQ(lines[i].offset, whole.lines()[i].offset);
+      EXPECT_EQ(lines[i].status, whole.lines()[i].status);
+      EXPECT_EQ(lines[i].reason, whole.lines()[i].reason);
+      EXPECT_EQ(lines[i].event, whole.lines()[i].event);
     }
     EXPECT_EQ(cursor, whole_cursor);
+  }
+}
+
+// Batched parsing (parse_many over many lines) must say exactly what
+// line-by-line parsing says, whatever the lines hold.
+TEST(EventParser, BatchedAndLineByLineAgree) {
+  std::vector<std::string> pool;
+  for (const auto& s : samples()) pool.push_back(s.line);
+  const std::string g = kGoodLine;
+  for (std::string odd : std::initializer_list<std::string>{
+           "",
+           "   ",
+           "\r",
+           "  " + g,
+           g + "   ",
+           g + "\r",
+           "\t" + g + " \t",
+           g + " " + g,
+           g + "}",
+           g + " x",
+           g + ",",
+           g + " 1",
+           "1 " + g,
+           "[]",
+           "\"s\"",
+           "17",
+           "nul",
+           "{\"v\":1,\"oops\"",
+           "{\"a\":\"unterminated",
+           "{\"a\":\"x\"}\"",
+           "{\"a\":\"\x01\"}",
+           "{\"a\":\"\xff\"}",
+           std::string(50, '[') + std::string(50, ']'),
+           "{\"a\":" + std::string(40, '{') + std::string(40, '}') + "}",
+           "}{",
+           "{}",
+           "{} {}",
+           R"({"v":1,"ts":5,"event":"pause_end","job":"j","step":1,"step":1})",
+           R"({"v":1,"ts":5,"event":"x_y","job":"j"})"}) {
+    pool.push_back(odd);
+  }
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    std::string buf;
+    int n = static_cast<int>(rng() % 40);
+    for (int i = 0; i < n; ++i) buf += pool[rng() % pool.size()] + "\n";
+    if (rng() % 2) buf += pool[rng() % pool.size()];  // maybe a partial last line
+    std::vector<std::vector<LineResult>> results;
+    std::vector<std::size_t> consumed;
+    for (std::size_t batch :
+         {std::size_t{0}, std::size_t{1}, std::size_t{100}, std::size_t{65536}}) {
+      EventParserOptions opts;
+      opts.batch_bytes = batch;
+      opts.max_line_bytes = 200;
+      EventParser p(opts);
+      ParseCursor cursor;
+      ChunkResult c = p.parse_chunk(buf, cursor);
+      results.emplace_back(c.lines().begin(), c.lines().end());
+      consumed.push_back(c.consumed);
+    }
+    for (std::size_t k = 1; k < results.size(); ++k) {
+      ASSERT_EQ(consumed[k], consumed[0]);
+      ASSERT_EQ(results[k].size(), results[0].size()) << buf;
+      for (std::size_t i = 0; i < results[0].size(); ++i) {
+        const LineResult& a = results[0][i];
+        const LineResult& b = results[k][i];
+        EXPECT_EQ(a.line, b.line);
+        EXPECT_EQ(a.offset, b.offset);
+        EXPECT_EQ(a.length, b.length);
+        EXPECT_EQ(a.status, b.status) << buf.substr(a.offset, a.length);
+        EXPECT_EQ(a.reason, b.reason) << buf.substr(a.offset, a.length);
+        EXPECT_EQ(a.detail, b.detail);
+        EXPECT_EQ(a.event, b.event);
+      }
+    }
   }
 }
 
