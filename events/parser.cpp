@@ -774,7 +774,11 @@ std::optional<double> parse_rfc3339(std::string_view s, std::string* why) {
   std::int64_t secs = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 +
                       second - offset_seconds;
   if (secs < 0) return fail("before 1970");
-  return static_cast<double>(secs) + fraction;
+  double t = static_cast<double>(secs) + fraction;
+  // The same range as numeric timestamps, so a line's validity does not
+  // depend on which form its writer chose.
+  if (t >= kMaxUnixSeconds) return fail("after the year 5138");
+  return t;
 }
 
 }  // namespace ckptmon

@@ -369,7 +369,8 @@ TEST(EventParser, Rfc3339Timestamps) {
                           "2023-02-29T00:00:00Z", "2024-04-31T00:00:00Z", "2024-13-01T00:00:00Z",
                           "2024-05-01T24:00:00Z", "2024-05-01T12:60:00Z", "2024-05-01T12:00:00.Z",
                           "2024-05-01T12:00:00+2:00", "2024-05-01T12:00:00+24:00",
-                          "2024-05-01T12:00:00Zjunk", "1969-12-31T23:59:59Z", "", "yesterday"}) {
+                          "2024-05-01T12:00:00Zjunk", "1969-12-31T23:59:59Z", "", "yesterday",
+                          "5138-11-16T09:46:40Z", "7726-05-01T12:00:00.25+02:00"}) {
     std::string why;
     EXPECT_FALSE(parse_rfc3339(bad, &why)) << bad;
     EXPECT_FALSE(why.empty());
@@ -377,6 +378,22 @@ TEST(EventParser, Rfc3339Timestamps) {
         parse(std::string(R"({"v":1,"job":"j","event":"pause_end","step":1,"ts":")") + bad + "\"}");
     EXPECT_EQ(r.reason, RejectReason::kBadTimestamp) << bad << " -> " << describe(r);
   }
+}
+
+// Found by fuzz/event_line_fuzz: an RFC 3339 time after year 5138 was
+// accepted while the same instant in unix seconds was not, so the event could
+// not be written back in the canonical (numeric) form.
+TEST(EventParser, BothTimestampFormsHaveTheSameRange) {
+  // 1e11 seconds is 5138-11-16T09:46:40Z (Python: datetime.fromtimestamp(1e11, timezone.utc)).
+  auto ts_line = [](const std::string& ts) {
+    return parse(R"({"v":1,"job":"j","event":"pause_end","step":1,"ts":)" + ts + "}");
+  };
+  EXPECT_EQ(ts_line("100000000000").reason, RejectReason::kBadTimestamp);
+  EXPECT_EQ(ts_line("\"5138-11-16T09:46:40Z\"").reason, RejectReason::kBadTimestamp);
+  EXPECT_EQ(ts_line("99999999999").status, LineStatus::kOk);
+  EXPECT_EQ(ts_line("\"5138-11-16T09:46:39Z\"").status, LineStatus::kOk);
+  LineResult r = ts_line("\"5138-11-16T09:46:39Z\"");
+  EXPECT_DOUBLE_EQ(r.event.ts, 99999999999.0);
 }
 
 TEST(EventParser, NumericTimestamps) {
