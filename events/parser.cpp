@@ -432,6 +432,9 @@ struct LineSpan {
   std::size_t first;
 };
 
+// Lines per parse_many batch at most (besides EventParserOptions::batch_bytes).
+constexpr std::size_t kMaxBatchLines = 2048;
+
 struct EventParser::Impl {
   explicit Impl(const EventParserOptions& o) : opts(o) {
     json.threaded = false;  // batches are small; never start simdjson's stage-1 thread
@@ -441,7 +444,7 @@ struct EventParser::Impl {
                                        simdjson::SIMDJSON_PADDING);
     }
     allocated = json.allocate(opts.max_line_bytes, opts.max_depth) == simdjson::SUCCESS;
-    spans.reserve(1024);
+    spans = std::make_unique<LineSpan[]>(kMaxBatchLines);
   }
 
   LineStatus reject(LineResult& out, RejectReason reason, std::string detail) {
@@ -498,7 +501,7 @@ struct EventParser::Impl {
   void parse_lines(std::string_view chunk, std::uint64_t data_offset, std::uint64_t first_line,
                    Slot& slot, Done& done) {
     const char* data = chunk.data();
-    const std::size_t n = spans.size();
+    const std::size_t n = n_spans;
     std::size_t k = 0;
     auto emit_line = [&](std::size_t i) {
       LineResult& r = slot();
@@ -574,10 +577,10 @@ struct EventParser::Impl {
       // Gather a batch of complete lines within the cap. A line within the
       // cap ends at most `cap` bytes after it starts, so the newline search
       // never runs past cap+1 bytes before deciding.
-      spans.clear();
+      n_spans = 0;
       const std::size_t batch_start = pos;
       bool stopped_at_newline = true;
-      while (pos < size && pos - batch_start < batch_limit) {
+      while (pos < size && pos - batch_start < batch_limit && n_spans < kMaxBatchLines) {
         std::size_t window = std::min(size - pos, cap + 1);
         const void* nl = std::memchr(data + pos, '\n', window);
         if (!nl) {
@@ -589,12 +592,12 @@ struct EventParser::Impl {
         while (first < end && (data[first] == ' ' || data[first] == '\t' || data[first] == '\r')) {
           ++first;
         }
-        spans.push_back(LineSpan{pos, end, first});
+        spans[n_spans++] = LineSpan{pos, end, first};
         pos = end + 1;
       }
-      if (!spans.empty()) {
+      if (n_spans) {
         parse_lines(chunk, cursor.offset, cursor.line, slot, done);
-        cursor.line += spans.size();
+        cursor.line += n_spans;
       }
       if (stopped_at_newline) continue;
       if (size - pos <= cap) break;  // an incomplete last line: wait for its newline
@@ -635,7 +638,8 @@ struct EventParser::Impl {
   // A batch of lines plus padding, for parse_many.
   std::unique_ptr<char[]> batch;
   bool allocated = false;
-  std::vector<LineSpan> spans;
+  std::unique_ptr<LineSpan[]> spans;
+  std::size_t n_spans = 0;
   LineResult scratch;
 };
 
