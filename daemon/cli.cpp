@@ -9,6 +9,7 @@
 #include "daemon/daemon.hpp"
 #include "daemon/demo.hpp"
 #include "daemon/scan_command.hpp"
+#include "events/commands.hpp"
 #include "util/log.hpp"
 #include "util/version.hpp"
 
@@ -93,6 +94,41 @@ int cli_main(int argc, char** argv) {
   scan->add_option("--job-depth", scan_opts.job_depth, "Depth of job directories below each path")
       ->check(CLI::Range(0, 16))
       ->capture_default_str();
+  std::vector<std::string> event_logs;
+  auto* events = app.add_subcommand("events", "Work with checkpoint event logs");
+  events->require_subcommand(1);
+  auto* events_check =
+      events->add_subcommand("check", "Validate event log files line by line (docs/events.md)");
+  events_check->add_option("file", event_logs, "Event log files")->required();
+
+  EmitArgs emit_args;
+  auto* emit = app.add_subcommand("emit", "Append one checkpoint event to an event log");
+  emit->add_option("--log", emit_args.log, "Event log file (created if missing)")->required();
+  emit->add_option("event", emit_args.event, "Event type, e.g. checkpoint_start")->required();
+  emit->add_option("--job", emit_args.job, "Job name")->required();
+  struct EmitFlag {
+    const char* flag;
+    std::optional<std::string>* field;
+    const char* help;
+  };
+  for (const EmitFlag& f : {
+           EmitFlag{"--step", &emit_args.step, "Training step of the checkpoint"},
+           EmitFlag{"--tier", &emit_args.tier, "Tier the event is about"},
+           EmitFlag{"--rank", &emit_args.rank, "Rank that wrote the shard"},
+           EmitFlag{"--path", &emit_args.path, "Shard or checkpoint path"},
+           EmitFlag{"--bytes", &emit_args.bytes, "Bytes written, drained, restored or freed"},
+           EmitFlag{"--files", &emit_args.files, "Files in the committed checkpoint"},
+           EmitFlag{"--reason", &emit_args.reason, "Why a checkpoint failed"},
+           EmitFlag{"--checksum", &emit_args.checksum, "Shard digest as algo:hex"},
+           EmitFlag{"--ok", &emit_args.ok, "true or false"},
+           EmitFlag{"--from-tier", &emit_args.from_tier, "Drain source tier"},
+           EmitFlag{"--to-tier", &emit_args.to_tier, "Drain destination tier"},
+           EmitFlag{"--start-ts", &emit_args.start_ts, "When the shard write began"},
+           EmitFlag{"--ts", &emit_args.ts, "Event time (default now): unix seconds or RFC 3339"},
+       }) {
+    emit->add_option_function<std::string>(
+        f.flag, [field = f.field](const std::string& v) { *field = v; }, f.help);
+  }
 
   try {
     app.parse(argc, argv);
@@ -114,6 +150,8 @@ int cli_main(int argc, char** argv) {
     SystemClock clock;
     return run_scan_command(scan_opts, clock, std::cout, std::cerr);
   }
+  if (*events_check) return check_event_logs(event_logs, std::cout, std::cerr);
+  if (*emit) return emit_event(emit_args, SystemClock(), std::cerr);
   if (*demo) {
     if (!exit_after.empty()) {
       auto d = parse_duration(exit_after);
