@@ -132,20 +132,6 @@ void Store::flush() {
   idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
 }
 
-template <typename T>
-T Store::call(std::function<T(sql::Db&)> fn) {
-  auto promise = std::make_shared<std::promise<T>>();
-  auto fut = promise->get_future();
-  post([fn = std::move(fn), promise](sql::Db& db) {
-    try {
-      promise->set_value(fn(db));
-    } catch (...) {
-      promise->set_exception(std::current_exception());
-    }
-  });
-  return fut.get();
-}
-
 std::map<std::string, std::vector<Checkpoint>> Store::load_catalog() {
   return call<std::map<std::string, std::vector<Checkpoint>>>([](sql::Db& db) {
     std::map<std::string, std::vector<Checkpoint>> out;

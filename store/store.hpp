@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,10 @@ class Store {
   void post(std::function<void(sql::Db&)> fn);
   // Blocks until every queued write is done (tests, shutdown, one-shot tools).
   void flush();
+  // Runs `fn` on the store thread and waits for its result (rethrowing what it
+  // threw). For worker threads and start-up only: never call it on the event loop.
+  template <typename T>
+  T call(std::function<T(sql::Db&)> fn);
 
   std::uint64_t errors() const { return errors_.load(); }
   std::uint64_t transactions() const { return transactions_.load(); }
@@ -52,8 +57,6 @@ class Store {
  private:
   Store(std::string path, std::unique_ptr<sql::Db> db);
   void run();
-  template <typename T>
-  T call(std::function<T(sql::Db&)> fn);
 
   std::string path_;
   std::unique_ptr<sql::Db> db_;
@@ -67,5 +70,19 @@ class Store {
   std::atomic<std::uint64_t> transactions_{0};
   std::thread thread_;
 };
+
+template <typename T>
+T Store::call(std::function<T(sql::Db&)> fn) {
+  auto promise = std::make_shared<std::promise<T>>();
+  auto fut = promise->get_future();
+  post([fn = std::move(fn), promise](sql::Db& db) {
+    try {
+      promise->set_value(fn(db));
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  });
+  return fut.get();
+}
 
 }  // namespace ckptmon
