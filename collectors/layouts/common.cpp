@@ -33,12 +33,10 @@ std::string DirScope::path_of(std::string_view child) const {
 std::string DirScope::self_path() const { return rel_.empty() ? std::string(".") : rel_; }
 
 bool DirScope::claimed(std::string_view child) const {
-  return self_ || std::find(claimed_.begin(), claimed_.end(), child) != claimed_.end();
+  return self_ || claimed_.find(child) != claimed_.end();
 }
 
-void DirScope::claim(std::string_view child) {
-  if (!claimed(child)) claimed_.emplace_back(child);
-}
+void DirScope::claim(std::string_view child) { claimed_.emplace(child); }
 
 // ---- names -------------------------------------------------------------------
 

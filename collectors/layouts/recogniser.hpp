@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,7 +74,7 @@ class DirScope {
   std::vector<Found>& out_;
   const std::regex* generic_re_;
   std::size_t first_found_;
-  std::vector<std::string> claimed_;
+  std::set<std::string, std::less<>> claimed_;
   bool self_ = false;
   bool files_ = false;
 };
