@@ -65,11 +65,11 @@ TEST(LayoutNames, ComponentsFromNames) {
 TEST(LayoutNames, ContentWantedForManifestsOnly) {
   for (const char* n : {"latest", "latest_checkpointed_iteration.txt", "metadata.json", "integrity.json",
                         "_CHECKPOINT_METADATA", ".snapshot_metadata", "model.safetensors.index.json",
-                        "pytorch_model.bin.index.json", "dlrover_latest.txt"}) {
+                        "pytorch_model.bin.index.json"}) {
     EXPECT_TRUE(wants_content(n)) << n;
   }
   for (const char* n : {"model.safetensors", "__0_0.distcp", ".metadata", "trainer_state.json",
-                        "optimizer.pt", "last.ckpt"}) {
+                        "optimizer.pt", "last.ckpt", "dlrover_latest.txt"}) {
     EXPECT_FALSE(wants_content(n)) << n;
   }
   EXPECT_TRUE(wants_link_target("last.ckpt"));
