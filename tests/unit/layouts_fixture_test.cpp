@@ -45,8 +45,9 @@ DirNode read_tree(const std::string& path, const std::string& name) {
     }
     FileEntry f;
     f.name = n;
-    f.type = S_ISREG(st.st_mode) ? FileEntry::Type::kRegular
-                                 : S_ISLNK(st.st_mode) ? FileEntry::Type::kSymlink : FileEntry::Type::kOther;
+    f.type = S_ISREG(st.st_mode)   ? FileEntry::Type::kRegular
+             : S_ISLNK(st.st_mode) ? FileEntry::Type::kSymlink
+                                   : FileEntry::Type::kOther;
     f.size = static_cast<std::uint64_t>(st.st_size);
     f.allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
     f.mtime = mtime_of(st);
@@ -63,8 +64,10 @@ DirNode read_tree(const std::string& path, const std::string& name) {
     d.files.push_back(std::move(f));
   }
   ::closedir(dir);
-  std::sort(d.files.begin(), d.files.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  std::sort(d.dirs.begin(), d.dirs.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::sort(d.files.begin(), d.files.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::sort(d.dirs.begin(), d.dirs.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
   return d;
 }
 
@@ -92,8 +95,8 @@ TEST_P(LayoutFixtures, GeneratorOracleAgreesWithTheRecognisers) {
   ASSERT_FALSE(tmp.path().empty());
   const std::string out = tmp.path() + "/tier";
   const std::string cmd = "/usr/bin/python3 " + std::string(CKPTMON_SOURCE_DIR) +
-                          "/tests/fixtures/gen_layouts.py " + out + " --ranks " + std::to_string(GetParam()) +
-                          " --now 1700000000";
+                          "/tests/fixtures/gen_layouts.py " + out + " --ranks " +
+                          std::to_string(GetParam()) + " --now 1700000000";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream in(out + "/expected.json");
   const nlohmann::json expected = nlohmann::json::parse(in);
@@ -125,7 +128,8 @@ TEST_P(LayoutFixtures, GeneratorOracleAgreesWithTheRecognisers) {
     ASSERT_NE(c, nullptr) << path;
     EXPECT_EQ(c->framework, e["framework"].get<std::string>()) << path;
     EXPECT_EQ(c->step, e["step"].get<std::int64_t>()) << path;
-    EXPECT_EQ(std::string(to_string(c->state)), e["state"].get<std::string>()) << path << ": " << c->reason;
+    EXPECT_EQ(std::string(to_string(c->state)), e["state"].get<std::string>())
+        << path << ": " << c->reason;
     EXPECT_EQ(c->files, e["files"].get<std::uint64_t>()) << path;
     EXPECT_EQ(c->bytes, e["bytes"].get<std::uint64_t>()) << path;
     if (e.contains("reason_contains")) {
