@@ -106,11 +106,10 @@ void check_index(const DirNode& d, Verdict& v, Checkpoint& c) {
       if (missing.size() > 1) v.broken += " (and " + std::to_string(missing.size() - 1) + " more)";
     }
     // total_size counts tensor bytes; every shard file adds a header on top.
-    const auto total = json_int(json_member(*j, "metadata")
-                                    ? json_member(*json_member(*j, "metadata"), "total_size")
-                                    : nullptr);
-    if (missing.empty() && total && static_cast<std::uint64_t>(*total) > present_bytes &&
-        v.broken.empty()) {
+    const nlohmann::json* meta = json_member(*j, "metadata");
+    const auto total = json_int(meta != nullptr ? json_member(*meta, "total_size") : nullptr);
+    if (missing.empty() && total && *total > 0 &&
+        static_cast<std::uint64_t>(*total) > present_bytes && v.broken.empty()) {
       v.broken = f.name + " says total_size " + std::to_string(*total) + " but its shards hold " +
                  std::to_string(present_bytes) + " bytes";
     }
