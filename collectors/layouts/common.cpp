@@ -33,17 +33,16 @@ std::string DirScope::path_of(std::string_view child) const {
 std::string DirScope::self_path() const { return rel_.empty() ? std::string(".") : rel_; }
 
 bool DirScope::claimed(std::string_view child) const {
-  return self_ || std::find(claimed_.begin(), claimed_.end(), child) != claimed_.end();
+  return self_ || claimed_.find(child) != claimed_.end();
 }
 
-void DirScope::claim(std::string_view child) {
-  if (!claimed(child)) claimed_.emplace_back(child);
-}
+void DirScope::claim(std::string_view child) { claimed_.emplace(child); }
 
 // ---- names -------------------------------------------------------------------
 
 bool is_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
 }
 
 std::optional<std::int64_t> parse_uint(std::string_view s) {
@@ -108,16 +107,33 @@ std::int64_t parse_step(std::string_view name) {
 namespace {
 
 bool is_metadata_name(std::string_view name) {
-  static constexpr std::array<std::string_view, 27> kNames = {
-      ".metadata",        ".metadata.tmp",       "metadata.json",
-      "integrity.json",   "trainer_state.json",  "config.json",
-      "generation_config.json", "training_args.bin", "latest",
-      "latest_universal", "_CHECKPOINT_METADATA", "_METADATA",
-      "_ROOT_METADATA",   "commit_success.txt",  ".snapshot_metadata",
-      "meta.pt",          "common.pt",           "manifest.ocdbt",
-      "_sharding",        "zero_to_fp32.py",     "latest_checkpointed_iteration.txt",
-      "dlrover_latest.txt", "progress.txt",      "descriptor.pbtxt",
-      "adapter_config.json", "deepspeed_state.pt", "array_metadatas"};
+  static constexpr std::array<std::string_view, 27> kNames = {".metadata",
+                                                              ".metadata.tmp",
+                                                              "metadata.json",
+                                                              "integrity.json",
+                                                              "trainer_state.json",
+                                                              "config.json",
+                                                              "generation_config.json",
+                                                              "training_args.bin",
+                                                              "latest",
+                                                              "latest_universal",
+                                                              "_CHECKPOINT_METADATA",
+                                                              "_METADATA",
+                                                              "_ROOT_METADATA",
+                                                              "commit_success.txt",
+                                                              ".snapshot_metadata",
+                                                              "meta.pt",
+                                                              "common.pt",
+                                                              "manifest.ocdbt",
+                                                              "_sharding",
+                                                              "zero_to_fp32.py",
+                                                              "latest_checkpointed_iteration.txt",
+                                                              "dlrover_latest.txt",
+                                                              "progress.txt",
+                                                              "descriptor.pbtxt",
+                                                              "adapter_config.json",
+                                                              "deepspeed_state.pt",
+                                                              "array_metadatas"};
   if (std::find(kNames.begin(), kNames.end(), name) != kNames.end()) return true;
   return name.ends_with(".index.json") || name.ends_with(".metadata") ||
          name.ends_with("-unfinished");
@@ -213,7 +229,8 @@ void Tally::tree(const DirNode& d, const std::string& prefix, int depth) {
   dir(d);
   for (const auto& f : d.files) file(f, prefix.empty() ? f.name : prefix + "/" + f.name);
   if (depth >= kMaxDepth) return;
-  for (const auto& sub : d.dirs) tree(sub, prefix.empty() ? sub.name : prefix + "/" + sub.name, depth + 1);
+  for (const auto& sub : d.dirs)
+    tree(sub, prefix.empty() ? sub.name : prefix + "/" + sub.name, depth + 1);
 }
 
 Found from_reused(const DirNode& d, std::string path) {
@@ -310,10 +327,12 @@ std::optional<std::string> read_tracker(const FileEntry& f, std::string& error, 
     return std::nullopt;
   }
   std::string_view t = *m.text;
-  while (!t.empty() && (t.front() == ' ' || t.front() == '\n' || t.front() == '\r' || t.front() == '\t')) {
+  while (!t.empty() &&
+         (t.front() == ' ' || t.front() == '\n' || t.front() == '\r' || t.front() == '\t')) {
     t.remove_prefix(1);
   }
-  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) {
+  while (!t.empty() &&
+         (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) {
     t.remove_suffix(1);
   }
   if (t.empty()) {
@@ -341,7 +360,8 @@ std::optional<std::int64_t> json_int(const nlohmann::json* j) {
   if (j == nullptr) return std::nullopt;
   if (j->is_number_unsigned()) {
     const auto u = j->get<std::uint64_t>();
-    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      return std::nullopt;
     return static_cast<std::int64_t>(u);
   }
   if (j->is_number_integer()) return j->get<std::int64_t>();
@@ -360,7 +380,8 @@ std::string human_age(double seconds) {
 
 namespace {
 
-void age_gate(Checkpoint& c, const std::string& pending, double activity, const LayoutContext& ctx) {
+void age_gate(Checkpoint& c, const std::string& pending, double activity,
+              const LayoutContext& ctx) {
   const double age = ctx.now - activity;
   if (age < ctx.partial_after) {
     c.state = CkptState::kInProgress;

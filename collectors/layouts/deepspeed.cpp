@@ -215,8 +215,8 @@ void recognise_deepspeed(DirScope& s) {
         v.broken = t.stats.short_optim;
       }
     } else {
-      v.pending = !missing_tag.empty() ? missing_tag
-                                       : "newer than the tag latest names (" + *tag + ")";
+      v.pending =
+          !missing_tag.empty() ? missing_tag : "newer than the tag latest names (" + *tag + ")";
     }
     decide(c, v, activity, s.ctx());
     s.emit(std::move(f));

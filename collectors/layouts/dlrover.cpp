@@ -27,7 +27,8 @@ DoneDir count_done(const DirNode& done_dir, std::uint64_t hint) {
   std::uint64_t highest = 0;
   for (const auto& f : done_dir.files) {
     ++r.done;
-    if (auto rank = parse_uint(f.name)) highest = std::max(highest, static_cast<std::uint64_t>(*rank) + 1);
+    if (auto rank = parse_uint(f.name))
+      highest = std::max(highest, static_cast<std::uint64_t>(*rank) + 1);
   }
   r.expected = std::max({highest, hint, r.done});
   return r;
@@ -95,7 +96,8 @@ void finish_dlrover(DirScope& s) {
       if (c.step != *step) continue;
       matched = true;
       if (c.framework == "dlrover") {
-        c.reason += "; " + std::to_string(dd.done) + " of " + std::to_string(dd.expected) + " shards done";
+        c.reason +=
+            "; " + std::to_string(dd.done) + " of " + std::to_string(dd.expected) + " shards done";
       } else {
         demote(c, why, s.ctx());
       }

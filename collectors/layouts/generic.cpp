@@ -13,7 +13,8 @@ namespace ckptmon::layouts {
 namespace {
 
 bool matches(const std::string& glob, const std::string& name, const std::string& rel) {
-  if (glob.find('/') != std::string::npos) return fnmatch(glob.c_str(), rel.c_str(), FNM_PATHNAME) == 0;
+  if (glob.find('/') != std::string::npos)
+    return fnmatch(glob.c_str(), rel.c_str(), FNM_PATHNAME) == 0;
   return fnmatch(glob.c_str(), name.c_str(), 0) == 0;
 }
 
@@ -25,13 +26,15 @@ std::uint64_t count_shards(const GenericLayout& g, const DirNode& d, const std::
   }
   if (deep && depth < kMaxDepth) {
     for (const auto& sub : d.dirs) {
-      n += count_shards(g, sub, prefix.empty() ? sub.name : prefix + "/" + sub.name, true, depth + 1);
+      n += count_shards(g, sub, prefix.empty() ? sub.name : prefix + "/" + sub.name, true,
+                        depth + 1);
     }
   }
   return n;
 }
 
-void tally(const GenericLayout& g, Tally& t, const DirNode& d, const std::string& prefix, int depth = 0) {
+void tally(const GenericLayout& g, Tally& t, const DirNode& d, const std::string& prefix,
+           int depth = 0) {
   t.dir(d);
   for (const auto& f : d.files) {
     const std::string rel = prefix.empty() ? f.name : prefix + "/" + f.name;
@@ -45,7 +48,8 @@ void tally(const GenericLayout& g, Tally& t, const DirNode& d, const std::string
     }
   }
   if (depth >= kMaxDepth) return;
-  for (const auto& sub : d.dirs) tally(g, t, sub, prefix.empty() ? sub.name : prefix + "/" + sub.name, depth + 1);
+  for (const auto& sub : d.dirs)
+    tally(g, t, sub, prefix.empty() ? sub.name : prefix + "/" + sub.name, depth + 1);
 }
 
 }  // namespace

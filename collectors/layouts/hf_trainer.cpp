@@ -28,9 +28,10 @@ std::optional<std::int64_t> checkpoint_number(std::string_view name, bool& tmp) 
 }
 
 bool hf_evidence(const DirNode& d) {
-  for (std::string_view n : {kMarker, std::string_view("training_args.bin"), std::string_view("optimizer.pt"),
-                             std::string_view("scheduler.pt"), std::string_view("model.safetensors"),
-                             std::string_view("pytorch_model.bin"), std::string_view("adapter_model.safetensors")}) {
+  for (std::string_view n :
+       {kMarker, std::string_view("training_args.bin"), std::string_view("optimizer.pt"),
+        std::string_view("scheduler.pt"), std::string_view("model.safetensors"),
+        std::string_view("pytorch_model.bin"), std::string_view("adapter_model.safetensors")}) {
     if (d.file(n) != nullptr) return true;
   }
   for (const auto& f : d.files) {
@@ -105,9 +106,10 @@ void check_index(const DirNode& d, Verdict& v, Checkpoint& c) {
       if (missing.size() > 1) v.broken += " (and " + std::to_string(missing.size() - 1) + " more)";
     }
     // total_size counts tensor bytes; every shard file adds a header on top.
-    const auto total = json_int(json_member(*j, "metadata") ? json_member(*json_member(*j, "metadata"), "total_size") : nullptr);
-    if (missing.empty() && total && static_cast<std::uint64_t>(*total) > present_bytes &&
-        v.broken.empty()) {
+    const nlohmann::json* meta = json_member(*j, "metadata");
+    const auto total = json_int(meta != nullptr ? json_member(*meta, "total_size") : nullptr);
+    if (missing.empty() && total && *total > 0 &&
+        static_cast<std::uint64_t>(*total) > present_bytes && v.broken.empty()) {
       v.broken = f.name + " says total_size " + std::to_string(*total) + " but its shards hold " +
                  std::to_string(present_bytes) + " bytes";
     }

@@ -18,7 +18,8 @@ constexpr std::string_view kUnfinished = "-unfinished";
 
 std::string_view stem_of(std::string_view name) {
   for (std::string_view ext : {".ckpt", ".nemo"}) {
-    if (name.size() > ext.size() && name.ends_with(ext)) return name.substr(0, name.size() - ext.size());
+    if (name.size() > ext.size() && name.ends_with(ext))
+      return name.substr(0, name.size() - ext.size());
   }
   return name;
 }
@@ -62,7 +63,8 @@ void recognise_lightning(DirScope& s) {
       if (!f.content) continue;  // target unknown
       std::string_view target = *f.content;
       if (target.starts_with("./")) target.remove_prefix(2);
-      if (target.empty() || target.find('/') != std::string_view::npos) continue;  // outside: not checked
+      if (target.empty() || target.find('/') != std::string_view::npos)
+        continue;  // outside: not checked
       if (d.file(target) != nullptr || d.dir(target) != nullptr) continue;
       Found found;
       Checkpoint& c = found.ckpt;
@@ -116,12 +118,14 @@ void recognise_lightning(DirScope& s) {
       if (sub.reused->framework == "lightning") {
         s.claim(sub.name);
         Found found = from_reused(sub, s.path_of(sub.name));
-        if (unfinished != nullptr) demote(found.ckpt, "NeMo marker " + unfinished->name + " present", ctx);
+        if (unfinished != nullptr)
+          demote(found.ckpt, "NeMo marker " + unfinished->name + " present", ctx);
         s.emit(std::move(found));
       }
       continue;
     }
-    if (!ckpt_dir && unfinished == nullptr && !(is_nemo2_dir(sub) && parse_step(sub.name) >= 0)) continue;
+    if (!ckpt_dir && unfinished == nullptr && !(is_nemo2_dir(sub) && parse_step(sub.name) >= 0))
+      continue;
     s.claim(sub.name);
     Found found;
     Checkpoint& c = found.ckpt;

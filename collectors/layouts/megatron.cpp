@@ -38,7 +38,8 @@ bool is_iteration_dir(std::string_view name) {
 }
 
 bool legacy_looks(const DirNode& d) {
-  return std::any_of(d.dirs.begin(), d.dirs.end(), [](const DirNode& m) { return is_mp_dir(m.name); });
+  return std::any_of(d.dirs.begin(), d.dirs.end(),
+                     [](const DirNode& m) { return is_mp_dir(m.name); });
 }
 
 bool dist_files_look(const DirNode& d) {
@@ -88,7 +89,8 @@ void megatron_dist_verdict(const DirNode& d, Verdict& v, Checkpoint& c) {
   v.marker_name = "metadata.json";
   const FileEntry* mj = d.file("metadata.json");
   if (mj == nullptr) {
-    v.pending = e.pending.empty() ? std::string("no metadata.json") : e.pending + ", no metadata.json";
+    v.pending =
+        e.pending.empty() ? std::string("no metadata.json") : e.pending + ", no metadata.json";
   } else {
     v.has_marker = true;
     c.marker_time = mj->mtime;
@@ -172,7 +174,8 @@ void recognise_megatron(DirScope& s) {
   std::uint64_t ref_mp = 0;
   for (const DirNode* it : iters) {
     if (it->reused || !legacy_looks(*it)) continue;
-    const auto iter = it->name == "release" ? std::optional<std::int64_t>() : parse_uint(it->name.substr(5));
+    const auto iter =
+        it->name == "release" ? std::optional<std::int64_t>() : parse_uint(it->name.substr(5));
     if (release || (tracked && iter && *iter <= *tracked)) {
       ref_mp = std::max(ref_mp, legacy_stats(*it).mp_dirs);
     }
@@ -195,7 +198,8 @@ void recognise_megatron(DirScope& s) {
         rel = Rel::kNewer;
       }
     }
-    const std::string newer = "iteration " + std::to_string(iter) + " is newer than the tracker's " +
+    const std::string newer = "iteration " + std::to_string(iter) +
+                              " is newer than the tracker's " +
                               (tracked ? std::to_string(*tracked) : std::string());
 
     if (it->reused) {
@@ -226,8 +230,10 @@ void recognise_megatron(DirScope& s) {
       std::string issue = st.issue;
       if (st.mp_dirs == 0) {
         issue = "no mp_rank_* directory";
-      } else if (issue.empty() && ref_mp > st.mp_dirs && rel != Rel::kOlder && rel != Rel::kCurrent) {
-        issue = std::to_string(st.mp_dirs) + " of " + std::to_string(ref_mp) + " mp_rank directories";
+      } else if (issue.empty() && ref_mp > st.mp_dirs && rel != Rel::kOlder &&
+                 rel != Rel::kCurrent) {
+        issue =
+            std::to_string(st.mp_dirs) + " of " + std::to_string(ref_mp) + " mp_rank directories";
       }
       v.marker_name = std::string(kTracker);
       switch (rel) {
@@ -241,8 +247,9 @@ void recognise_megatron(DirScope& s) {
           v.has_marker = true;
           c.marker_time = tracker->mtime;
           if (!st.issue.empty() || st.mp_dirs == 0) {
-            v.broken = "tracker names " + (is_release ? std::string("release") : std::to_string(iter)) +
-                       " but " + issue;
+            v.broken = "tracker names " +
+                       (is_release ? std::string("release") : std::to_string(iter)) + " but " +
+                       issue;
           }
           break;
         case Rel::kNewer:
@@ -260,8 +267,9 @@ void recognise_megatron(DirScope& s) {
       } else if ((rel == Rel::kOlder || rel == Rel::kCurrent) && v.broken.empty() &&
                  !v.pending.empty()) {
         // The tracker is written after metadata.json.
-        v.broken = "tracker is at " + (tracked ? std::to_string(*tracked) : std::string("release")) +
-                   " but " + v.pending;
+        v.broken = "tracker is at " +
+                   (tracked ? std::to_string(*tracked) : std::string("release")) + " but " +
+                   v.pending;
       }
       // Without a readable tracker a torch_dist directory still commits itself
       // through metadata.json (copied checkpoints rarely bring the tracker).

@@ -60,8 +60,8 @@ std::string list(const std::vector<std::int64_t>& v) {
 
 struct Iteration {
   std::vector<std::pair<const DirNode*, const FileEntry*>> files;
-  std::set<std::int64_t> done;           // ranks with a final file somewhere
-  std::set<std::int64_t> dirty;          // ranks with a .dirty.pt
+  std::set<std::int64_t> done;   // ranks with a final file somewhere
+  std::set<std::int64_t> dirty;  // ranks with a .dirty.pt
 };
 
 }  // namespace
@@ -105,7 +105,8 @@ void recognise_nvrx_local(DirScope& s) {
     {
       Tally t(c, s.ctx());
       for (const DirNode* rd : rank_dirs) t.dir(*rd);
-      for (const auto& [rd, f] : it.files) t.file(*f, rd->name + "/" + f->name, Component::kOther, true);
+      for (const auto& [rd, f] : it.files)
+        t.file(*f, rd->name + "/" + f->name, Component::kOther, true);
       activity = t.newest();
     }
     std::vector<std::int64_t> missing;
@@ -118,13 +119,14 @@ void recognise_nvrx_local(DirScope& s) {
     v.has_marker = true;
     v.check_resave = false;
     if (!dirty.empty()) {
-      v.pending = std::to_string(dirty.size()) + " *_local.dirty.pt files (rank " + list(dirty) + ")";
+      v.pending =
+          std::to_string(dirty.size()) + " *_local.dirty.pt files (rank " + list(dirty) + ")";
     }
     if (!missing.empty()) {
       c.expected_files = ranks.size();
-      const std::string m = "no " + iter_name(iteration) + "_{rank}_local.pt for rank " + list(missing) +
-                            " (" + std::to_string(ranks.size() - missing.size()) + " of " +
-                            std::to_string(ranks.size()) + " ranks)";
+      const std::string m = "no " + iter_name(iteration) + "_{rank}_local.pt for rank " +
+                            list(missing) + " (" + std::to_string(ranks.size() - missing.size()) +
+                            " of " + std::to_string(ranks.size()) + " ranks)";
       v.pending = v.pending.empty() ? m : v.pending + "; " + m;
     }
     decide(c, v, activity, s.ctx());

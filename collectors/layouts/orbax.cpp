@@ -38,11 +38,12 @@ void recognise_orbax(DirScope& s) {
   // ("state", "params", "default"); a manager's root holds step directories.
   // Only Orbax from before _CHECKPOINT_METADATA needs this rule.
   const auto us = d.name.rfind('_');
-  const bool step_name =
-      is_digits(d.name) || (us != std::string::npos && is_digits(std::string_view(d.name).substr(us + 1)));
-  const bool named_item = step_name && std::any_of(d.dirs.begin(), d.dirs.end(), [](const DirNode& sub) {
-    return !sub.reused && item_like(sub) && parse_step(sub.name) < 0;
-  });
+  const bool step_name = is_digits(d.name) || (us != std::string::npos &&
+                                               is_digits(std::string_view(d.name).substr(us + 1)));
+  const bool named_item =
+      step_name && std::any_of(d.dirs.begin(), d.dirs.end(), [](const DirNode& sub) {
+        return !sub.reused && item_like(sub) && parse_step(sub.name) < 0;
+      });
   if (!(tmp || meta != nullptr || item_like(d) || named_item)) return;
   s.claim_self();
 

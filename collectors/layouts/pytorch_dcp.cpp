@@ -87,7 +87,8 @@ DcpEval evaluate_dcp_dir(const DirNode& d) {
       e.pending = "no __{rank}.metadata for " + std::to_string(missing.size()) + " of " +
                   std::to_string(rank_newest.size()) + " ranks (rank " + rank_list(missing) + ")";
     } else if (!stale.empty()) {
-      e.pending = "shards newer than their __{rank}.metadata (re-save) for rank " + rank_list(stale);
+      e.pending =
+          "shards newer than their __{rank}.metadata (re-save) for rank " + rank_list(stale);
     }
     return e;
   }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,7 +74,7 @@ class DirScope {
   std::vector<Found>& out_;
   const std::regex* generic_re_;
   std::size_t first_found_;
-  std::vector<std::string> claimed_;
+  std::set<std::string, std::less<>> claimed_;
   bool self_ = false;
   bool files_ = false;
 };
@@ -83,17 +84,17 @@ using RecogniseFn = void (*)(DirScope&);
 // The recognisers, one per file (collectors/layouts/<framework>.cpp), listed in
 // registry.cpp. "Container" recognisers claim children of the directory they
 // are shown; "self" recognisers claim the directory itself.
-void recognise_generic(DirScope& s);       // self
-void recognise_dlrover(DirScope& s);       // container
-void finish_dlrover(DirScope& s);          // after the subtree: stage evidence demotes
-void recognise_megatron(DirScope& s);      // container
-void recognise_deepspeed(DirScope& s);     // container
-void recognise_hf_trainer(DirScope& s);    // container
-void recognise_lightning(DirScope& s);     // container
-void recognise_nvrx_local(DirScope& s);    // container
-void recognise_orbax(DirScope& s);         // self
-void recognise_torchsnapshot(DirScope& s); // self
-void recognise_pytorch_dcp(DirScope& s);   // self
+void recognise_generic(DirScope& s);        // self
+void recognise_dlrover(DirScope& s);        // container
+void finish_dlrover(DirScope& s);           // after the subtree: stage evidence demotes
+void recognise_megatron(DirScope& s);       // container
+void recognise_deepspeed(DirScope& s);      // container
+void recognise_hf_trainer(DirScope& s);     // container
+void recognise_lightning(DirScope& s);      // container
+void recognise_nvrx_local(DirScope& s);     // container
+void recognise_orbax(DirScope& s);          // self
+void recognise_torchsnapshot(DirScope& s);  // self
+void recognise_pytorch_dcp(DirScope& s);    // self
 
 // ---- names -------------------------------------------------------------------
 
@@ -175,8 +176,8 @@ std::optional<std::int64_t> json_int(const nlohmann::json* j);
 
 // What a recogniser learnt about one checkpoint, turned into a state by decide().
 struct Verdict {
-  std::string broken;   // can not be restored, whatever its age (partial now)
-  std::string pending;  // not committed: in_progress while young, partial after
+  std::string broken;       // can not be restored, whatever its age (partial now)
+  std::string pending;      // not committed: in_progress while young, partial after
   std::string marker_name;  // the commit marker, for "no <marker>" and re-save reasons
   bool has_marker = false;
   // Compare the marker with the newest shard (re-save detection). Off where the
@@ -201,11 +202,11 @@ std::string human_age(double seconds);
 
 // A PyTorch DCP directory's own files judged: shards, marker, temp files.
 struct DcpEval {
-  bool looks = false;          // holds .distcp, .metadata, .metadata.tmp or __r.metadata
-  std::uint64_t distcp = 0;    // number of .distcp files
-  std::uint64_t ranks = 0;     // distinct ranks in __{rank}_{n}.distcp names
+  bool looks = false;                 // holds .distcp, .metadata, .metadata.tmp or __r.metadata
+  std::uint64_t distcp = 0;           // number of .distcp files
+  std::uint64_t ranks = 0;            // distinct ranks in __{rank}_{n}.distcp names
   const FileEntry* marker = nullptr;  // .metadata (or the newest __r.metadata)
-  std::string pending;         // why it is not committed, "" when the marker is there
+  std::string pending;                // why it is not committed, "" when the marker is there
 };
 DcpEval evaluate_dcp_dir(const DirNode& d);
 

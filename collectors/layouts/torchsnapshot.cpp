@@ -39,7 +39,8 @@ void collect_json_entry(const nlohmann::json& e, Manifest& m, bool nested) {
   if (!e.is_object() || ++m.visited > kMaxEntries) return;
   if (const auto* loc = json_member(e, "location"); loc != nullptr && loc->is_string()) {
     std::uint64_t end = 0;
-    if (const auto* br = json_member(e, "byte_range"); br != nullptr && br->is_array() && br->size() == 2) {
+    if (const auto* br = json_member(e, "byte_range");
+        br != nullptr && br->is_array() && br->size() == 2) {
       end = static_cast<std::uint64_t>(std::max<std::int64_t>(json_int(&(*br)[1]).value_or(0), 0));
     }
     add_location(m, loc->get<std::string>(), end);
@@ -160,8 +161,8 @@ void recognise_torchsnapshot(DirScope& s) {
   for (std::string_view n : {"replicated", "sharded", "batched", "replicated_sharded"}) {
     if (d.dir(n) != nullptr) ++special;
   }
-  const bool rank_dir =
-      std::any_of(d.dirs.begin(), d.dirs.end(), [](const DirNode& sub) { return is_digits(sub.name); });
+  const bool rank_dir = std::any_of(d.dirs.begin(), d.dirs.end(),
+                                    [](const DirNode& sub) { return is_digits(sub.name); });
   if (meta == nullptr && !(special >= 1 && rank_dir) && special < 2) return;
   s.claim_self();
 
@@ -209,8 +210,8 @@ void recognise_torchsnapshot(DirScope& s) {
         if (file == nullptr) {
           v.broken = std::string(kMeta) + " lists " + loc + ", missing";
         } else if (file->size < need) {
-          v.broken = loc + " holds " + std::to_string(file->size) + " bytes, " + std::string(kMeta) +
-                     " needs " + std::to_string(need);
+          v.broken = loc + " holds " + std::to_string(file->size) + " bytes, " +
+                     std::string(kMeta) + " needs " + std::to_string(need);
         }
       }
     }

@@ -63,13 +63,13 @@ TEST(LayoutNames, ComponentsFromNames) {
 }
 
 TEST(LayoutNames, ContentWantedForManifestsOnly) {
-  for (const char* n : {"latest", "latest_checkpointed_iteration.txt", "metadata.json", "integrity.json",
-                        "_CHECKPOINT_METADATA", ".snapshot_metadata", "model.safetensors.index.json",
-                        "pytorch_model.bin.index.json", "dlrover_latest.txt"}) {
+  for (const char* n : {"latest", "latest_checkpointed_iteration.txt", "metadata.json",
+                        "integrity.json", "_CHECKPOINT_METADATA", ".snapshot_metadata",
+                        "model.safetensors.index.json", "pytorch_model.bin.index.json"}) {
     EXPECT_TRUE(wants_content(n)) << n;
   }
   for (const char* n : {"model.safetensors", "__0_0.distcp", ".metadata", "trainer_state.json",
-                        "optimizer.pt", "last.ckpt"}) {
+                        "optimizer.pt", "last.ckpt", "dlrover_latest.txt"}) {
     EXPECT_FALSE(wants_content(n)) << n;
   }
   EXPECT_TRUE(wants_link_target("last.ckpt"));
@@ -87,17 +87,21 @@ FileEntry manifest(std::string name, std::string text) {
 TEST(LayoutManifests, RejectsGarbageWithTheFileNamed) {
   std::string error;
   bool unread = false;
-  EXPECT_FALSE(parse_manifest_json(manifest("metadata.json", "{\"sharded_backend\": \"torch_d"), error, unread));
+  EXPECT_FALSE(parse_manifest_json(manifest("metadata.json", "{\"sharded_backend\": \"torch_d"),
+                                   error, unread));
   EXPECT_EQ(error, "metadata.json: not valid JSON");
   EXPECT_FALSE(unread);
 
-  EXPECT_FALSE(parse_manifest_json(manifest("metadata.json", std::string(200, '[')), error, unread));
+  EXPECT_FALSE(
+      parse_manifest_json(manifest("metadata.json", std::string(200, '[')), error, unread));
   EXPECT_EQ(error, "metadata.json: nested deeper than 64 levels");
 
-  EXPECT_FALSE(parse_manifest_json(manifest("x.json", std::string("{\"a\":\0}", 7)), error, unread));
+  EXPECT_FALSE(
+      parse_manifest_json(manifest("x.json", std::string("{\"a\":\0}", 7)), error, unread));
   EXPECT_EQ(error, "x.json: binary data, not text");
 
-  EXPECT_FALSE(parse_manifest_json(manifest("x.json", std::string(kMaxManifestBytes + 1, ' ')), error, unread));
+  EXPECT_FALSE(parse_manifest_json(manifest("x.json", std::string(kMaxManifestBytes + 1, ' ')),
+                                   error, unread));
   EXPECT_EQ(error, "x.json: 4194305 bytes, over the 4 MiB manifest limit");
 
   FileEntry not_read;
@@ -106,7 +110,8 @@ TEST(LayoutManifests, RejectsGarbageWithTheFileNamed) {
   EXPECT_TRUE(unread);
 
   // Brackets inside strings do not count as nesting.
-  auto ok = parse_manifest_json(manifest("x.json", "{\"k\": \"" + std::string(500, '[') + "\"}"), error, unread);
+  auto ok = parse_manifest_json(manifest("x.json", "{\"k\": \"" + std::string(500, '[') + "\"}"),
+                                error, unread);
   ASSERT_TRUE(ok);
   EXPECT_TRUE(ok->is_object());
 }

@@ -15,7 +15,9 @@ using testing::TreeBuilder;
 constexpr double kNow = 1'700'000'000;
 constexpr int kRanks = 256;
 
-std::uint64_t shard_size(int rank) { return 48ull * 1024 * 1024 + static_cast<std::uint64_t>(rank) * 4096; }
+std::uint64_t shard_size(int rank) {
+  return 48ull * 1024 * 1024 + static_cast<std::uint64_t>(rank) * 4096;
+}
 
 struct DcpDir {
   std::uint64_t shard_bytes = 0;
@@ -63,7 +65,8 @@ TEST(LayoutDcp, CompleteInProgressAndPartialSiblings) {
   EXPECT_EQ(c->reason, "");
   EXPECT_EQ(c->files, 257u);
   EXPECT_EQ(c->bytes, s100.shard_bytes + 912'345);
-  EXPECT_EQ(c->allocated_bytes, 913'408u);  // sparse shards allocate nothing; .metadata 223 blocks of 4 KiB
+  EXPECT_EQ(c->allocated_bytes,
+            913'408u);  // sparse shards allocate nothing; .metadata 223 blocks of 4 KiB
   EXPECT_DOUBLE_EQ(c->first_write, kNow - 7200);
   EXPECT_DOUBLE_EQ(c->last_write, kNow - 7200 + 127.5);
   EXPECT_DOUBLE_EQ(c->completion_skew(), 127.5);
@@ -127,7 +130,8 @@ TEST(LayoutDcp, RankLocalMetadataNeedsEveryRank) {
     b.sparse("s/step-10/__" + std::to_string(r) + "_0.distcp", 1000, kNow - 3000 + r);
     b.file("s/step-10/__" + std::to_string(r) + ".metadata", 100, kNow - 3000 + r + 0.5);
     b.sparse("s/step-20/__" + std::to_string(r) + "_0.distcp", 1000, kNow - 3000 + r);
-    if (r != 3 && r != 5) b.file("s/step-20/__" + std::to_string(r) + ".metadata", 100, kNow - 3000 + r + 0.5);
+    if (r != 3 && r != 5)
+      b.file("s/step-20/__" + std::to_string(r) + ".metadata", 100, kNow - 3000 + r + 0.5);
   }
   const auto all = recognise_tree(b.build(), context());
   ASSERT_EQ(all.size(), 2u);
@@ -139,7 +143,8 @@ TEST(LayoutDcp, RankLocalMetadataNeedsEveryRank) {
   ASSERT_NE(bad, nullptr);
   EXPECT_EQ(bad->state, CkptState::kPartial);
   EXPECT_EQ(bad->reason,
-            "no __{rank}.metadata for 2 of 8 ranks (rank 3, 5) after 30m (14 of 16 files; step-10 has 16)");
+            "no __{rank}.metadata for 2 of 8 ranks (rank 3, 5) after 30m (14 of 16 files; step-10 "
+            "has 16)");
 }
 
 TEST(LayoutDcp, KeepsPerFileListWhenAsked) {

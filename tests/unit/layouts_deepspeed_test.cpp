@@ -76,7 +76,8 @@ TEST(LayoutDeepSpeed, LatestNamingAShortTagIsInProgressThenPartial) {
   const Checkpoint* c = find_ckpt(all, "ds/global_step300");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->state, CkptState::kInProgress);
-  EXPECT_EQ(c->reason, "latest names global_step300 with 120 of 128 optimizer shards; last write 1m ago");
+  EXPECT_EQ(c->reason,
+            "latest names global_step300 with 120 of 128 optimizer shards; last write 1m ago");
   EXPECT_EQ(c->expected_files, 129u);
   EXPECT_EQ(c->files, 121u);
   EXPECT_EQ(find_ckpt(all, "ds/global_step200")->state, CkptState::kCommitted);
@@ -103,7 +104,8 @@ TEST(LayoutDeepSpeed, TagNewerThanLatestIsNotCommitted) {
 TEST(LayoutDeepSpeed, TruncatedOptimizerShardIsCaught) {
   TreeBuilder b("job");
   add_tag(b, "ds/global_step300", kNow - 6000, 8);
-  b.sparse("ds/global_step300/" + optim_name(5), 100ull * 1024 * 1024, kNow - 6000 + 2);  // overwrite: cut off
+  b.sparse("ds/global_step300/" + optim_name(5), 100ull * 1024 * 1024,
+           kNow - 6000 + 2);  // overwrite: cut off
   b.text("ds/latest", "global_step300", kNow - 5990);
   const DirNode tree = b.build();
   // The builder keeps both entries for rank 5; keep the short one only.
@@ -115,8 +117,9 @@ TEST(LayoutDeepSpeed, TruncatedOptimizerShardIsCaught) {
   const auto all = recognise_tree(fixed, context());
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kPartial);
-  EXPECT_EQ(all[0].reason, "latest names global_step300 but " + optim_name(5) + " holds 104857600 of its peers' " +
-                               std::to_string(kOptim) + " bytes after 30m");
+  EXPECT_EQ(all[0].reason, "latest names global_step300 but " + optim_name(5) +
+                               " holds 104857600 of its peers' " + std::to_string(kOptim) +
+                               " bytes after 30m");
 }
 
 TEST(LayoutDeepSpeed, NoLatestFile) {

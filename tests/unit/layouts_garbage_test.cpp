@@ -22,11 +22,13 @@ struct Garbage {
 
 std::vector<Garbage> garbage() {
   std::string binary(4096, '\0');
-  for (std::size_t i = 0; i < binary.size(); ++i) binary[i] = static_cast<char>((i * 131 + 7) % 256);
+  for (std::size_t i = 0; i < binary.size(); ++i)
+    binary[i] = static_cast<char>((i * 131 + 7) % 256);
   std::string huge = "{\"a\": \"" + std::string(10 * 1024 * 1024, 'x') + "\"}";
   std::string nested_json(100'000, '[');
   std::string nested_yaml;
-  for (int i = 0; i < 2000; ++i) nested_yaml += std::string(static_cast<std::size_t>(i), ' ') + "k:\n";
+  for (int i = 0; i < 2000; ++i)
+    nested_yaml += std::string(static_cast<std::size_t>(i), ' ') + "k:\n";
   std::string dashes;
   for (int i = 0; i < 5000; ++i) dashes += "- ";
   return {
@@ -36,7 +38,8 @@ std::vector<Garbage> garbage() {
       {"nested_yaml", nested_yaml},
       {"dashes", dashes + "x"},
       {"binary", binary},
-      {"wrong_types", R"({"weight_map": [1, 2], "metadata": "x", "files": 7, "manifest": [], "sharded_backend": 3,
+      {"wrong_types",
+       R"({"weight_map": [1, 2], "metadata": "x", "files": 7, "manifest": [], "sharded_backend": 3,
                           "init_timestamp_nsecs": "soon", "commit_timestamp_nsecs": 1.5})"},
       {"overflow", R"({"weight_map": {"a": "b"}, "commit_timestamp_nsecs": -1e400})"},
       {"not_object", "[1, 2, 3]"},
@@ -45,9 +48,9 @@ std::vector<Garbage> garbage() {
 }
 
 struct Case {
-  const char* manifest;  // path inside the checkpoint
+  const char* manifest;                     // path inside the checkpoint
   std::function<void(TreeBuilder&)> build;  // the rest of the checkpoint
-  const char* ckpt;       // its path
+  const char* ckpt;                         // its path
 };
 
 std::vector<Case> cases() {
@@ -69,7 +72,8 @@ std::vector<Case> cases() {
        [](TreeBuilder& b) {
          b.sparse("save/iter_0000010/__0_0.distcp", 100, kNow - 5000);
          b.file("save/iter_0000010/.metadata", 10, kNow - 4995);
-         b.text("save/iter_0000010/metadata.json", R"({"sharded_backend": "torch_dist"})", kNow - 4994);
+         b.text("save/iter_0000010/metadata.json", R"({"sharded_backend": "torch_dist"})",
+                kNow - 4994);
          b.text("save/latest_checkpointed_iteration.txt", "10", kNow - 4990);
        },
        "save/iter_0000010"},
@@ -97,9 +101,12 @@ TEST(LayoutGarbage, EveryManifestKindEveryGarbageIsPartialNamingTheFile) {
       const auto all = recognise_tree(b.build(), ctx);
       const Checkpoint* c = testing::find_ckpt(all, k.ckpt);
       ASSERT_NE(c, nullptr) << k.manifest << " / " << g.label;
-      EXPECT_EQ(c->state, CkptState::kPartial) << k.manifest << " / " << g.label << ": " << c->reason;
-      const std::string name = std::string(k.manifest).substr(std::string(k.manifest).rfind('/') + 1);
-      EXPECT_NE(c->reason.find(name), std::string::npos) << k.manifest << " / " << g.label << ": " << c->reason;
+      EXPECT_EQ(c->state, CkptState::kPartial)
+          << k.manifest << " / " << g.label << ": " << c->reason;
+      const std::string name =
+          std::string(k.manifest).substr(std::string(k.manifest).rfind('/') + 1);
+      EXPECT_NE(c->reason.find(name), std::string::npos)
+          << k.manifest << " / " << g.label << ": " << c->reason;
     }
   }
 }
@@ -117,7 +124,8 @@ TEST(LayoutGarbage, GarbageTrackersNeverCommitAndNameTheFile) {
     ASSERT_EQ(all.size(), 2u) << g.label;
     for (const auto& c : all) {
       EXPECT_EQ(c.state, CkptState::kPartial) << g.label << ": " << c.path;
-      const std::string name = c.framework == "deepspeed" ? "latest" : "latest_checkpointed_iteration.txt";
+      const std::string name =
+          c.framework == "deepspeed" ? "latest" : "latest_checkpointed_iteration.txt";
       EXPECT_NE(c.reason.find(name), std::string::npos) << g.label << ": " << c.reason;
     }
   }

@@ -26,9 +26,11 @@ LayoutContext context(double now = kNow) {
 std::string shard_name(int k) { return "model-0000" + std::to_string(k) + "-of-00004.safetensors"; }
 
 std::string index_json(std::uint64_t total_size) {
-  std::string j = "{\"metadata\": {\"total_size\": " + std::to_string(total_size) + "}, \"weight_map\": {";
+  std::string j =
+      "{\"metadata\": {\"total_size\": " + std::to_string(total_size) + "}, \"weight_map\": {";
   for (int layer = 0; layer < 32; ++layer) {
-    j += "\"model.layers." + std::to_string(layer) + ".mlp.down_proj.weight\": \"" + shard_name(layer / 8 + 1) + "\", ";
+    j += "\"model.layers." + std::to_string(layer) + ".mlp.down_proj.weight\": \"" +
+         shard_name(layer / 8 + 1) + "\", ";
   }
   j += "\"lm_head.weight\": \"" + shard_name(4) + "\"}}";
   return j;
@@ -42,8 +44,8 @@ struct Expect {
 
 // A full Trainer save of a 4-shard model on 8 processes; `marker` writes
 // trainer_state.json last; `skip_shard` leaves one weight shard out.
-Expect add_checkpoint(TreeBuilder& b, const std::string& dir, double t, bool marker, int skip_shard = 0,
-                      std::uint64_t total_size = 4 * kShard - 4000) {
+Expect add_checkpoint(TreeBuilder& b, const std::string& dir, double t, bool marker,
+                      int skip_shard = 0, std::uint64_t total_size = 4 * kShard - 4000) {
   Expect e;
   auto add = [&](const std::string& name, std::uint64_t size, double mtime, std::uint64_t& bucket,
                  bool shard) {
@@ -68,7 +70,8 @@ Expect add_checkpoint(TreeBuilder& b, const std::string& dir, double t, bool mar
   add("special_tokens_map.json", 400, t + 41, e.other, false);
   add("optimizer.pt", kOptimizer, t + 120, e.optimizer, true);
   add("scheduler.pt", 1064, t + 121, e.scheduler, true);
-  for (int p = 0; p < 8; ++p) add("rng_state_" + std::to_string(p) + ".pth", 14'000, t + 121, e.rng, true);
+  for (int p = 0; p < 8; ++p)
+    add("rng_state_" + std::to_string(p) + ".pth", 14'000, t + 121, e.rng, true);
   add("training_args.bin", 5'200, t + 121, e.metadata, false);
   if (marker) add("trainer_state.json", 2'500, t + 122, e.metadata, false);
   return e;
@@ -78,7 +81,8 @@ TEST(LayoutHfTrainer, CompleteCheckpointsWithComponents) {
   TreeBuilder b("job");
   add_checkpoint(b, "out/checkpoint-500", kNow - 9000, true);
   const Expect e = add_checkpoint(b, "out/checkpoint-1000", kNow - 5000, true);
-  b.sparse("out/model.safetensors", 19'600'000'000, kNow - 100);  // save_model() output, not a checkpoint
+  b.sparse("out/model.safetensors", 19'600'000'000,
+           kNow - 100);  // save_model() output, not a checkpoint
   const auto all = recognise_tree(b.build(), context());
   ASSERT_EQ(all.size(), 2u);
   const Checkpoint* c = find_ckpt(all, "out/checkpoint-1000");
@@ -106,7 +110,8 @@ TEST(LayoutHfTrainer, ManifestNamingAMissingShardIsPartialDespiteTheMarker) {
   const auto all = recognise_tree(b.build(), context());
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kPartial);
-  EXPECT_EQ(all[0].reason, "model.safetensors.index.json lists model-00002-of-00004.safetensors, missing");
+  EXPECT_EQ(all[0].reason,
+            "model.safetensors.index.json lists model-00002-of-00004.safetensors, missing");
   EXPECT_EQ(all[0].files, e.files);
   EXPECT_EQ(all[0].expected_files, e.files + 1);
 }
@@ -117,8 +122,9 @@ TEST(LayoutHfTrainer, ShardsShorterThanTotalSizeArePartial) {
   const auto all = recognise_tree(b.build(), context());
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kPartial);
-  EXPECT_EQ(all[0].reason, "model.safetensors.index.json says total_size " + std::to_string(4 * kShard + 1) +
-                               " but its shards hold " + std::to_string(4 * kShard) + " bytes");
+  EXPECT_EQ(all[0].reason, "model.safetensors.index.json says total_size " +
+                               std::to_string(4 * kShard + 1) + " but its shards hold " +
+                               std::to_string(4 * kShard) + " bytes");
 }
 
 TEST(LayoutHfTrainer, NoTrainerStateIsInProgressThenPartial) {
@@ -143,14 +149,16 @@ TEST(LayoutHfTrainer, LeftoverTmpCheckpointIsPartial) {
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->step, 1500);
   EXPECT_EQ(c->state, CkptState::kPartial);
-  EXPECT_EQ(c->reason, "tmp-checkpoint-1500 not renamed to checkpoint-1500 after 30m (20 of 21 files; "
-                       "checkpoint-1000 has 21)");
+  EXPECT_EQ(c->reason,
+            "tmp-checkpoint-1500 not renamed to checkpoint-1500 after 30m (20 of 21 files; "
+            "checkpoint-1000 has 21)");
 }
 
 // FSDP with SHARDED_STATE_DICT: DCP directories for the model and the optimizer.
 void add_fsdp(TreeBuilder& b, const std::string& dir, double t, bool optim_meta, bool marker) {
   for (int r = 0; r < 8; ++r) {
-    b.sparse(dir + "/pytorch_model_fsdp_0/__" + std::to_string(r) + "_0.distcp", 2'000'000'000, t + r);
+    b.sparse(dir + "/pytorch_model_fsdp_0/__" + std::to_string(r) + "_0.distcp", 2'000'000'000,
+             t + r);
     b.sparse(dir + "/optimizer_0/__" + std::to_string(r) + "_0.distcp", 8'000'000'000, t + 20 + r);
   }
   b.file(dir + "/pytorch_model_fsdp_0/.metadata", 300'000, t + 9);
@@ -176,15 +184,19 @@ TEST(LayoutHfTrainer, FsdpDcpDirectoriesAreHeldToTheirMetadata) {
   const Checkpoint* p = find_ckpt(all, "out/checkpoint-200");
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->state, CkptState::kInProgress);
-  EXPECT_EQ(p->reason, "optimizer_0: no .metadata; last write 10s ago (19 of 21 files; checkpoint-100 has 21)");
+  EXPECT_EQ(
+      p->reason,
+      "optimizer_0: no .metadata; last write 10s ago (19 of 21 files; checkpoint-100 has 21)");
 }
 
 // DeepSpeed ZeRO inside the Trainer's checkpoint: global_stepN/ and latest.
-void add_ds_inside(TreeBuilder& b, const std::string& dir, int step, double t, int ranks, bool marker) {
+void add_ds_inside(TreeBuilder& b, const std::string& dir, int step, double t, int ranks,
+                   bool marker) {
   const std::string tag = dir + "/global_step" + std::to_string(step);
   b.sparse(tag + "/mp_rank_00_model_states.pt", 500'000'000, t);
   for (int r = 0; r < ranks; ++r) {
-    b.sparse(tag + "/bf16_zero_pp_rank_" + std::to_string(r) + "_mp_rank_00_optim_states.pt", 900'000'000, t + r);
+    b.sparse(tag + "/bf16_zero_pp_rank_" + std::to_string(r) + "_mp_rank_00_optim_states.pt",
+             900'000'000, t + r);
   }
   b.text(dir + "/latest", "global_step" + std::to_string(step), t + 1);
   b.sparse(dir + "/model.safetensors", 2'000'000'000, t + 20);
@@ -206,7 +218,8 @@ TEST(LayoutHfTrainer, DeepSpeedInsideIsCountedAgainstFinishedCheckpoints) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->state, CkptState::kInProgress);
   EXPECT_EQ(p->reason,
-            "latest names global_step200 with 14 of 16 optimizer shards; last write 1m ago (17 of 20 files; "
+            "latest names global_step200 with 14 of 16 optimizer shards; last write 1m ago (17 of "
+            "20 files; "
             "checkpoint-100 has 20)");
 }
 

@@ -91,7 +91,8 @@ TEST(LayoutMegatron, LegacyAbandonedIterationCountsItsMpDirs) {
 TEST(LayoutMegatron, TrackerNamingAnIncompleteIterationIsPartial) {
   TreeBuilder b("job");
   add_legacy(b, "save/iter_0002000", kNow - 9000);
-  b.sparse("save/iter_0002000/mp_rank_04_001/distrib_optim.pt", kOptimShard, kNow - 8990);  // no model file
+  b.sparse("save/iter_0002000/mp_rank_04_001/distrib_optim.pt", kOptimShard,
+           kNow - 8990);  // no model file
   b.text("save/latest_checkpointed_iteration.txt", "2000", kNow - 8000);
   DirNode tree = b.build();
   // Drop mp_rank_03_001/model_optim_rng.pt as a crash would have.
@@ -127,8 +128,10 @@ Dist add_dist(TreeBuilder& b, const std::string& iter, double start, int ranks, 
   }
   if (!finalise) return d;
   b.file(iter + "/.metadata", 2'000'000, d.last + 1);
-  b.text(iter + "/metadata.json", R"({"sharded_backend": "torch_dist", "sharded_backend_version": 1})", d.last + 2);
-  files += "\".metadata\": \"" + std::string(64, 'c') + "\", \"metadata.json\": \"" + std::string(64, 'd') + "\"}}";
+  b.text(iter + "/metadata.json",
+         R"({"sharded_backend": "torch_dist", "sharded_backend_version": 1})", d.last + 2);
+  files += "\".metadata\": \"" + std::string(64, 'c') + "\", \"metadata.json\": \"" +
+           std::string(64, 'd') + "\"}}";
   b.text(iter + "/integrity.json", files, d.last + 30);
   return d;
 }
@@ -152,7 +155,8 @@ TEST(LayoutMegatron, TorchDistCompleteWithIntegrityManifest) {
 
 TEST(LayoutMegatron, TorchDistIntegrityListingAMissingFileIsPartial) {
   TreeBuilder b("job");
-  const Dist d = add_dist(b, "save/iter_0005000", kNow - 100, 63, true, 1);  // lists __63_0.distcp too
+  const Dist d =
+      add_dist(b, "save/iter_0005000", kNow - 100, 63, true, 1);  // lists __63_0.distcp too
   b.text("save/latest_checkpointed_iteration.txt", "5000", d.last + 31);
   const auto all = recognise_tree(b.build(), context());
   ASSERT_EQ(all.size(), 1u);
@@ -171,9 +175,10 @@ TEST(LayoutMegatron, TorchDistWithoutMetadataJsonIsInProgress) {
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->framework, "megatron_torch_dist");
   EXPECT_EQ(c->state, CkptState::kInProgress);
-  EXPECT_EQ(c->reason,
-            "iteration 6000 is newer than the tracker's 5000; no .metadata, no metadata.json; last write "
-            "23s ago (64 of 67 files; iter_0005000 has 67)");
+  EXPECT_EQ(
+      c->reason,
+      "iteration 6000 is newer than the tracker's 5000; no .metadata, no metadata.json; last write "
+      "23s ago (64 of 67 files; iter_0005000 has 67)");
 }
 
 TEST(LayoutMegatron, GarbageMetadataJsonIsPartial) {

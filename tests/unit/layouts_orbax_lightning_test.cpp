@@ -22,8 +22,9 @@ LayoutContext context(double now = kNow) {
 }
 
 std::string step_metadata(std::int64_t init_ns, std::optional<std::int64_t> commit_ns) {
-  std::string j = R"({"item_handlers": {"params": "orbax.checkpoint._src.handlers.standard_checkpoint_handler.StandardCheckpointHandler", "opt_state": "orbax.checkpoint._src.handlers.standard_checkpoint_handler.StandardCheckpointHandler"}, "metrics": {}, "performance_metrics": {}, "init_timestamp_nsecs": )" +
-                  std::to_string(init_ns);
+  std::string j =
+      R"({"item_handlers": {"params": "orbax.checkpoint._src.handlers.standard_checkpoint_handler.StandardCheckpointHandler", "opt_state": "orbax.checkpoint._src.handlers.standard_checkpoint_handler.StandardCheckpointHandler"}, "metrics": {}, "performance_metrics": {}, "init_timestamp_nsecs": )" +
+      std::to_string(init_ns);
   if (commit_ns) j += ", \"commit_timestamp_nsecs\": " + std::to_string(*commit_ns);
   return j + ", \"custom_metadata\": {}}";
 }
@@ -62,7 +63,8 @@ TEST(LayoutOrbax, CommittedStepsCarrySaveTimes) {
   const Items it = add_items(b, "ckpts/2000", t);
   const std::string meta = step_metadata(1'699'994'000'123'456'789, 1'699'994'021'500'000'000);
   b.text("ckpts/2000/_CHECKPOINT_METADATA", meta, t + 21);
-  b.text("ckpts/2000/commit_success.txt", "Checkpoint commit was successful to /ckpts/2000", t + 21.5);
+  b.text("ckpts/2000/commit_success.txt", "Checkpoint commit was successful to /ckpts/2000",
+         t + 21.5);
   const auto all = recognise_tree(b.build(), context());
   ASSERT_EQ(all.size(), 1u);
   const Checkpoint& c = all[0];
@@ -93,8 +95,8 @@ TEST(LayoutOrbax, RenamedStepWithoutCommitFileIsCommittedByItsTimestamp) {
 TEST(LayoutOrbax, TemporaryDirectoriesAreInProgressThenPartial) {
   TreeBuilder b("job");
   add_items(b, "ckpts/3000.orbax-checkpoint-tmp-1699999900", kNow - 100);
-  b.text("ckpts/3000.orbax-checkpoint-tmp-1699999900/_CHECKPOINT_METADATA", step_metadata(1, std::nullopt),
-         kNow - 100);
+  b.text("ckpts/3000.orbax-checkpoint-tmp-1699999900/_CHECKPOINT_METADATA",
+         step_metadata(1, std::nullopt), kNow - 100);
   add_items(b, "ckpts/2500.orbax-checkpoint-tmp", kNow - 9000);
   const auto all = recognise_tree(b.build(), context());
   ASSERT_EQ(all.size(), 2u);
@@ -102,8 +104,9 @@ TEST(LayoutOrbax, TemporaryDirectoriesAreInProgressThenPartial) {
   ASSERT_NE(young, nullptr);
   EXPECT_EQ(young->step, 3000);
   EXPECT_EQ(young->state, CkptState::kInProgress);
-  EXPECT_EQ(young->reason,
-            "temporary 3000.orbax-checkpoint-tmp-1699999900 not renamed to 3000; last write 1m ago");
+  EXPECT_EQ(
+      young->reason,
+      "temporary 3000.orbax-checkpoint-tmp-1699999900 not renamed to 3000; last write 1m ago");
   const Checkpoint* old = find_ckpt(all, "ckpts/2500.orbax-checkpoint-tmp");
   ASSERT_NE(old, nullptr);
   EXPECT_EQ(old->state, CkptState::kPartial);
@@ -123,7 +126,8 @@ TEST(LayoutOrbax, CommitFileSaveInFlightAndGarbageMetadata) {
   ASSERT_NE(flight, nullptr);
   EXPECT_EQ(flight->state, CkptState::kInProgress);
   EXPECT_EQ(flight->reason,
-            "no commit_timestamp_nsecs in _CHECKPOINT_METADATA and no commit_success.txt; last write 30s ago");
+            "no commit_timestamp_nsecs in _CHECKPOINT_METADATA and no commit_success.txt; last "
+            "write 30s ago");
   const Checkpoint* garbage = find_ckpt(all, "gcs/3000");
   ASSERT_NE(garbage, nullptr);
   EXPECT_EQ(garbage->state, CkptState::kPartial);
@@ -154,7 +158,8 @@ TEST(LayoutLightning, SingleFilesSymlinkAndNemoMarker) {
   ASSERT_NE(dangling, nullptr);
   EXPECT_EQ(dangling->state, CkptState::kPartial);
   EXPECT_EQ(dangling->step, 250);
-  EXPECT_EQ(dangling->reason, "best.ckpt -> epoch=0-step=250.ckpt, target missing (dangling symlink) after 30m");
+  EXPECT_EQ(dangling->reason,
+            "best.ckpt -> epoch=0-step=250.ckpt, target missing (dangling symlink) after 30m");
   const Checkpoint* nemo = find_ckpt(all, d + "epoch=2-step=1500.ckpt");
   ASSERT_NE(nemo, nullptr);
   EXPECT_EQ(nemo->state, CkptState::kInProgress);
@@ -167,8 +172,10 @@ TEST(LayoutLightning, ShardedDirectoryNeedsMetaPt) {
   TreeBuilder b("job");
   const std::string d = "checkpoints/";
   for (int r = 0; r < 8; ++r) {
-    b.sparse(d + "epoch=0-step=100.ckpt/__" + std::to_string(r) + "_0.distcp", 700'000'000, kNow - 9000 + r);
-    b.sparse(d + "epoch=1-step=200.ckpt/__" + std::to_string(r) + "_0.distcp", 700'000'000, kNow - 3000 + r);
+    b.sparse(d + "epoch=0-step=100.ckpt/__" + std::to_string(r) + "_0.distcp", 700'000'000,
+             kNow - 9000 + r);
+    b.sparse(d + "epoch=1-step=200.ckpt/__" + std::to_string(r) + "_0.distcp", 700'000'000,
+             kNow - 3000 + r);
   }
   b.file(d + "epoch=0-step=100.ckpt/.metadata", 80'000, kNow - 8990);
   b.file(d + "epoch=0-step=100.ckpt/meta.pt", 3'000, kNow - 8989);

@@ -24,7 +24,8 @@ TEST(LayoutRegistry, MixedJobTreeEachCheckpointOnceWithRootRelativePaths) {
   TreeBuilder b("job-a");
   // Hugging Face FSDP checkpoint: its DCP subdirectories are part of it.
   for (int r = 0; r < 4; ++r) {
-    b.sparse("hf/checkpoint-10/pytorch_model_fsdp_0/__" + std::to_string(r) + "_0.distcp", 100, kNow - 900);
+    b.sparse("hf/checkpoint-10/pytorch_model_fsdp_0/__" + std::to_string(r) + "_0.distcp", 100,
+             kNow - 900);
     b.sparse("hf/checkpoint-10/optimizer_0/__" + std::to_string(r) + "_0.distcp", 200, kNow - 900);
   }
   b.file("hf/checkpoint-10/pytorch_model_fsdp_0/.metadata", 10, kNow - 899);
@@ -96,7 +97,8 @@ TEST(LayoutRegistry, GenericLayoutFromConfiguration) {
   for (int r = 0; r < 16; ++r) {
     b.sparse("out/save_100/rank" + std::to_string(r) + ".bin", 1'000, kNow - 9000 + r);
     b.sparse("out/save_200/rank" + std::to_string(r) + ".bin", 1'000, kNow - 100 + r);
-    b.sparse("out/notes/rank" + std::to_string(r) + ".bin", 1'000, kNow - 100 + r);  // name does not match
+    b.sparse("out/notes/rank" + std::to_string(r) + ".bin", 1'000,
+             kNow - 100 + r);  // name does not match
   }
   b.file("out/save_100/COMMITTED", 0, kNow - 8980);
   b.file("out/save_100/optimizer.json", 40, kNow - 9000);
@@ -108,7 +110,8 @@ TEST(LayoutRegistry, GenericLayoutFromConfiguration) {
   EXPECT_EQ(ok->step, 100);
   EXPECT_EQ(ok->state, CkptState::kCommitted);
   EXPECT_EQ(ok->files, 18u);
-  EXPECT_DOUBLE_EQ(ok->completion_skew(), 15);  // optimizer.json does not match the glob: not a shard
+  EXPECT_DOUBLE_EQ(ok->completion_skew(),
+                   15);  // optimizer.json does not match the glob: not a shard
   EXPECT_DOUBLE_EQ(ok->marker_time, kNow - 8980);
   const Checkpoint* p = find_ckpt(all, "out/save_200");
   ASSERT_NE(p, nullptr);

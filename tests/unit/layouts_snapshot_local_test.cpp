@@ -34,7 +34,8 @@ struct Snap {
 
 // Per rank: optimizer state under <rank>/; a replicated weight; a sharded
 // embedding (one shard per rank); small tensors batched into one file.
-Snap add_snapshot(TreeBuilder& b, const std::string& dir, double t, int ranks, std::uint64_t batched_size) {
+Snap add_snapshot(TreeBuilder& b, const std::string& dir, double t, int ranks,
+                  std::uint64_t batched_size) {
   Snap s;
   std::string entries;
   std::string yentries;
@@ -45,33 +46,43 @@ Snap add_snapshot(TreeBuilder& b, const std::string& dir, double t, int ranks, s
     b.sparse(dir + "/" + loc, 500'000'000, t + r);
     s.optim_bytes += 500'000'000;
     ++s.data_files;
-    entries += "\"" + loc + "\": {\"type\": \"Tensor\", \"location\": \"" + loc +
-               "\", \"serializer\": \"torch_save\", \"dtype\": \"torch.float32\", \"shape\": [125000000], "
-               "\"replicated\": false, \"byte_range\": null}, ";
-    yentries += "  " + loc + ":\n    type: Tensor\n    location: " + loc + "\n    replicated: false\n";
+    entries +=
+        "\"" + loc + "\": {\"type\": \"Tensor\", \"location\": \"" + loc +
+        "\", \"serializer\": \"torch_save\", \"dtype\": \"torch.float32\", \"shape\": [125000000], "
+        "\"replicated\": false, \"byte_range\": null}, ";
+    yentries +=
+        "  " + loc + ":\n    type: Tensor\n    location: " + loc + "\n    replicated: false\n";
     const std::string shard = "sharded/model/embedding.weight_" + std::to_string(r * 4096) + "_0";
     b.sparse(dir + "/" + shard, 100'000'000, t + r);
     s.model_bytes += 100'000'000;
     ++s.data_files;
     shards += std::string(r ? ", " : "") + "{\"offsets\": [" + std::to_string(r * 4096) +
-              ", 0], \"sizes\": [4096, 6104], \"tensor\": {\"type\": \"Tensor\", \"location\": \"" + shard +
-              "\", \"serializer\": \"torch_save\", \"dtype\": \"torch.float32\", \"shape\": [4096, 6104], "
+              ", 0], \"sizes\": [4096, 6104], \"tensor\": {\"type\": \"Tensor\", \"location\": \"" +
+              shard +
+              "\", \"serializer\": \"torch_save\", \"dtype\": \"torch.float32\", \"shape\": [4096, "
+              "6104], "
               "\"replicated\": false, \"byte_range\": null}}";
-    yshards += "    - offsets: [" + std::to_string(r * 4096) + ", 0]\n      tensor:\n        location: " + shard + "\n";
+    yshards += "    - offsets: [" + std::to_string(r * 4096) +
+               ", 0]\n      tensor:\n        location: " + shard + "\n";
   }
   b.sparse(dir + "/replicated/model/fc.weight", 200'000'000, t + 1);
   s.model_bytes += 200'000'000;
   b.sparse(dir + "/batched/3f1c9a2e", batched_size, t + 2);
   s.data_files += 2;
-  entries += R"("0/model/fc.weight": {"type": "Tensor", "location": "replicated/model/fc.weight", "serializer": "torch_save", "dtype": "torch.bfloat16", "shape": [10000, 10000], "replicated": true, "byte_range": null}, )";
-  entries += R"("0/model/norm.bias": {"type": "Tensor", "location": "batched/3f1c9a2e", "serializer": "buffer_protocol", "dtype": "torch.float32", "shape": [4096], "replicated": true, "byte_range": [0, 16384]}, )";
-  entries += R"("0/model/norm.weight": {"type": "Tensor", "location": "batched/3f1c9a2e", "serializer": "buffer_protocol", "dtype": "torch.float32", "shape": [4096], "replicated": true, "byte_range": [16384, 32768]}, )";
-  entries += "\"0/model/embedding.weight\": {\"type\": \"ShardedTensor\", \"shards\": [" + shards + "]}, ";
+  entries +=
+      R"("0/model/fc.weight": {"type": "Tensor", "location": "replicated/model/fc.weight", "serializer": "torch_save", "dtype": "torch.bfloat16", "shape": [10000, 10000], "replicated": true, "byte_range": null}, )";
+  entries +=
+      R"("0/model/norm.bias": {"type": "Tensor", "location": "batched/3f1c9a2e", "serializer": "buffer_protocol", "dtype": "torch.float32", "shape": [4096], "replicated": true, "byte_range": [0, 16384]}, )";
+  entries +=
+      R"("0/model/norm.weight": {"type": "Tensor", "location": "batched/3f1c9a2e", "serializer": "buffer_protocol", "dtype": "torch.float32", "shape": [4096], "replicated": true, "byte_range": [16384, 32768]}, )";
+  entries +=
+      "\"0/model/embedding.weight\": {\"type\": \"ShardedTensor\", \"shards\": [" + shards + "]}, ";
   entries += R"("0/progress": {"type": "int", "serialized_value": "1200", "readable": "1200"})";
-  s.json = "{\n  \"version\": \"0.1.0\",\n  \"world_size\": " + std::to_string(ranks) + ",\n  \"manifest\": {" +
-           entries + "}\n}";
+  s.json = "{\n  \"version\": \"0.1.0\",\n  \"world_size\": " + std::to_string(ranks) +
+           ",\n  \"manifest\": {" + entries + "}\n}";
   s.yaml = "version: 0.1.0\nworld_size: " + std::to_string(ranks) + "\nmanifest:\n" + yentries +
-           "  0/model/norm.weight:\n    type: Tensor\n    location: batched/3f1c9a2e\n    byte_range: [16384, 32768]\n" +
+           "  0/model/norm.weight:\n    type: Tensor\n    location: batched/3f1c9a2e\n    "
+           "byte_range: [16384, 32768]\n" +
            "  0/model/embedding.weight:\n    type: ShardedTensor\n    shards:\n" + yshards;
   return s;
 }
@@ -80,7 +91,8 @@ TEST(LayoutTorchsnapshot, ManifestHeldAgainstTheFiles) {
   TreeBuilder b("job");
   const Snap ok = add_snapshot(b, "snaps/step-1200", kNow - 9000, 8, 32'768);
   b.text("snaps/step-1200/.snapshot_metadata", ok.json, kNow - 8990);
-  const Snap shortb = add_snapshot(b, "snaps/step-1300", kNow - 6000, 8, 20'000);  // batched file cut off
+  const Snap shortb =
+      add_snapshot(b, "snaps/step-1300", kNow - 6000, 8, 20'000);  // batched file cut off
   b.text("snaps/step-1300/.snapshot_metadata", shortb.json, kNow - 5990);
   const auto all = recognise_tree(b.build(), context());
   ASSERT_EQ(all.size(), 2u);
@@ -93,7 +105,8 @@ TEST(LayoutTorchsnapshot, ManifestHeldAgainstTheFiles) {
   EXPECT_EQ(c->expected_files, ok.data_files + 1);
   EXPECT_EQ(component(*c, Component::kOptimizer), ok.optim_bytes);
   EXPECT_EQ(component(*c, Component::kModel), ok.model_bytes);
-  EXPECT_EQ(component(*c, Component::kOther), 32'768u);  // batched/<uuid> does not say what it holds
+  EXPECT_EQ(component(*c, Component::kOther),
+            32'768u);  // batched/<uuid> does not say what it holds
   const Checkpoint* s = find_ckpt(all, "snaps/step-1300");
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->state, CkptState::kPartial);
@@ -106,7 +119,8 @@ TEST(LayoutTorchsnapshot, MissingLocationYamlAndNoMetadata) {
   b.text("snaps/step-100/.snapshot_metadata", y.yaml, kNow - 8990);
   const Snap m = add_snapshot(b, "snaps/step-200", kNow - 9000, 4, 32'768);
   b.text("snaps/step-200/.snapshot_metadata", m.json, kNow - 8990);
-  add_snapshot(b, "snaps/step-300", kNow - 20, 4, 32'768);  // rank 0 has not written the metadata yet
+  add_snapshot(b, "snaps/step-300", kNow - 20, 4,
+               32'768);  // rank 0 has not written the metadata yet
   DirNode tree = b.build();
   // step-200 lost rank 2's optimizer file.
   DirNode& s200 = tree.dirs[0].dirs[1];
@@ -116,11 +130,14 @@ TEST(LayoutTorchsnapshot, MissingLocationYamlAndNoMetadata) {
   }
   const auto all = recognise_tree(tree, context());
   ASSERT_EQ(all.size(), 3u);
-  EXPECT_EQ(find_ckpt(all, "snaps/step-100")->state, CkptState::kCommitted) << find_ckpt(all, "snaps/step-100")->reason;
+  EXPECT_EQ(find_ckpt(all, "snaps/step-100")->state, CkptState::kCommitted)
+      << find_ckpt(all, "snaps/step-100")->reason;
   EXPECT_EQ(find_ckpt(all, "snaps/step-200")->state, CkptState::kPartial);
-  EXPECT_EQ(find_ckpt(all, "snaps/step-200")->reason, ".snapshot_metadata lists 2/optim/state/0/exp_avg, missing");
+  EXPECT_EQ(find_ckpt(all, "snaps/step-200")->reason,
+            ".snapshot_metadata lists 2/optim/state/0/exp_avg, missing");
   EXPECT_EQ(find_ckpt(all, "snaps/step-300")->state, CkptState::kInProgress);
-  EXPECT_EQ(find_ckpt(all, "snaps/step-300")->reason, "no .snapshot_metadata; last write 17s ago (10 of 11 files; step-100 has 11)");
+  EXPECT_EQ(find_ckpt(all, "snaps/step-300")->reason,
+            "no .snapshot_metadata; last write 17s ago (10 of 11 files; step-100 has 11)");
 }
 
 // ---- nvidia-resiliency-ext local ----------------------------------------------
@@ -160,7 +177,8 @@ TEST(LayoutNvrxLocal, IterationValidWhenEveryRankFileIsThere) {
   EXPECT_EQ(p->files, 7u);
   EXPECT_EQ(p->expected_files, 8u);
   EXPECT_EQ(p->reason,
-            "1 *_local.dirty.pt files (rank 3); no iter_0002000_{rank}_local.pt for rank 3, 5 (6 of 8 ranks); "
+            "1 *_local.dirty.pt files (rank 3); no iter_0002000_{rank}_local.pt for rank 3, 5 (6 "
+            "of 8 ranks); "
             "last write 5s ago");
 }
 
@@ -174,7 +192,8 @@ TEST(LayoutDlrover, DoneCountShortOfShardsDemotesTheCheckpoint) {
   }
   b.file("ckpt/step-100/.metadata", 1000, kNow - 8990);
   b.file("ckpt/step-200/.metadata", 1000, kNow - 50);
-  for (int r : {0, 1, 2, 4, 6, 7}) b.text("ckpt/._dlrover_ckpt_stage/200.done/" + std::to_string(r), "done", kNow - 40);
+  for (int r : {0, 1, 2, 4, 6, 7})
+    b.text("ckpt/._dlrover_ckpt_stage/200.done/" + std::to_string(r), "done", kNow - 40);
   b.text("ckpt/dlrover_latest.txt", "100", kNow - 8980);
   const auto all = recognise_tree(b.build(), context());
   ASSERT_EQ(all.size(), 2u);
@@ -182,14 +201,18 @@ TEST(LayoutDlrover, DoneCountShortOfShardsDemotesTheCheckpoint) {
   const Checkpoint* c = find_ckpt(all, "ckpt/step-200");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->state, CkptState::kInProgress);
-  EXPECT_EQ(c->reason, "DLRover commit of step 200 pending: 6 of 8 shards done; last write 50s ago");
+  EXPECT_EQ(c->reason,
+            "DLRover commit of step 200 pending: 6 of 8 shards done; last write 50s ago");
 }
 
 TEST(LayoutDlrover, StagedDataAndOrphanDoneDirectories) {
   TreeBuilder b("job");
-  b.sparse("ckpt/._dlrover_ckpt_stage/300/iter_0000300/mp_rank_00/model_optim_rng.pt", 5'000'000, kNow - 4000);
-  for (int r = 0; r < 3; ++r) b.text("ckpt/._dlrover_ckpt_stage/300.done/" + std::to_string(r), "done", kNow - 3990);
-  for (int r = 0; r < 2; ++r) b.text("ckpt/._dlrover_ckpt_stage/400.done/" + std::to_string(r), "done", kNow - 30);
+  b.sparse("ckpt/._dlrover_ckpt_stage/300/iter_0000300/mp_rank_00/model_optim_rng.pt", 5'000'000,
+           kNow - 4000);
+  for (int r = 0; r < 3; ++r)
+    b.text("ckpt/._dlrover_ckpt_stage/300.done/" + std::to_string(r), "done", kNow - 3990);
+  for (int r = 0; r < 2; ++r)
+    b.text("ckpt/._dlrover_ckpt_stage/400.done/" + std::to_string(r), "done", kNow - 30);
   const auto all = recognise_tree(b.build(), context());
   ASSERT_EQ(all.size(), 2u);
   const Checkpoint* staged = find_ckpt(all, "ckpt/._dlrover_ckpt_stage/300");
@@ -197,14 +220,16 @@ TEST(LayoutDlrover, StagedDataAndOrphanDoneDirectories) {
   EXPECT_EQ(staged->framework, "dlrover");
   EXPECT_EQ(staged->state, CkptState::kPartial);
   EXPECT_EQ(staged->files, 1u);
-  EXPECT_EQ(staged->reason,
-            "staged in ._dlrover_ckpt_stage, not yet moved into place after 30m; 3 of 3 shards done");
+  EXPECT_EQ(
+      staged->reason,
+      "staged in ._dlrover_ckpt_stage, not yet moved into place after 30m; 3 of 3 shards done");
   const Checkpoint* orphan = find_ckpt(all, "ckpt/._dlrover_ckpt_stage/400.done");
   ASSERT_NE(orphan, nullptr);
   EXPECT_EQ(orphan->step, 400);
   EXPECT_EQ(orphan->state, CkptState::kInProgress);
   EXPECT_EQ(orphan->files, 2u);
-  EXPECT_EQ(orphan->reason, "DLRover commit of step 400 pending: 2 of 2 shards done; last write 30s ago");
+  EXPECT_EQ(orphan->reason,
+            "DLRover commit of step 400 pending: 2 of 2 shards done; last write 30s ago");
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ class TreeBuilder {
   // A regular file of `size` bytes; allocated is `size` rounded up to 4 KiB.
   TreeBuilder& file(std::string_view path, std::uint64_t size, double mtime,
                     std::optional<std::string> content = std::nullopt) {
-    add(path, FileEntry::Type::kRegular, size, (size + 4095) / 4096 * 4096, mtime, std::move(content));
+    add(path, FileEntry::Type::kRegular, size, (size + 4095) / 4096 * 4096, mtime,
+        std::move(content));
     return *this;
   }
 
@@ -46,7 +47,8 @@ class TreeBuilder {
   // A small text file whose content the scanner read (a manifest or tracker).
   TreeBuilder& text(std::string_view path, std::string content, double mtime) {
     const auto size = content.size();
-    add(path, FileEntry::Type::kRegular, size, (size + 4095) / 4096 * 4096, mtime, std::move(content));
+    add(path, FileEntry::Type::kRegular, size, (size + 4095) / 4096 * 4096, mtime,
+        std::move(content));
     return *this;
   }
 

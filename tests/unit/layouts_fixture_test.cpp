@@ -1,0 +1,150 @@
+// The fixture generator's oracle (tests/fixtures/gen_layouts.py, expected.json)
+// against the recognisers, on real files: the generator writes the trees, a
+// minimal lstat walk here reads them back, every job is recognised and every
+// checkpoint compared with what the generator says it wrote.
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "collectors/layouts/layout.hpp"
+#include "tree_builder.hpp"
+
+namespace ckptmon {
+namespace {
+
+double mtime_of(const struct stat& st) {
+  return static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) / 1e9;
+}
+
+// What the scanner hands the recognisers, read the simplest way (the real
+// scanner uses openat/fstatat and is tested on its own).
+DirNode read_tree(const std::string& path, const std::string& name) {
+  DirNode d;
+  d.name = name;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) d.mtime = mtime_of(st);
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return d;
+  while (const dirent* e = ::readdir(dir)) {
+    const std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    const std::string p = path + "/" + n;
+    if (::lstat(p.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      d.dirs.push_back(read_tree(p, n));
+      continue;
+    }
+    FileEntry f;
+    f.name = n;
+    f.type = S_ISREG(st.st_mode)   ? FileEntry::Type::kRegular
+             : S_ISLNK(st.st_mode) ? FileEntry::Type::kSymlink
+                                   : FileEntry::Type::kOther;
+    f.size = static_cast<std::uint64_t>(st.st_size);
+    f.allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
+    f.mtime = mtime_of(st);
+    if (f.type == FileEntry::Type::kRegular && wants_content(n) && f.size <= kMaxManifestBytes) {
+      std::ifstream in(p, std::ios::binary);
+      std::ostringstream text;
+      text << in.rdbuf();
+      f.content = text.str();
+    } else if (f.type == FileEntry::Type::kSymlink && wants_link_target(n)) {
+      std::error_code ec;
+      auto target = std::filesystem::read_symlink(p, ec);
+      if (!ec) f.content = target.string();
+    }
+    d.files.push_back(std::move(f));
+  }
+  ::closedir(dir);
+  std::sort(d.files.begin(), d.files.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::sort(d.dirs.begin(), d.dirs.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  return d;
+}
+
+class FixtureDir {
+ public:
+  FixtureDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ckptmon-layouts-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~FixtureDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+class LayoutFixtures : public ::testing::TestWithParam<int> {};
+
+TEST_P(LayoutFixtures, GeneratorOracleAgreesWithTheRecognisers) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  FixtureDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string out = tmp.path() + "/tier";
+  const std::string cmd = "/usr/bin/python3 " + std::string(CKPTMON_SOURCE_DIR) +
+                          "/tests/fixtures/gen_layouts.py " + out + " --ranks " +
+                          std::to_string(GetParam()) + " --now 1700000000";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(out + "/expected.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+
+  GenericLayout generic;
+  generic.shard_glob = expected["generic_layout"]["shard_glob"];
+  generic.marker = expected["generic_layout"]["marker"];
+  generic.step_regex = expected["generic_layout"]["step_regex"];
+  LayoutContext ctx;
+  ctx.now = expected["now"];
+  ctx.partial_after = expected["partial_after_seconds"];
+  ctx.generic = &generic;
+
+  // Job depth 1: every directory under the tier root is a job.
+  std::vector<Checkpoint> found;
+  const DirNode tier = read_tree(out, "tier");
+  for (const auto& job : tier.dirs) {
+    for (auto& c : recognise_tree(job, ctx)) {
+      c.job = job.name;
+      c.path = job.name + "/" + c.path;
+      found.push_back(std::move(c));
+    }
+  }
+  ASSERT_EQ(found.size(), expected["checkpoints"].size());
+  std::uint64_t jobs_seen = 0;
+  for (const auto& e : expected["checkpoints"]) {
+    const std::string path = e["path"];
+    const Checkpoint* c = testing::find_ckpt(found, path);
+    ASSERT_NE(c, nullptr) << path;
+    EXPECT_EQ(c->framework, e["framework"].get<std::string>()) << path;
+    EXPECT_EQ(c->step, e["step"].get<std::int64_t>()) << path;
+    EXPECT_EQ(std::string(to_string(c->state)), e["state"].get<std::string>())
+        << path << ": " << c->reason;
+    EXPECT_EQ(c->files, e["files"].get<std::uint64_t>()) << path;
+    EXPECT_EQ(c->bytes, e["bytes"].get<std::uint64_t>()) << path;
+    if (e.contains("reason_contains")) {
+      EXPECT_NE(c->reason.find(e["reason_contains"].get<std::string>()), std::string::npos)
+          << path << ": " << c->reason;
+    } else {
+      EXPECT_EQ(c->reason, "") << path;
+    }
+    ++jobs_seen;
+  }
+  EXPECT_GT(jobs_seen, 60u);
+}
+
+// The smallest rank count the generator takes, and its default.
+INSTANTIATE_TEST_SUITE_P(Ranks, LayoutFixtures, ::testing::Values(3, 8));
+
+}  // namespace
+}  // namespace ckptmon
