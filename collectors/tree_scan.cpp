@@ -128,6 +128,7 @@ ScanOutcome TierScanner::scan(double now) {
   ctx.now = now;
   ctx.partial_after = to_seconds(cfg_.partial_after);
   ctx.generic = cfg_.layout ? &generic_ : nullptr;
+  ctx.keep_shard_files = keep_files_;
 
   const AccessAuditor auditor(cfg_);
   WalkMemory next_memory;
@@ -165,9 +166,6 @@ ScanOutcome TierScanner::scan(double now) {
           }
         }
         auditor.audit_checkpoint(c, node, file, findings);
-        if (node != nullptr && keep_files_) {
-          c.shard_files = std::make_shared<const std::vector<ShardFile>>(subtree_files(*node));
-        }
         if (node != nullptr && c.state == CkptState::kCommitted) {
           WalkMemory::Frozen f;
           Checkpoint remembered = c;

@@ -272,24 +272,6 @@ std::vector<std::pair<std::string, double>> subtree_dirs(const DirNode& node,
   return out;
 }
 
-namespace {
-void collect_files(const DirNode& node, const std::string& prefix, std::vector<ShardFile>& out) {
-  for (const auto& f : node.files) {
-    if (f.type != FileEntry::Type::kRegular) continue;
-    out.push_back(ShardFile{join(prefix, f.name), f.size, f.mtime});
-  }
-  for (const auto& c : node.dirs) collect_files(c, join(prefix, c.name), out);
-}
-}  // namespace
-
-std::vector<ShardFile> subtree_files(const DirNode& node) {
-  std::vector<ShardFile> out;
-  collect_files(node, "", out);
-  std::sort(out.begin(), out.end(),
-            [](const ShardFile& a, const ShardFile& b) { return a.rel_path < b.rel_path; });
-  return out;
-}
-
 const DirNode* find_node(const DirNode& root, const std::string& rel) {
   const DirNode* cur = &root;
   if (rel.empty()) return cur;

@@ -75,9 +75,6 @@ class TreeWalker {
 std::vector<std::pair<std::string, double>> subtree_dirs(const DirNode& node,
                                                          const std::string& rel);
 
-// Every regular file under `node`, relative to it, sorted.
-std::vector<ShardFile> subtree_files(const DirNode& node);
-
 // The node at `rel` (slash-separated, relative to `root`), or nullptr.
 const DirNode* find_node(const DirNode& root, const std::string& rel);
 

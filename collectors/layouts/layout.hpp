@@ -40,9 +40,4 @@ std::vector<Checkpoint> recognise_tree(const DirNode& root, const LayoutContext&
 bool wants_content(std::string_view file_name);
 inline constexpr std::uint64_t kMaxManifestBytes = 4 * 1024 * 1024;
 
-// Whether the scanner should store this symlink's target (readlink(2)) in
-// FileEntry::content. Lightning's `last.ckpt` may be a symlink to the newest
-// checkpoint file; a target that is gone is a dangling, unrestorable `last`.
-bool wants_link_target(std::string_view link_name);
-
 }  // namespace ckptmon

@@ -60,8 +60,8 @@ void recognise_lightning(DirScope& s) {
     if (f.type == FileEntry::Type::kSymlink) {
       // last.ckpt -> epoch=3-step=1200.ckpt: an alias of a file counted on its
       // own, unless its target is gone.
-      if (!f.content) continue;  // target unknown
-      std::string_view target = *f.content;
+      if (f.link_target.empty()) continue;  // target unknown
+      std::string_view target = f.link_target;
       if (target.starts_with("./")) target.remove_prefix(2);
       if (target.empty() || target.find('/') != std::string_view::npos)
         continue;  // outside: not checked

@@ -142,6 +142,5 @@ bool wants_content(std::string_view name) {
   return name.ends_with(".index.json");
 }
 
-bool wants_link_target(std::string_view name) { return name.ends_with(".ckpt"); }
 
 }  // namespace ckptmon

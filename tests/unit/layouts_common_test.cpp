@@ -72,8 +72,6 @@ TEST(LayoutNames, ContentWantedForManifestsOnly) {
                         "optimizer.pt", "last.ckpt", "dlrover_latest.txt"}) {
     EXPECT_FALSE(wants_content(n)) << n;
   }
-  EXPECT_TRUE(wants_link_target("last.ckpt"));
-  EXPECT_FALSE(wants_link_target("latest"));
 }
 
 FileEntry manifest(std::string name, std::string text) {

@@ -1,9 +1,9 @@
 // The fixture generator's oracle (tests/fixtures/gen_layouts.py, expected.json)
-// against the recognisers, on real files: the generator writes the trees, a
-// minimal lstat walk here reads them back, every job is recognised and every
+// against the recognisers, on real files: the generator writes the trees, the
+// scanner's walker reads them back, every job is recognised and every
 // checkpoint compared with what the generator says it wrote.
 
-#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,58 +16,22 @@
 #include <nlohmann/json.hpp>
 
 #include "collectors/layouts/layout.hpp"
+#include "collectors/tree_walk.hpp"
 #include "tree_builder.hpp"
 
 namespace ckptmon {
 namespace {
 
-double mtime_of(const struct stat& st) {
-  return static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) / 1e9;
-}
-
-// What the scanner hands the recognisers, read the simplest way (the real
-// scanner uses openat/fstatat and is tested on its own).
-DirNode read_tree(const std::string& path, const std::string& name) {
-  DirNode d;
-  d.name = name;
+// The tree as the scanner's walker reads it (the walker has its own tests).
+DirNode read_tree(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) d.mtime = mtime_of(st);
-  DIR* dir = ::opendir(path.c_str());
-  if (dir == nullptr) return d;
-  while (const dirent* e = ::readdir(dir)) {
-    const std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
-    const std::string p = path + "/" + n;
-    if (::lstat(p.c_str(), &st) != 0) continue;
-    if (S_ISDIR(st.st_mode)) {
-      d.dirs.push_back(read_tree(p, n));
-      continue;
-    }
-    FileEntry f;
-    f.name = n;
-    f.type = S_ISREG(st.st_mode)   ? FileEntry::Type::kRegular
-             : S_ISLNK(st.st_mode) ? FileEntry::Type::kSymlink
-                                   : FileEntry::Type::kOther;
-    f.size = static_cast<std::uint64_t>(st.st_size);
-    f.allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
-    f.mtime = mtime_of(st);
-    if (f.type == FileEntry::Type::kRegular && wants_content(n) && f.size <= kMaxManifestBytes) {
-      std::ifstream in(p, std::ios::binary);
-      std::ostringstream text;
-      text << in.rdbuf();
-      f.content = text.str();
-    } else if (f.type == FileEntry::Type::kSymlink && wants_link_target(n)) {
-      std::error_code ec;
-      auto target = std::filesystem::read_symlink(p, ec);
-      if (!ec) f.content = target.string();
-    }
-    d.files.push_back(std::move(f));
-  }
-  ::closedir(dir);
-  std::sort(d.files.begin(), d.files.end(),
-            [](const auto& a, const auto& b) { return a.name < b.name; });
-  std::sort(d.dirs.begin(), d.dirs.end(),
-            [](const auto& a, const auto& b) { return a.name < b.name; });
+  ::fstat(fd, &st);
+  WalkStats stats;
+  TreeWalker walker(fd, st.st_dev, nullptr, stats);
+  DirNode d;
+  walker.build("", d, nullptr);
+  ::close(fd);
   return d;
 }
 
@@ -112,7 +76,7 @@ TEST_P(LayoutFixtures, GeneratorOracleAgreesWithTheRecognisers) {
 
   // Job depth 1: every directory under the tier root is a job.
   std::vector<Checkpoint> found;
-  const DirNode tier = read_tree(out, "tier");
+  const DirNode tier = read_tree(out);
   for (const auto& job : tier.dirs) {
     for (auto& c : recognise_tree(job, ctx)) {
       c.job = job.name;

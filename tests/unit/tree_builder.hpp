@@ -117,7 +117,11 @@ class TreeBuilder {
     f.allocated = allocated;
     f.mtime = mtime;
     f.mode = type == FileEntry::Type::kSymlink ? 0120777 : 0100644;
-    f.content = std::move(content);
+    if (type == FileEntry::Type::kSymlink) {
+      f.link_target = content.value_or("");  // symlinks: the readlink() target
+    } else {
+      f.content = std::move(content);
+    }
     parent.files.push_back(std::move(f));
   }
 

@@ -156,27 +156,5 @@ TEST(TreeWalk, ReadsManifestContentOnlyWhenAsked) {
   EXPECT_FALSE(d->file("notes.txt")->content);
 }
 
-TEST(TreeWalk, SubtreeFilesAreRelativeAndSorted) {
-  auto entry = [](const char* name, FileEntry::Type type, std::uint64_t size) {
-    FileEntry f;
-    f.name = name;
-    f.type = type;
-    f.size = size;
-    return f;
-  };
-  DirNode n;
-  n.files.push_back(entry("z.pt", FileEntry::Type::kRegular, 3));
-  DirNode sub;
-  sub.name = "a";
-  sub.files.push_back(entry("b.bin", FileEntry::Type::kRegular, 7));
-  sub.files.push_back(entry("link", FileEntry::Type::kSymlink, 4));
-  n.dirs.push_back(sub);
-  auto files = subtree_files(n);
-  ASSERT_EQ(files.size(), 2u);
-  EXPECT_EQ(files[0].rel_path, "a/b.bin");
-  EXPECT_EQ(files[0].size, 7u);
-  EXPECT_EQ(files[1].rel_path, "z.pt");
-}
-
 }  // namespace
 }  // namespace ckptmon
