@@ -83,8 +83,12 @@ int cli_main(int argc, char** argv) {
   ScanCommandOptions scan_opts;
   std::string scan_partial_after = "30m";
   auto* scan = app.add_subcommand("scan", "Walk directories once and list the checkpoints found");
-  scan->add_option("paths", scan_opts.paths, "Tier roots to walk (each a tier named after it)")
+  scan->add_option("paths", scan_opts.paths,
+                   "Directories to walk (each a tier named after it, jobs at --job-depth), or "
+                   "tier names from --config.file")
       ->required();
+  scan->add_option("--config.file", scan_opts.config_file,
+                   "Read tier settings (jobs, layout, partial_after) from this configuration");
   scan->add_option("--format", scan_opts.format, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "collectors/tree_scan.hpp"
+#include "config/config.hpp"
 #include "daemon/web.hpp"
 #include "util/text.hpp"
 
@@ -16,7 +18,30 @@ int run_scan_command(const ScanCommandOptions& opts, const Clock& clock, std::os
   std::vector<Checkpoint> all;
   std::set<std::string> names;
   int rc = 0;
+  std::optional<Config> cfg;
+  if (!opts.config_file.empty()) {
+    LoadResult loaded = load_config_file(opts.config_file);
+    if (!loaded.config) {
+      for (const auto& e : loaded.errors) err << e.to_string() << "\n";
+      return 1;
+    }
+    cfg = std::move(*loaded.config);
+  }
   for (const auto& raw : opts.paths) {
+    if (const TierConfig* known = cfg ? cfg->find_tier(raw) : nullptr) {
+      names.insert(known->name);
+      bool drains = !known->drains_to.empty();
+      for (const auto& other : cfg->tiers) drains = drains || other.drains_to == known->name;
+      TierScanner scanner(*known, drains);
+      ScanOutcome r = scanner.scan(clock.now());
+      if (!r.root_ok) {
+        err << "ckptmon scan: " << r.error << "\n";
+        rc = 1;
+        continue;
+      }
+      for (auto& c : r.checkpoints) all.push_back(std::move(c));
+      continue;
+    }
     std::string path = raw;
     while (path.size() > 1 && path.back() == '/') path.pop_back();
     TierConfig t;

@@ -11,7 +11,10 @@
 namespace ckptmon {
 
 struct ScanCommandOptions {
+  // Each is a directory (a tier named after it, jobs at job_depth) or, with
+  // config_file, the name of a configured tier (its own settings).
   std::vector<std::string> paths;
+  std::string config_file;
   std::string format = "table";  // table | json
   Duration partial_after = std::chrono::minutes(30);
   int job_depth = 1;
