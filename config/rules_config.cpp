@@ -59,8 +59,8 @@ void string_key(YamlMap& m, std::string_view key, std::string& out, ErrorSink& s
 std::string show_seconds(double s) { return fmt_seconds(s); }
 std::string show_number(double v) { return fmt_number(v); }
 
-// Checks lo <= hi for two keys of `m` already read. The error points at the
-// key the file sets (`hi` when both), so the message names what to change.
+// Checks lo <= hi for two keys of `m` already read. The error points at
+// `hi` when the file sets it, else at `lo`: always at a key the user wrote.
 void require_order(YamlMap& m, ErrorSink& sink, std::string_view lo_key, double lo,
                    std::string_view hi_key, double hi, std::string (*show)(double)) {
   if (lo <= hi) return;
