@@ -372,12 +372,12 @@ std::vector<AlertInstance> AlertEvaluator::firing() const {
 }
 
 std::string format_rfc3339(double unix_seconds) {
-  double whole = std::floor(unix_seconds);
-  long long ms = std::llround((unix_seconds - whole) * 1000);
-  if (ms >= 1000) {
-    whole += 1;
-    ms -= 1000;
-  }
+  // Truncated, never rounded up: a resolved alert's endsAt must not lie in
+  // Alertmanager's future, or it merges the update as still firing.
+  const double whole = std::floor(unix_seconds);
+  const long long ms =
+      // 1 us of slack so 0.1 s (0.0999999 as a double) prints as .100, not .099.
+      std::min(999LL, static_cast<long long>(std::floor((unix_seconds - whole) * 1000 + 1e-3)));
   const std::time_t t = static_cast<std::time_t>(whole);
   std::tm tm{};
   gmtime_r(&t, &tm);

@@ -110,7 +110,7 @@ class AlertEvaluator {
   std::vector<AlertInstance> resolved_;
 };
 
-// RFC 3339 in UTC with milliseconds: "2023-11-14T22:13:20.000Z".
+// RFC 3339 in UTC with milliseconds, truncated: "2023-11-14T22:13:20.000Z".
 std::string format_rfc3339(double unix_seconds);
 
 // GET /api/v1/alerts body, shaped like Prometheus' own endpoint:

@@ -327,8 +327,9 @@ TEST(AlertConditions, GrowingQueueFiresWhenANewCheckpointLandsBeforeThePreviousD
 TEST(AlertRendering, Rfc3339) {
   EXPECT_EQ(format_rfc3339(1'700'000'000.0), "2023-11-14T22:13:20.000Z");
   EXPECT_EQ(format_rfc3339(1'700'000'000.5), "2023-11-14T22:13:20.500Z");
-  EXPECT_EQ(format_rfc3339(1'700'000'000.9996), "2023-11-14T22:13:21.000Z");
+  EXPECT_EQ(format_rfc3339(1'700'000'000.9996), "2023-11-14T22:13:20.999Z");  // truncated
   EXPECT_EQ(format_rfc3339(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(format_rfc3339(1'700'000'000.1), "2023-11-14T22:13:20.100Z");
 }
 
 AlertInstance instance(std::string tier, std::string job, AlertState st) {
