@@ -36,8 +36,8 @@ void seconds_key(YamlMap& m, std::string_view key, double& out, ErrorSink& sink,
   }
 }
 
-void int_key(YamlMap& m, std::string_view key, std::int64_t& out, ErrorSink& sink,
-             std::int64_t min, std::int64_t max) {
+void int_key(YamlMap& m, std::string_view key, std::int64_t& out, ErrorSink& sink, std::int64_t min,
+             std::int64_t max) {
   if (auto f = m.get(key); f.present()) {
     if (auto v = read_int(f, sink, min, max)) out = *v;
   }
@@ -209,8 +209,8 @@ void read_history(YamlMap& m, HistoryPolicy& out, ErrorSink& sink) {
   YamlField f = m.get("downsample");
   if (f.present()) {
     if (!f.value.IsSequence()) {
-      sink.add(f.mark(), f.path, "expected a list of {resolution, retention}, got " +
-                                     describe(f.value));
+      sink.add(f.mark(), f.path,
+               "expected a list of {resolution, retention}, got " + describe(f.value));
     } else {
       std::vector<DownsampleLevel> levels;
       bool ok = true;

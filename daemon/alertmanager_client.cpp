@@ -34,7 +34,7 @@ struct AlertmanagerClient::Request : std::enable_shared_from_this<Request> {
     req_.version(11);
     const bool v6 = url.host.find(':') != std::string::npos;
     req_.set(http::field::host,
-            (v6 ? "[" + url.host + "]" : url.host) + ":" + std::to_string(url.port));
+             (v6 ? "[" + url.host + "]" : url.host) + ":" + std::to_string(url.port));
     req_.set(http::field::user_agent, std::string("ckptmon/") + kVersion);
     req_.set(http::field::content_type, "application/json");
     req_.keep_alive(false);
@@ -45,40 +45,40 @@ struct AlertmanagerClient::Request : std::enable_shared_from_this<Request> {
   }
 
   void start(double timeout_seconds) {
-    deadline_.expires_after(std::chrono::milliseconds(
-        static_cast<std::int64_t>(timeout_seconds * 1000)));
+    deadline_.expires_after(
+        std::chrono::milliseconds(static_cast<std::int64_t>(timeout_seconds * 1000)));
     deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (ec) return;  // cancelled: the request finished first
       self->finish(false, "timed out");
     });
-    resolver_.async_resolve(host_, port_,
-                           [self = shared_from_this()](beast::error_code ec,
-                                                       tcp::resolver::results_type results) {
-                             if (ec) return self->finish(false, "resolve: " + ec.message());
-                             self->stream_.async_connect(
-                                 results, [self](beast::error_code ec2, const tcp::endpoint&) {
-                                   if (ec2) return self->finish(false, "connect: " + ec2.message());
-                                   self->write();
-                                 });
-                           });
+    resolver_.async_resolve(
+        host_, port_,
+        [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type results) {
+          if (ec) return self->finish(false, "resolve: " + ec.message());
+          self->stream_.async_connect(results, [self](beast::error_code ec2, const tcp::endpoint&) {
+            if (ec2) return self->finish(false, "connect: " + ec2.message());
+            self->write();
+          });
+        });
   }
 
   void write() {
-    http::async_write(stream_, req_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      if (ec) return self->finish(false, "write: " + ec.message());
-      self->parser_.body_limit(kResponseLimit);
-      http::async_read(self->stream_, self->buffer_, self->parser_,
-                       [self](beast::error_code ec2, std::size_t) {
-                         if (ec2) return self->finish(false, "read: " + ec2.message());
-                         const unsigned status = self->parser_.get().result_int();
-                         if (status / 100 != 2) {
-                           std::string body = self->parser_.get().body().substr(0, 200);
-                           return self->finish(false, "HTTP " + std::to_string(status) + ": " +
-                                                          body);
-                         }
-                         self->finish(true, "");
-                       });
-    });
+    http::async_write(
+        stream_, req_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+          if (ec) return self->finish(false, "write: " + ec.message());
+          self->parser_.body_limit(kResponseLimit);
+          http::async_read(self->stream_, self->buffer_, self->parser_,
+                           [self](beast::error_code ec2, std::size_t) {
+                             if (ec2) return self->finish(false, "read: " + ec2.message());
+                             const unsigned status = self->parser_.get().result_int();
+                             if (status / 100 != 2) {
+                               std::string body = self->parser_.get().body().substr(0, 200);
+                               return self->finish(false,
+                                                   "HTTP " + std::to_string(status) + ": " + body);
+                             }
+                             self->finish(true, "");
+                           });
+        });
   }
 
   // Runs the completion once, whichever of deadline and I/O comes first.
@@ -171,18 +171,18 @@ void AlertmanagerClient::post(std::string body, std::set<AlertLabels> sent_firin
 
 void AlertmanagerClient::finished(bool ok, const std::string& error,
                                   std::set<AlertLabels> sent_firing,
-                                  const std::vector<AlertLabels>& sent_resolved,
-                                  std::size_t alerts, double now) {
+                                  const std::vector<AlertLabels>& sent_resolved, std::size_t alerts,
+                                  double now) {
   request_.reset();
   stats_.in_flight = false;
   ++stats_.posts_total;
   if (!ok) {
     ++stats_.post_errors_total;
     if (stats_.last_error.empty()) {
-      log::warn("alertmanager push failed", {{"url", "http://" + options_.url.host + ":" +
-                                                         std::to_string(options_.url.port) +
-                                                         options_.url.path},
-                                             {"err", error}});
+      log::warn("alertmanager push failed",
+                {{"url", "http://" + options_.url.host + ":" + std::to_string(options_.url.port) +
+                             options_.url.path},
+                 {"err", error}});
     }
     stats_.last_error = error;
     return;

@@ -21,8 +21,8 @@
 namespace ckptmon {
 
 struct AlertmanagerOptions {
-  HttpUrl url;                       // Alertmanager base URL
-  double timeout_seconds = 10;       // one POST, name resolution and connect included
+  HttpUrl url;                  // Alertmanager base URL
+  double timeout_seconds = 10;  // one POST, name resolution and connect included
   double resend_interval_seconds = 60;
   // A resolved alert Alertmanager did not accept is retried this long, then dropped.
   double resolved_retry_seconds = 900;
@@ -70,8 +70,8 @@ class AlertmanagerClient {
   AlertmanagerOptions options_;
   AlertmanagerStats stats_;
   std::map<AlertLabels, AlertInstance> resolved_;  // waiting to be accepted
-  std::set<AlertLabels> accepted_firing_;  // the firing set of the last accepted POST
-  double last_accepted_ = -1;              // `now` of the last accepted POST with firing alerts
+  std::set<AlertLabels> accepted_firing_;          // the firing set of the last accepted POST
+  double last_accepted_ = -1;  // `now` of the last accepted POST with firing alerts
   std::shared_ptr<Request> request_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

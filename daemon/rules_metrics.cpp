@@ -25,8 +25,8 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
   FamilyBuilder overlap = gauge("ckpt_drain_overlapping_checkpoints",
                                 "Pending checkpoints beyond the oldest: checkpoints that arrived "
                                 "before the previous one finished draining.");
-  FamilyBuilder pending = gauge("ckpt_drain_pending_checkpoints",
-                                "Committed checkpoints not yet fully on to_tier.");
+  FamilyBuilder pending =
+      gauge("ckpt_drain_pending_checkpoints", "Committed checkpoints not yet fully on to_tier.");
   for (const DrainFigures& d : figures.drain) {
     const Labels l{{"tier", d.tier}, {"to_tier", d.to_tier}, {"job", d.job}};
     backlog.add(l, static_cast<double>(d.backlog_bytes));
@@ -50,10 +50,10 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
   FamilyBuilder temp = gauge("ckpt_tier_temp_write_allowance_bytes",
                              "Sizing rule term: room for the next checkpoints of the concurrent "
                              "jobs before old ones go.");
-  FamilyBuilder residue = gauge("ckpt_tier_residue_bytes",
-                                "Sizing rule term: partial checkpoints found on the tier.");
-  FamilyBuilder growth = gauge("ckpt_tier_growth_headroom_bytes",
-                               "Sizing rule term: margin for growing checkpoints.");
+  FamilyBuilder residue =
+      gauge("ckpt_tier_residue_bytes", "Sizing rule term: partial checkpoints found on the tier.");
+  FamilyBuilder growth =
+      gauge("ckpt_tier_growth_headroom_bytes", "Sizing rule term: margin for growing checkpoints.");
   FamilyBuilder needed = gauge("ckpt_tier_still_needed_bytes",
                                "Part of the required capacity not yet on the tier: what "
                                "available space still has to hold.");
@@ -97,9 +97,8 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
       if (j.next_fits) job_next_fits.add(jl, *j.next_fits ? 1 : 0);
     }
   }
-  for (FamilyBuilder* b : {&required, &retained, &temp, &residue, &growth, &needed, &headroom,
-                           &ttf, &concurrent, &next_bytes, &next_fits, &job_next_bytes,
-                           &job_next_fits}) {
+  for (FamilyBuilder* b : {&required, &retained, &temp, &residue, &growth, &needed, &headroom, &ttf,
+                           &concurrent, &next_bytes, &next_fits, &job_next_bytes, &job_next_fits}) {
     append(out, std::move(*b));
   }
 
@@ -130,15 +129,16 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
     cl_bytes.add(l, static_cast<double>(r.pending_bytes()));
     cl_count.add(l, static_cast<double>(r.pending_checkpoints()));
   }
-  for (const auto& [tier, age] : figures.cleanup_oldest_age_seconds) cl_age.add({{"tier", tier}}, age);
+  for (const auto& [tier, age] : figures.cleanup_oldest_age_seconds)
+    cl_age.add({{"tier", tier}}, age);
   append(out, std::move(cl_bytes));
   append(out, std::move(cl_count));
   append(out, std::move(cl_age));
 
   FamilyBuilder rts = gauge("ckpt_restorable_timestamp_seconds",
                             "Commit time of the job's newest restorable checkpoint on any tier.");
-  FamilyBuilder rstep = gauge("ckpt_restorable_step",
-                              "Step of the job's newest restorable checkpoint on any tier.");
+  FamilyBuilder rstep =
+      gauge("ckpt_restorable_step", "Step of the job's newest restorable checkpoint on any tier.");
   FamilyBuilder rver = gauge("ckpt_restorable_verified",
                              "1 when a copy of the job's newest restorable checkpoint passed "
                              "integrity verification.");

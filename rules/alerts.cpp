@@ -100,9 +100,12 @@ Signal below(double v, double fire, double clear) {
 
 std::string_view to_string(AlertState s) {
   switch (s) {
-    case AlertState::kInactive: return "inactive";
-    case AlertState::kPending: return "pending";
-    case AlertState::kFiring: return "firing";
+    case AlertState::kInactive:
+      return "inactive";
+    case AlertState::kPending:
+      return "pending";
+    case AlertState::kFiring:
+      return "firing";
   }
   return "unknown";
 }
@@ -156,10 +159,12 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
       out.add(kAlertNames[2], r.tier_filling_up, c.tier, "", s, v,
               "Tier " + c.tier + " is predicted to be full in " + human_seconds(v),
               "At the linear trend of its available space, tier " + c.tier + " (" +
-                  bytes(c.avail_bytes) + " available of " + bytes(c.size_bytes) +
-                  ") fills up in " + human_seconds(v) + ", within the horizon of " +
-                  human_seconds(r.tier_filling_up.horizon_seconds) + ". Required by the sizing "
-                  "rule: " + bytes(c.required_bytes) + ".");
+                  bytes(c.avail_bytes) + " available of " + bytes(c.size_bytes) + ") fills up in " +
+                  human_seconds(v) + ", within the horizon of " +
+                  human_seconds(r.tier_filling_up.horizon_seconds) +
+                  ". Required by the sizing "
+                  "rule: " +
+                  bytes(c.required_bytes) + ".");
     }
     if (c.used_ratio) {
       const double v = *c.used_ratio;
@@ -168,8 +173,8 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
               "Tier " + c.tier + " is " + percent(v) + " full",
               "Tier " + c.tier + " has " + bytes(c.avail_bytes) + " available of " +
                   bytes(c.size_bytes) + " (" + percent(v) + " used, threshold " +
-                  percent(r.tier_almost_full.used_ratio) + "). Checkpoints still needed: " +
-                  bytes(c.still_needed_bytes) + ".");
+                  percent(r.tier_almost_full.used_ratio) +
+                  "). Checkpoints still needed: " + bytes(c.still_needed_bytes) + ".");
     }
     if (c.has_stats) {
       const double margin = 1.0 + r.next_wont_fit.clear_margin_ratio;
@@ -178,10 +183,10 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
                 below(c.avail_bytes, j.next_checkpoint_bytes, j.next_checkpoint_bytes * margin),
                 j.next_checkpoint_bytes,
                 "Next checkpoint of job " + j.job + " will not fit on tier " + c.tier,
-                "The next checkpoint of job " + j.job + " needs " +
-                    bytes(j.next_checkpoint_bytes) + " more on tier " + c.tier +
-                    " (latest checkpoint " + bytes(static_cast<double>(j.latest_bytes)) +
-                    "), but only " + bytes(c.avail_bytes) + " is available.");
+                "The next checkpoint of job " + j.job + " needs " + bytes(j.next_checkpoint_bytes) +
+                    " more on tier " + c.tier + " (latest checkpoint " +
+                    bytes(static_cast<double>(j.latest_bytes)) + "), but only " +
+                    bytes(c.avail_bytes) + " is available.");
       }
       if (c.concurrent_jobs > 1 && c.jobs.size() > 1) {
         out.add(kAlertNames[4], r.next_wont_fit, c.tier, "",
@@ -213,8 +218,8 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
               above(v, rule.max_skew_seconds, rule.clear_skew_seconds), v,
               "Checkpoint shards of job " + j.job + " on tier " + j.tier + " land " +
                   human_seconds(v) + " apart",
-              "The latest committed checkpoint of job " + j.job + " on tier " + j.tier +
-                  " (step " + std::to_string(j.last_step) + ") took " + human_seconds(v) +
+              "The latest committed checkpoint of job " + j.job + " on tier " + j.tier + " (step " +
+                  std::to_string(j.last_step) + ") took " + human_seconds(v) +
                   " from its first to its last shard (threshold " +
                   human_seconds(rule.max_skew_seconds) +
                   "): some ranks write much later than others and the whole job waits for them.");
@@ -276,9 +281,9 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
     out.add(kAlertNames[10], rule, b.tier, "", s, ratio,
             "Write bandwidth of tier " + b.tier + " falls short of what checkpoints need",
             "Checkpoints on tier " + b.tier + " were written at " +
-                rate(b.observed_bytes_per_second) + ", but " + std::to_string(b.concurrent_writers) +
-                " concurrent writers of " + bytes(b.bytes_per_checkpoint) +
-                " each need " + rate(b.required_bytes_per_second) +
+                rate(b.observed_bytes_per_second) + ", but " +
+                std::to_string(b.concurrent_writers) + " concurrent writers of " +
+                bytes(b.bytes_per_checkpoint) + " each need " + rate(b.required_bytes_per_second) +
                 " to finish within the allowed window (ratio " + number(ratio) + ", threshold " +
                 number(rule.min_ratio) + ").");
   }
@@ -351,9 +356,8 @@ std::vector<AlertTransition> AlertEvaluator::evaluate(std::span<const AlertCondi
       transition(a, AlertState::kInactive, AlertState::kPending);
     }
   }
-  std::sort(out.begin(), out.end(), [](const AlertTransition& a, const AlertTransition& b) {
-    return a.labels < b.labels;
-  });
+  std::sort(out.begin(), out.end(),
+            [](const AlertTransition& a, const AlertTransition& b) { return a.labels < b.labels; });
   return out;
 }
 

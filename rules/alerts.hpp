@@ -21,10 +21,12 @@
 namespace ckptmon {
 
 inline constexpr std::array<std::string_view, 11> kAlertNames = {
-    "CheckpointDrainBacklogGrowing", "CheckpointDrainTooSlow",      "CheckpointTierFillingUp",
-    "CheckpointTierAlmostFull",      "CheckpointNextWontFit",       "CheckpointPartial",
-    "CheckpointCleanupStalled",      "CheckpointRecoveryPointStale", "CheckpointCompletionSkewHigh",
-    "CheckpointTierDown",            "CheckpointBandwidthShortfall"};
+    "CheckpointDrainBacklogGrowing", "CheckpointDrainTooSlow",
+    "CheckpointTierFillingUp",       "CheckpointTierAlmostFull",
+    "CheckpointNextWontFit",         "CheckpointPartial",
+    "CheckpointCleanupStalled",      "CheckpointRecoveryPointStale",
+    "CheckpointCompletionSkewHigh",  "CheckpointTierDown",
+    "CheckpointBandwidthShortfall"};
 
 // The identity of an alert instance. Empty tier or job: not applicable.
 struct AlertLabels {

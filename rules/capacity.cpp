@@ -42,19 +42,16 @@ double sum_of_biggest(std::vector<double> values, std::int64_t n) {
 
 // Latest committed checkpoint of each job on the tier (biggest in progress
 // when none is committed yet).
-std::map<std::string, std::uint64_t> latest_sizes(std::span<const Checkpoint> all,
-                                                  const std::string& tier) {
+std::map<std::string, std::uint64_t> latest_sizes(const JobCheckpoints& jobs) {
   std::map<std::string, std::uint64_t> out;
-  for (const std::string& job : jobs_on_tier(all, tier)) {
-    auto committed = committed_oldest_first(all, tier, job);
+  for (const auto& [job, mine] : jobs) {
+    auto committed = committed_oldest_first(mine);
     std::uint64_t latest = 0;
     if (!committed.empty()) {
       latest = committed.back()->bytes;
     } else {
-      for (const Checkpoint& c : all) {
-        if (c.tier == tier && c.job == job && c.state == CkptState::kInProgress) {
-          latest = std::max(latest, c.bytes);
-        }
+      for (const Checkpoint* c : mine) {
+        if (c->state == CkptState::kInProgress) latest = std::max(latest, c->bytes);
       }
     }
     out[job] = latest;
@@ -88,7 +85,8 @@ CapacityFigures evaluate_capacity(std::span<const Checkpoint> all, const TierSta
   f.concurrent_jobs =
       f.concurrency_observed ? observed_concurrency(all, name) : sizing.concurrent_jobs;
 
-  const std::map<std::string, std::uint64_t> latest = latest_sizes(all, name);
+  const JobCheckpoints jobs = group_by_job(all, name);
+  const std::map<std::string, std::uint64_t> latest = latest_sizes(jobs);
   double present_retained = 0;
   double in_progress_total = 0;
   std::vector<double> latest_list;
@@ -97,14 +95,15 @@ CapacityFigures evaluate_capacity(std::span<const Checkpoint> all, const TierSta
     JobCapacity j;
     j.job = job;
     j.latest_bytes = latest_bytes;
-    auto committed = committed_oldest_first(all, name, job);
+    const std::vector<const Checkpoint*>& mine = jobs.at(job);
+    auto committed = committed_oldest_first(mine);
     double keep = static_cast<double>(std::max<std::int64_t>(1, retention.keep_last));
     if (retention.max_age_seconds > 0) {
       const double interval = median_commit_interval(committed);
       if (interval > 0) keep = std::min(keep, std::floor(retention.max_age_seconds / interval) + 1);
     }
     std::uint64_t milestones = 0;
-    for (const RetentionDecision& d : decide_retention(all, name, job, retention, now)) {
+    for (const RetentionDecision& d : decide_retention(mine, retention, now)) {
       if (d.kind == RetentionKind::kKeptMilestone) ++milestones;
       if (d.kind == RetentionKind::kKeptNewest || d.kind == RetentionKind::kKeptLast ||
           d.kind == RetentionKind::kKeptMilestone) {
@@ -113,15 +112,13 @@ CapacityFigures evaluate_capacity(std::span<const Checkpoint> all, const TierSta
     }
     j.retained_versions = keep + static_cast<double>(milestones);
     j.required_bytes = static_cast<double>(latest_bytes) * j.retained_versions * sizing.replicas;
-    for (const Checkpoint& c : all) {
-      if (c.tier != name || c.job != job) continue;
-      if (c.state == CkptState::kInProgress) j.in_progress_bytes += c.bytes;
-      if (c.state == CkptState::kPartial) f.residue_bytes += static_cast<double>(c.bytes);
+    for (const Checkpoint* c : mine) {
+      if (c->state == CkptState::kInProgress) j.in_progress_bytes += c->bytes;
+      if (c->state == CkptState::kPartial) f.residue_bytes += static_cast<double>(c->bytes);
     }
     in_progress_total += static_cast<double>(j.in_progress_bytes);
-    j.next_checkpoint_bytes =
-        std::max(0.0, static_cast<double>(latest_bytes) * sizing.replicas -
-                          static_cast<double>(j.in_progress_bytes));
+    j.next_checkpoint_bytes = std::max(0.0, static_cast<double>(latest_bytes) * sizing.replicas -
+                                                static_cast<double>(j.in_progress_bytes));
     if (f.has_stats) j.next_fits = f.avail_bytes >= j.next_checkpoint_bytes;
     f.retained_required_bytes += j.required_bytes;
     latest_list.push_back(static_cast<double>(latest_bytes));
@@ -167,9 +164,11 @@ BandwidthFigures evaluate_bandwidth(std::span<const Checkpoint> all, const std::
   f.concurrent_writers =
       f.concurrency_observed ? observed_concurrency(all, tier) : policy.concurrent_writers;
   std::vector<double> sizes;
-  for (const auto& [job, bytes] : latest_sizes(all, tier)) sizes.push_back(static_cast<double>(bytes));
-  const std::int64_t n = std::min<std::int64_t>(f.concurrent_writers,
-                                                static_cast<std::int64_t>(sizes.size()));
+  for (const auto& [job, bytes] : latest_sizes(group_by_job(all, tier))) {
+    sizes.push_back(static_cast<double>(bytes));
+  }
+  const std::int64_t n =
+      std::min<std::int64_t>(f.concurrent_writers, static_cast<std::int64_t>(sizes.size()));
   if (n > 0) f.bytes_per_checkpoint = sum_of_biggest(sizes, n) / static_cast<double>(n);
   if (policy.allowed_window_seconds > 0) {
     f.required_bytes_per_second = f.bytes_per_checkpoint / policy.allowed_window_seconds *
@@ -185,7 +184,8 @@ BandwidthFigures evaluate_bandwidth(std::span<const Checkpoint> all, const std::
     if (end > now || end < now - policy.observe_window_seconds) continue;
     const double d = save_duration(c);
     if (d <= 0) continue;
-    const double start = c.save_start > 0 && c.save_end > c.save_start ? c.save_start : c.first_write;
+    const double start =
+        c.save_start > 0 && c.save_end > c.save_start ? c.save_start : c.first_write;
     intervals.emplace_back(start, start + d);
     bytes += static_cast<double>(c.bytes);
     ++f.observed_checkpoints;

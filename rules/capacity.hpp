@@ -43,7 +43,7 @@ struct CapacityFigures {
   bool concurrency_observed = true;  // false: set by policy
 
   // The sizing rule, term by term (ckpt_tier_required_capacity_bytes is the sum).
-  double retained_required_bytes = 0;    // sum of jobs' required_bytes
+  double retained_required_bytes = 0;     // sum of jobs' required_bytes
   double temp_write_allowance_bytes = 0;  // ratio x the concurrent jobs' latest checkpoints
   double residue_bytes = 0;               // partial checkpoints found on the tier
   double growth_headroom_bytes = 0;       // ratio x retained_required_bytes

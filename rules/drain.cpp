@@ -106,16 +106,18 @@ std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const 
       f.rate_bytes_per_second = counter_rate(drained_w);
       f.rate_from_events = f.rate_bytes_per_second.has_value();
     }
-    if (!f.rate_bytes_per_second) f.rate_bytes_per_second = rise_rate(window_points(copied, now, w));
+    if (!f.rate_bytes_per_second)
+      f.rate_bytes_per_second = rise_rate(window_points(copied, now, w));
     const std::vector<Point> backlog_w = window_points(backlog, now, w);
     if (auto fit = least_squares(backlog_w, now)) f.backlog_slope = fit->slope;
 
     if (f.backlog_bytes == 0) {
       f.time_to_empty_seconds = 0.0;
     } else if (f.rate_bytes_per_second) {
-      f.time_to_empty_seconds = *f.rate_bytes_per_second > 0
-                                    ? static_cast<double>(f.backlog_bytes) / *f.rate_bytes_per_second
-                                    : std::numeric_limits<double>::infinity();
+      f.time_to_empty_seconds =
+          *f.rate_bytes_per_second > 0
+              ? static_cast<double>(f.backlog_bytes) / *f.rate_bytes_per_second
+              : std::numeric_limits<double>::infinity();
     }
     out.push_back(std::move(f));
   }

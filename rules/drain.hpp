@@ -51,7 +51,7 @@ struct DrainFigures {
   // Least-squares slope of the backlog over the rate window, bytes per second.
   std::optional<double> backlog_slope;
   double drained_total = std::numeric_limits<double>::quiet_NaN();  // as given
-  std::vector<PendingCheckpoint> pending;  // oldest first
+  std::vector<PendingCheckpoint> pending;                           // oldest first
 
   DrainKey key() const { return DrainKey{tier, to_tier, job}; }
 };

@@ -6,9 +6,12 @@ namespace ckptmon {
 
 std::string_view to_string(Severity s) {
   switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kCritical: return "critical";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kCritical:
+      return "critical";
   }
   return "unknown";
 }
@@ -36,25 +39,24 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
       for (auto& f : d) out.drain.push_back(std::move(f));
     }
     auto h = history.tiers.find(name);
-    out.capacity.push_back(
-        evaluate_capacity(checkpoints, tier, h == history.tiers.end() ? kNoSamples : h->second, p,
-                          now));
+    out.capacity.push_back(evaluate_capacity(
+        checkpoints, tier, h == history.tiers.end() ? kNoSamples : h->second, p, now));
     out.bandwidth.push_back(evaluate_bandwidth(checkpoints, name, p.bandwidth, now));
 
     auto r = evaluate_retention(checkpoints, name, p.retention, now);
     out.cleanup_oldest_age_seconds[name] = cleanup_oldest_age(r, now);
     for (auto& f : r) out.retention.push_back(std::move(f));
 
-    for (const std::string& job : jobs_on_tier(checkpoints, name)) {
+    for (const auto& [job, mine] : group_by_job(checkpoints, name)) {
       JobTierFigures j;
       j.tier = name;
       j.job = job;
-      for (const Checkpoint& c : checkpoints) {
-        if (c.tier != name || c.job != job || c.state != CkptState::kPartial) continue;
+      for (const Checkpoint* c : mine) {
+        if (c->state != CkptState::kPartial) continue;
         ++j.partial_checkpoints;
-        j.partial_bytes += c.bytes;
+        j.partial_bytes += c->bytes;
       }
-      auto committed = committed_oldest_first(checkpoints, name, job);
+      auto committed = committed_oldest_first(mine);
       if (!committed.empty()) {
         const Checkpoint& last = *committed.back();
         j.has_committed = true;

@@ -36,20 +36,20 @@ struct JobTierFigures {
   std::uint64_t partial_checkpoints = 0;
   std::uint64_t partial_bytes = 0;
   bool has_committed = false;
-  std::int64_t last_step = -1;           // latest committed checkpoint
+  std::int64_t last_step = -1;  // latest committed checkpoint
   double last_commit_time = 0;
   double last_completion_skew_seconds = 0;
 };
 
 struct RuleFigures {
   double now = 0;
-  std::vector<DrainFigures> drain;          // tiers with drains_to
-  std::vector<CapacityFigures> capacity;    // every tier
-  std::vector<BandwidthFigures> bandwidth;  // every tier
-  std::vector<RetentionFigures> retention;  // every (tier, job)
+  std::vector<DrainFigures> drain;                           // tiers with drains_to
+  std::vector<CapacityFigures> capacity;                     // every tier
+  std::vector<BandwidthFigures> bandwidth;                   // every tier
+  std::vector<RetentionFigures> retention;                   // every (tier, job)
   std::map<std::string, double> cleanup_oldest_age_seconds;  // every tier
-  std::vector<RecoveryPoint> recovery;      // every job
-  std::vector<JobTierFigures> job_tiers;    // every (tier, job)
+  std::vector<RecoveryPoint> recovery;                       // every job
+  std::vector<JobTierFigures> job_tiers;                     // every (tier, job)
 };
 
 // `tiers` is State::tiers (configuration, up/down, statfs figures).

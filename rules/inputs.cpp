@@ -17,15 +17,13 @@ double save_start_time(const Checkpoint& c) {
   return c.first_write;
 }
 
-std::vector<const Checkpoint*> committed_oldest_first(std::span<const Checkpoint> all,
-                                                      const std::string& tier,
-                                                      const std::string& job) {
+std::vector<const Checkpoint*> committed_oldest_first(std::span<const Checkpoint* const> job) {
   std::vector<const Checkpoint*> out;
   bool all_have_steps = true;
-  for (const Checkpoint& c : all) {
-    if (c.tier != tier || c.job != job || c.state != CkptState::kCommitted) continue;
-    out.push_back(&c);
-    if (c.step < 0) all_have_steps = false;
+  for (const Checkpoint* c : job) {
+    if (c->state != CkptState::kCommitted) continue;
+    out.push_back(c);
+    if (c->step < 0) all_have_steps = false;
   }
   if (all_have_steps) {
     std::sort(out.begin(), out.end(), [](const Checkpoint* a, const Checkpoint* b) {
@@ -37,6 +35,24 @@ std::vector<const Checkpoint*> committed_oldest_first(std::span<const Checkpoint
       return std::tuple(commit_time(*a), a->step, std::string_view(a->path)) <
              std::tuple(commit_time(*b), b->step, std::string_view(b->path));
     });
+  }
+  return out;
+}
+
+std::vector<const Checkpoint*> committed_oldest_first(std::span<const Checkpoint> all,
+                                                      const std::string& tier,
+                                                      const std::string& job) {
+  std::vector<const Checkpoint*> mine;
+  for (const Checkpoint& c : all) {
+    if (c.tier == tier && c.job == job) mine.push_back(&c);
+  }
+  return committed_oldest_first(mine);
+}
+
+JobCheckpoints group_by_job(std::span<const Checkpoint> all, const std::string& tier) {
+  JobCheckpoints out;
+  for (const Checkpoint& c : all) {
+    if (c.tier == tier) out[c.job].push_back(&c);
   }
   return out;
 }

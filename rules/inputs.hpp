@@ -70,6 +70,13 @@ double save_start_time(const Checkpoint& c);
 std::vector<const Checkpoint*> committed_oldest_first(std::span<const Checkpoint> all,
                                                       const std::string& tier,
                                                       const std::string& job);
+// The same over the checkpoints of one (tier, job) already picked out.
+std::vector<const Checkpoint*> committed_oldest_first(std::span<const Checkpoint* const> job);
+
+// The checkpoints of `tier` by job, in catalog order: one pass over the
+// catalog, so per-job rules cost O(checkpoints) in total, not per job.
+using JobCheckpoints = std::map<std::string, std::vector<const Checkpoint*>>;
+JobCheckpoints group_by_job(std::span<const Checkpoint> all, const std::string& tier);
 
 // Jobs that have any checkpoint on `tier`, sorted.
 std::vector<std::string> jobs_on_tier(std::span<const Checkpoint> all, const std::string& tier);

@@ -18,9 +18,9 @@ namespace ckptmon {
 // unless it is older than `max_age`. The newest committed checkpoint is always
 // kept, whatever the age.
 struct RetentionPolicy {
-  std::int64_t keep_last = 3;       // >= 1
-  std::int64_t keep_every = 0;      // milestone every N steps; 0 = no milestones
-  double max_age_seconds = 0;       // 0 = no age limit
+  std::int64_t keep_last = 3;   // >= 1
+  std::int64_t keep_every = 0;  // milestone every N steps; 0 = no milestones
+  double max_age_seconds = 0;   // 0 = no age limit
   // A partial checkpoint whose last write is older than this is failed-run
   // residue waiting for cleanup (it is residue for capacity from the start).
   double partial_window_seconds = 3600;
@@ -69,7 +69,7 @@ struct TierPolicy {
 
 // One resolution step of the history (YAML `history.downsample[]`).
 struct DownsampleLevel {
-  double resolution_seconds = 300;  // one sample kept per bucket of this width
+  double resolution_seconds = 300;        // one sample kept per bucket of this width
   double retention_seconds = 30 * 86400;  // samples older than this move to the next level
 };
 

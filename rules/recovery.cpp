@@ -36,9 +36,8 @@ std::vector<RecoveryPoint> evaluate_recovery(std::span<const Checkpoint> all,
     auto it = candidates.find(job);
     if (it != candidates.end() && !it->second.empty()) {
       const auto& cs = it->second;
-      const bool by_step = std::all_of(cs.begin(), cs.end(), [](const Candidate& x) {
-        return x.c->step >= 0;
-      });
+      const bool by_step =
+          std::all_of(cs.begin(), cs.end(), [](const Candidate& x) { return x.c->step >= 0; });
       // The winning state: highest step, or newest commit time.
       const Candidate* best = &cs.front();
       for (const Candidate& x : cs) {

@@ -20,12 +20,18 @@ double partial_reference_time(const Checkpoint& c) {
 
 std::string_view to_string(RetentionKind k) {
   switch (k) {
-    case RetentionKind::kKeptNewest: return "kept_newest";
-    case RetentionKind::kKeptLast: return "kept_last";
-    case RetentionKind::kKeptMilestone: return "kept_milestone";
-    case RetentionKind::kExpired: return "expired";
-    case RetentionKind::kResidue: return "residue";
-    case RetentionKind::kNotDue: return "not_due";
+    case RetentionKind::kKeptNewest:
+      return "kept_newest";
+    case RetentionKind::kKeptLast:
+      return "kept_last";
+    case RetentionKind::kKeptMilestone:
+      return "kept_milestone";
+    case RetentionKind::kExpired:
+      return "expired";
+    case RetentionKind::kResidue:
+      return "residue";
+    case RetentionKind::kNotDue:
+      return "not_due";
   }
   return "unknown";
 }
@@ -33,10 +39,20 @@ std::string_view to_string(RetentionKind k) {
 std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint> all,
                                                 const std::string& tier, const std::string& job,
                                                 const RetentionPolicy& policy, double now) {
+  std::vector<const Checkpoint*> mine;
+  for (const Checkpoint& c : all) {
+    if (c.tier == tier && c.job == job) mine.push_back(&c);
+  }
+  return decide_retention(mine, policy, now);
+}
+
+std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint* const> job,
+                                                const RetentionPolicy& policy, double now) {
   std::vector<RetentionDecision> out;
-  const std::vector<const Checkpoint*> committed = committed_oldest_first(all, tier, job);
+  const std::vector<const Checkpoint*> committed = committed_oldest_first(job);
   const std::size_t n = committed.size();
-  const std::size_t keep_last = static_cast<std::size_t>(std::max<std::int64_t>(1, policy.keep_last));
+  const std::size_t keep_last =
+      static_cast<std::size_t>(std::max<std::int64_t>(1, policy.keep_last));
   for (std::size_t idx = 0; idx < n; ++idx) {
     const Checkpoint& c = *committed[idx];
     const std::size_t from_newest = n - 1 - idx;
@@ -47,8 +63,7 @@ std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint> all,
       continue;
     }
     const bool in_last = from_newest < keep_last;
-    const bool milestone =
-        policy.keep_every > 0 && c.step >= 0 && c.step % policy.keep_every == 0;
+    const bool milestone = policy.keep_every > 0 && c.step >= 0 && c.step % policy.keep_every == 0;
     const double t = commit_time(c);
     const bool too_old = policy.max_age_seconds > 0 && t > 0 && now - t > policy.max_age_seconds;
     if (!too_old && (in_last || milestone)) {
@@ -72,8 +87,9 @@ std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint> all,
   }
 
   std::vector<RetentionDecision> others;
-  for (const Checkpoint& c : all) {
-    if (c.tier != tier || c.job != job || c.state == CkptState::kCommitted) continue;
+  for (const Checkpoint* cp : job) {
+    const Checkpoint& c = *cp;
+    if (c.state == CkptState::kCommitted) continue;
     RetentionDecision d{&c, RetentionKind::kNotDue, 0};
     if (c.state == CkptState::kPartial) {
       const double ref = partial_reference_time(c);
@@ -84,10 +100,11 @@ std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint> all,
     }
     others.push_back(d);
   }
-  std::sort(others.begin(), others.end(), [](const RetentionDecision& a, const RetentionDecision& b) {
-    return std::tuple(a.checkpoint->last_write, std::string_view(a.checkpoint->path)) <
-           std::tuple(b.checkpoint->last_write, std::string_view(b.checkpoint->path));
-  });
+  std::sort(others.begin(), others.end(),
+            [](const RetentionDecision& a, const RetentionDecision& b) {
+              return std::tuple(a.checkpoint->last_write, std::string_view(a.checkpoint->path)) <
+                     std::tuple(b.checkpoint->last_write, std::string_view(b.checkpoint->path));
+            });
   out.insert(out.end(), others.begin(), others.end());
   return out;
 }
@@ -96,12 +113,12 @@ std::vector<RetentionFigures> evaluate_retention(std::span<const Checkpoint> all
                                                  const std::string& tier,
                                                  const RetentionPolicy& policy, double now) {
   std::vector<RetentionFigures> out;
-  for (const std::string& job : jobs_on_tier(all, tier)) {
+  for (const auto& [job, mine] : group_by_job(all, tier)) {
     RetentionFigures f;
     f.tier = tier;
     f.job = job;
     std::vector<std::pair<double, std::string>> pending;
-    for (const RetentionDecision& d : decide_retention(all, tier, job, policy, now)) {
+    for (const RetentionDecision& d : decide_retention(mine, policy, now)) {
       const Checkpoint& c = *d.checkpoint;
       switch (d.kind) {
         case RetentionKind::kKeptMilestone:

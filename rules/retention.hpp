@@ -36,6 +36,9 @@ struct RetentionDecision {
 std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint> all,
                                                 const std::string& tier, const std::string& job,
                                                 const RetentionPolicy& policy, double now);
+// The same over the checkpoints of one (tier, job) already picked out.
+std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint* const> job,
+                                                const RetentionPolicy& policy, double now);
 
 // The deletion queue and what stays, for one (tier, job).
 struct RetentionFigures {

@@ -13,7 +13,8 @@ std::vector<Point> window_points(std::span<const Point> points, double now, doub
     if (p.t > now || p.t < now - window) continue;
     out.push_back(p);
   }
-  std::stable_sort(out.begin(), out.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Point& a, const Point& b) { return a.t < b.t; });
   return out;
 }
 

@@ -16,10 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "util/clock.hpp"
@@ -86,7 +86,8 @@ std::optional<std::pair<unsigned, std::string>> get(asio::io_context& io, std::u
           });
         });
       });
-  run_until(io, [&] { return op->done; }, std::chrono::seconds(10));
+  run_until(
+      io, [&] { return op->done; }, std::chrono::seconds(10));
   if (!op->ok) return std::nullopt;
   return std::pair(op->res.result_int(), op->res.body());
 }
@@ -186,11 +187,14 @@ TEST(AlertmanagerClient, RealAlertmanagerReceivesFiringAndResolvedAlerts) {
   std::string error;
   ASSERT_TRUE(am.start(&error)) << error;
   asio::io_context io;
-  ASSERT_TRUE(run_until(io, [&] {
-    auto r = get(io, am.port(), "/-/ready");
-    if (!r || r->first != 200) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    return r && r->first == 200;
-  })) << "alertmanager did not become ready:\n"
+  ASSERT_TRUE(run_until(io,
+                        [&] {
+                          auto r = get(io, am.port(), "/-/ready");
+                          if (!r || r->first != 200)
+                            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                          return r && r->first == 200;
+                        }))
+      << "alertmanager did not become ready:\n"
       << am.log();
 
   SystemClock clock;  // Alertmanager judges startsAt/endsAt by its own wall clock
@@ -243,12 +247,14 @@ TEST(AlertmanagerClient, RealAlertmanagerReceivesFiringAndResolvedAlerts) {
   EXPECT_EQ(client.pending_resolved(), 0u);
   client.update({}, {}, clock.now());
   EXPECT_FALSE(client.stats().in_flight);  // not sent again
-  ASSERT_TRUE(run_until(io, [&] {
-    auto l = listed(io, am.port());
-    const bool gone = l && l->empty();
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    return gone;
-  })) << "resolved alert still listed:\n"
+  ASSERT_TRUE(run_until(io,
+                        [&] {
+                          auto l = listed(io, am.port());
+                          const bool gone = l && l->empty();
+                          if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                          return gone;
+                        }))
+      << "resolved alert still listed:\n"
       << am.log();
 }
 

@@ -220,8 +220,7 @@ TEST(AlertConditions, EveryAlertFiresOnItsFigureWithTheFiguresInItsText) {
     ASSERT_NE(c, nullptr) << w.name;
     EXPECT_EQ(c->signal, Signal::kFire) << w.name;
     EXPECT_EQ(c->labels.severity, w.severity) << w.name;
-    EXPECT_NE(c->description.find(w.text), std::string::npos)
-        << w.name << ": " << c->description;
+    EXPECT_NE(c->description.find(w.text), std::string::npos) << w.name << ": " << c->description;
     EXPECT_FALSE(c->summary.empty());
     std::string anchor(w.name);
     std::transform(anchor.begin(), anchor.end(), anchor.begin(), ::tolower);
@@ -369,9 +368,10 @@ TEST(AlertRendering, AlertmanagerPayload) {
   auto j = nlohmann::json::parse(alertmanager_payload(firing, resolved, 1'700'000'200, 60,
                                                       "http://node1:10025/api/v1/alerts"));
   ASSERT_EQ(j.size(), 2u);
-  EXPECT_EQ(j[0]["labels"],
-            (nlohmann::json{{"alertname", "CheckpointPartial"}, {"severity", "warning"},
-                            {"tier", "rapid"}, {"job", "a"}}));
+  EXPECT_EQ(j[0]["labels"], (nlohmann::json{{"alertname", "CheckpointPartial"},
+                                            {"severity", "warning"},
+                                            {"tier", "rapid"},
+                                            {"job", "a"}}));
   EXPECT_EQ(j[0]["startsAt"], "2023-11-14T22:14:20.000Z");
   EXPECT_EQ(j[0]["endsAt"], "2023-11-14T22:20:40.000Z");  // now (22:16:40) + 4 x 60 s
   EXPECT_EQ(j[0]["generatorURL"], "http://node1:10025/api/v1/alerts");

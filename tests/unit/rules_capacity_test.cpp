@@ -195,7 +195,7 @@ TEST(RulesBandwidth, StatedSaveIntervalWinsAndOldSavesAreIgnored) {
   const double now = 100'000;
   std::vector<Checkpoint> cks{
       Ck("rapid", "a", 2).committed(1000, now - 100, now - 90).save(now - 110, now - 90),
-      Ck("rapid", "a", 1).committed(9999, 10, 20),  // outside the 24 h window
+      Ck("rapid", "a", 1).committed(9999, 10, 20),              // outside the 24 h window
       Ck("rapid", "a", 3).committed(5000, now - 50, now - 50),  // one file: no duration
   };
   auto f = evaluate_bandwidth(cks, "rapid", BandwidthPolicy{}, now);

@@ -147,28 +147,37 @@ TEST_P(TierPolicyRejects, Exactly) { EXPECT_EQ(tier_errors(GetParam().yaml), Get
 INSTANTIATE_TEST_SUITE_P(
     Table, TierPolicyRejects,
     ::testing::Values(
-        Bad{"keep_last_zero", "retention:\n  keep_last: 0\n",
+        Bad{"keep_last_zero",
+            "retention:\n  keep_last: 0\n",
             {"r.yml:2:14: tiers[0].retention.keep_last: expected an integer from 1 to 1000000, "
              "got \"0\""}},
-        Bad{"unknown_retention_key", "retention:\n  keep_lats: 3\n",
+        Bad{"unknown_retention_key",
+            "retention:\n  keep_lats: 3\n",
             {"r.yml:2:3: tiers[0].retention.keep_lats: unknown key (expected one of: keep_last, "
              "keep_every, max_age, partial_window)"}},
-        Bad{"fractional_duration", "retention:\n  max_age: 1.5h\n",
+        Bad{"fractional_duration",
+            "retention:\n  max_age: 1.5h\n",
             {"r.yml:2:12: tiers[0].retention.max_age: expected a duration such as 500ms, 15s, "
              "5m, 2h or 14d, got \"1.5h\""}},
-        Bad{"retention_is_a_list", "retention: [1]\n",
+        Bad{"retention_is_a_list",
+            "retention: [1]\n",
             {"r.yml:1:12: tiers[0].retention: expected a mapping, got a list"}},
-        Bad{"replicas_below_one", "sizing:\n  replicas: 0.5\n",
+        Bad{"replicas_below_one",
+            "sizing:\n  replicas: 0.5\n",
             {"r.yml:2:13: tiers[0].sizing.replicas: expected a number from 1 to 100, got "
              "\"0.5\""}},
-        Bad{"trend_window_too_short", "sizing: {trend_window: 10s}\n",
+        Bad{"trend_window_too_short",
+            "sizing: {trend_window: 10s}\n",
             {"r.yml:1:24: tiers[0].sizing.trend_window: must be at least 1m, got \"10s\""}},
-        Bad{"zero_allowed_window", "bandwidth:\n  allowed_window: 0s\n",
+        Bad{"zero_allowed_window",
+            "bandwidth:\n  allowed_window: 0s\n",
             {"r.yml:2:19: tiers[0].bandwidth.allowed_window: must be at least 1s, got \"0s\""}},
-        Bad{"negative_concurrency", "bandwidth:\n  concurrent_writers: -1\n",
+        Bad{"negative_concurrency",
+            "bandwidth:\n  concurrent_writers: -1\n",
             {"r.yml:2:23: tiers[0].bandwidth.concurrent_writers: expected an integer from 0 to "
              "1000000, got \"-1\""}},
-        Bad{"unknown_drain_key", "drain: {window: 5m}\n",
+        Bad{"unknown_drain_key",
+            "drain: {window: 5m}\n",
             {"r.yml:1:9: tiers[0].drain.window: unknown key (expected one of: rate_window)"}}));
 
 class AlertingRejects : public ::testing::TestWithParam<Bad> {};
@@ -176,13 +185,16 @@ TEST_P(AlertingRejects, Exactly) { EXPECT_EQ(alerting_errors(GetParam().yaml), G
 INSTANTIATE_TEST_SUITE_P(
     Table, AlertingRejects,
     ::testing::Values(
-        Bad{"https_url", "alertmanager_url: https://am:9093\n",
+        Bad{"https_url",
+            "alertmanager_url: https://am:9093\n",
             {"r.yml:1:19: alerting.alertmanager_url: https is not supported (expected an http:// "
              "URL such as http://127.0.0.1:9093), got \"https://am:9093\""}},
-        Bad{"bad_port", "alertmanager_url: http://am:99999\n",
+        Bad{"bad_port",
+            "alertmanager_url: http://am:99999\n",
             {"r.yml:1:19: alerting.alertmanager_url: invalid port in URL (expected an http:// "
              "URL such as http://127.0.0.1:9093), got \"http://am:99999\""}},
-        Bad{"zero_resend", "resend_interval: 0s\n",
+        Bad{"zero_resend",
+            "resend_interval: 0s\n",
             {"r.yml:1:18: alerting.resend_interval: must be at least 1s, got \"0s\""}},
         Bad{"unknown_alert",
             "rules:\n  CheckpointTierFull: {}\n",
@@ -241,7 +253,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"missing_retention",
             "downsample:\n  - {resolution: 5m}\n",
             {"r.yml:2:5: history.downsample[0].retention: required key is missing"}},
-        Bad{"not_a_list", "downsample: 5m\n",
+        Bad{"not_a_list",
+            "downsample: 5m\n",
             {"r.yml:1:13: history.downsample: expected a list of {resolution, retention}, got "
              "\"5m\""}}));
 
@@ -261,9 +274,9 @@ TEST(RulesConfig, ParsesHttpUrls) {
   ASSERT_TRUE(u);
   EXPECT_EQ(u->host, "::1");
   EXPECT_EQ(u->path, "");
-  for (const char* bad : {"ftp://x", "http://", "http://u@h:1", "http://h:", "http://h:0",
-                          "http://h/x?y", "http://[::1", "http://::1:9093", "127.0.0.1:9093",
-                          "http://h:12ab"}) {
+  for (const char* bad :
+       {"ftp://x", "http://", "http://u@h:1", "http://h:", "http://h:0", "http://h/x?y",
+        "http://[::1", "http://::1:9093", "127.0.0.1:9093", "http://h:12ab"}) {
     EXPECT_FALSE(parse_http_url(bad, &err)) << bad;
     EXPECT_FALSE(err.empty());
   }

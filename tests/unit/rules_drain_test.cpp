@@ -22,10 +22,16 @@ TierConfig staging() {
 }
 
 TEST(RulesDrain, BytesToCopyByRelativePathAndSize) {
-  Checkpoint src = Ck("staging", "a", 1).committed(0, 1, 2).files(
-      {{"__0_0.distcp", 100}, {"__1_0.distcp", 200}, {"__2_0.distcp", 300}, {".metadata", 7}});
-  Checkpoint dst = Ck("rapid", "a", 1).in_progress(0, 1, 2).files(
-      {{"__0_0.distcp", 100}, {"__1_0.distcp", 50}, {".metadata", 9}, {"extra", 1000}});
+  Checkpoint src = Ck("staging", "a", 1)
+                       .committed(0, 1, 2)
+                       .files({{"__0_0.distcp", 100},
+                               {"__1_0.distcp", 200},
+                               {"__2_0.distcp", 300},
+                               {".metadata", 7}});
+  Checkpoint dst =
+      Ck("rapid", "a", 1)
+          .in_progress(0, 1, 2)
+          .files({{"__0_0.distcp", 100}, {"__1_0.distcp", 50}, {".metadata", 9}, {"extra", 1000}});
   // __1_0 is 150 short, __2_0 missing (300); .metadata is bigger there: copied.
   EXPECT_EQ(bytes_to_copy(src, &dst), 450u);
   EXPECT_EQ(bytes_to_copy(src, nullptr), 607u);
@@ -108,7 +114,8 @@ TEST(RulesDrain, RateFromSuccessiveObservationsAndTimeToEmpty) {
   std::vector<Checkpoint> cks{Ck("staging", "a", 1).committed(3000, 1, 2),
                               Ck("rapid", "a", 1).in_progress(1000, 3, 4)};
   DrainHistory h;
-  h[{"staging", "rapid", "a"}] = {{now - 5000, 3000, 0}, {now - 100, 3000, 0}, {now - 50, 2400, 600}};
+  h[{"staging", "rapid", "a"}] = {
+      {now - 5000, 3000, 0}, {now - 100, 3000, 0}, {now - 50, 2400, 600}};
   auto f = evaluate_drain(cks, staging(), h, DrainPolicy{}, now);
   ASSERT_EQ(f.size(), 1u);
   ASSERT_TRUE(f[0].rate_bytes_per_second);

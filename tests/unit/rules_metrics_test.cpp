@@ -47,18 +47,24 @@ TEST(RulesMetrics, RendersTheFiguresWithTheirLabels) {
     return text.find("\n" + line + "\n") != std::string::npos;
   };
   // 600 bytes of step 100 and all of step 200 are not on rapid yet.
-  EXPECT_TRUE(has("ckpt_drain_backlog_bytes{tier=\"staging\",to_tier=\"rapid\",job=\"llama\"} 1600"))
+  EXPECT_TRUE(
+      has("ckpt_drain_backlog_bytes{tier=\"staging\",to_tier=\"rapid\",job=\"llama\"} 1600"))
       << text;
-  EXPECT_TRUE(has("ckpt_drain_overlapping_checkpoints{tier=\"staging\",to_tier=\"rapid\",job=\"llama\"} 1"));
-  EXPECT_TRUE(has("ckpt_drain_oldest_pending_age_seconds{tier=\"staging\",to_tier=\"rapid\",job=\"llama\"} 200"));
+  EXPECT_TRUE(has(
+      "ckpt_drain_overlapping_checkpoints{tier=\"staging\",to_tier=\"rapid\",job=\"llama\"} 1"));
+  EXPECT_TRUE(
+      has("ckpt_drain_oldest_pending_age_seconds{tier=\"staging\",to_tier=\"rapid\",job=\"llama\"} "
+          "200"));
   // Avail 4.5e11, 4.2e11, 4.0e11 at 100, 200, 300: least squares slope -2.5e8/s,
   // fitted 3.98333e11 at 300, so 1593.33 s to zero.
-  EXPECT_NE(text.find("ckpt_tier_time_to_full_seconds{tier=\"staging\"} 1593.33"), std::string::npos)
+  EXPECT_NE(text.find("ckpt_tier_time_to_full_seconds{tier=\"staging\"} 1593.33"),
+            std::string::npos)
       << text;
   EXPECT_TRUE(has("ckpt_restorable_step{job=\"llama\"} 200"));
   EXPECT_TRUE(has("ckpt_restorable_timestamp_seconds{job=\"llama\"} 200"));
   EXPECT_TRUE(has("ckpt_cleanup_pending_checkpoints{tier=\"staging\",job=\"llama\"} 0"));
-  EXPECT_TRUE(has("ckpt_alert{alertname=\"CheckpointTierDown\",severity=\"critical\",tier=\"rapid\"} 1"));
+  EXPECT_TRUE(
+      has("ckpt_alert{alertname=\"CheckpointTierDown\",severity=\"critical\",tier=\"rapid\"} 1"));
   EXPECT_TRUE(has("ckptmon_alertmanager_post_errors_total 1"));
   // rapid has no history and one sample: no trend, no sample.
   EXPECT_EQ(text.find("ckpt_tier_time_to_full_seconds{tier=\"rapid\"}"), std::string::npos);

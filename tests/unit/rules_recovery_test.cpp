@@ -9,9 +9,7 @@ namespace {
 
 using testing::Ck;
 
-TEST(RulesRecovery, EmptyCatalogHasNoJobs) {
-  EXPECT_TRUE(evaluate_recovery({}, {}, {}).empty());
-}
+TEST(RulesRecovery, EmptyCatalogHasNoJobs) { EXPECT_TRUE(evaluate_recovery({}, {}, {}).empty()); }
 
 TEST(RulesRecovery, HighestCommittedStepOnAnyTierWithItsEarliestCopy) {
   std::vector<Checkpoint> cks{

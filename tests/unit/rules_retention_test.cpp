@@ -52,7 +52,8 @@ TEST(RulesRetention, KeepLastExpiresTheOlderOnesSinceTheirReplacementCommitted) 
   EXPECT_EQ(f[0].expired_bytes, 1100u + 1200u + 1300u);
   EXPECT_EQ(f[0].retained_checkpoints, 3u);
   EXPECT_EQ(f[0].retained_bytes, 1400u + 1500u + 1600u);
-  EXPECT_EQ(f[0].pending_paths, (std::vector<std::string>{"a/step-100", "a/step-200", "a/step-300"}));
+  EXPECT_EQ(f[0].pending_paths,
+            (std::vector<std::string>{"a/step-100", "a/step-200", "a/step-300"}));
   EXPECT_EQ(cleanup_oldest_age(f, 2000), 600.0);
 }
 

@@ -49,7 +49,8 @@ TEST(RulesSeries, TimeToZeroWhenFlatRisingUnknownOrAlreadyEmpty) {
 
 TEST(RulesSeries, WindowDropsFutureOldAndNaNAndSorts) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  std::vector<Point> p{{kNow - 5, 1}, {kNow + 5, 2}, {kNow - 50, 3}, {kNow - 1, nan}, {kNow - 9, 4}};
+  std::vector<Point> p{
+      {kNow - 5, 1}, {kNow + 5, 2}, {kNow - 50, 3}, {kNow - 1, nan}, {kNow - 9, 4}};
   auto w = window_points(p, kNow, 10);
   ASSERT_EQ(w.size(), 2u);
   EXPECT_EQ(w[0].v, 4);
