@@ -321,7 +321,8 @@ std::vector<AlertTransition> AlertEvaluator::evaluate(std::span<const AlertCondi
 
   for (const auto& [labels, c] : seen) {
     auto it = instances_.find(labels);
-    if (it == instances_.end()) {
+    const bool is_new = it == instances_.end();
+    if (is_new) {
       if (c->signal != Signal::kFire) continue;
       AlertInstance a;
       a.labels = labels;
@@ -347,7 +348,6 @@ std::vector<AlertTransition> AlertEvaluator::evaluate(std::span<const AlertCondi
     a.summary = c->summary;
     a.description = c->description;
     a.runbook_url = c->runbook_url;
-    const bool is_new = a.active_at == now && a.active_for == 0 && a.fired_at == 0;
     if (a.state == AlertState::kPending && a.active_for >= a.for_seconds) {
       a.state = AlertState::kFiring;
       a.fired_at = now;

@@ -1,7 +1,9 @@
 #include "rules/alerts.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <limits>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -74,6 +76,14 @@ TEST(AlertEvaluator, ZeroForFiresAtOnceAndPendingThatClearsNeverResolves) {
   t = ev.evaluate(c, 10);
   EXPECT_EQ(moves(t), (std::vector<P>{{kPe, kIn}}));
   EXPECT_TRUE(ev.resolved().empty());
+}
+
+TEST(AlertEvaluator, TwoCyclesAtTheSameInstantReportPendingOnce) {
+  AlertEvaluator ev;
+  std::vector<AlertCondition> c{cond(Signal::kFire, 60)};
+  EXPECT_EQ(moves(ev.evaluate(c, 100)), (std::vector<P>{{kIn, kPe}}));
+  EXPECT_TRUE(ev.evaluate(c, 100).empty());
+  EXPECT_EQ(ev.active().size(), 1u);
 }
 
 TEST(AlertEvaluator, HoldKeepsAnActiveAlertAndDoesNotStartAnInactiveOne) {
@@ -321,6 +331,17 @@ TEST(AlertConditions, GrowingQueueFiresWhenANewCheckpointLandsBeforeThePreviousD
   cks.push_back(Ck("rapid", "a", 200).committed(1000, 250, 260));
   EXPECT_FALSE(run(270));
   ASSERT_EQ(ev.resolved().size(), 1u);
+}
+
+TEST(AlertConditions, EveryAlertHasARunbookSection) {
+  std::ifstream in(std::string(CKPTMON_SOURCE_DIR) + "/docs/runbook.md");
+  ASSERT_TRUE(in) << "docs/runbook.md missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  for (std::string_view name : kAlertNames) {
+    EXPECT_NE(text.find("\n## " + std::string(name) + "\n"), std::string::npos) << name;
+  }
 }
 
 TEST(AlertRendering, Rfc3339) {
