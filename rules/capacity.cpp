@@ -75,7 +75,9 @@ CapacityFigures evaluate_capacity(std::span<const Checkpoint> all, const TierSta
   const RetentionPolicy& retention = policy.retention;
   CapacityFigures f;
   f.tier = name;
-  f.has_stats = tier.has_stats;
+  // Like the tier metrics: a down tier's last statfs figures are stale, so
+  // nothing is judged on them (the trend still uses the history).
+  f.has_stats = tier.has_stats && tier.up;
   if (f.has_stats) {
     f.size_bytes = tier.stats.size_bytes;
     f.avail_bytes = tier.stats.avail_bytes;

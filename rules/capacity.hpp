@@ -34,7 +34,7 @@ struct JobCapacity {
 
 struct CapacityFigures {
   std::string tier;
-  bool has_stats = false;  // size and avail are known
+  bool has_stats = false;  // size and avail are known (the tier is up and was probed)
   double size_bytes = 0;
   double avail_bytes = 0;
   std::optional<double> used_ratio;  // 1 - avail/size

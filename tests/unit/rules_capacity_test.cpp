@@ -170,6 +170,13 @@ TEST(RulesCapacity, DownTierWithoutStatsHasNoHeadroomButStillATrend) {
   ASSERT_TRUE(f.time_to_full_seconds);
   // Falling 10 B/s, 800 left at now by the fit: 80 s.
   EXPECT_NEAR(*f.time_to_full_seconds, 80.0, 1e-6);
+  // Stats from before it went down are stale: not used either.
+  TierState stale = tier_state("rapid", TierRole::kRapid, "", 5000, 10);
+  stale.up = false;
+  f = evaluate_capacity(cks, stale, {}, TierPolicy{}, now);
+  EXPECT_FALSE(f.has_stats);
+  EXPECT_FALSE(f.headroom_ratio);
+  EXPECT_FALSE(f.jobs[0].next_fits);
 }
 
 TEST(RulesBandwidth, RequiredAndObservedForTwoOverlappingJobs) {
