@@ -1,0 +1,370 @@
+#include "config/rules_config.hpp"
+
+#include <charconv>
+#include <cmath>
+
+namespace ckptmon {
+namespace {
+
+std::string fmt_number(double v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string fmt_seconds(double s) {
+  return format_duration(Duration(static_cast<std::int64_t>(std::llround(s * 1000))));
+}
+
+// A duration of at least `min_seconds`, in seconds.
+std::optional<double> read_seconds(const YamlField& f, ErrorSink& sink, double min_seconds) {
+  auto d = read_duration(f, sink);
+  if (!d) return std::nullopt;
+  const double s = to_seconds(*d);
+  if (s < min_seconds) {
+    sink.add(f.mark(), f.path,
+             "must be at least " + fmt_seconds(min_seconds) + ", got " + describe(f.value));
+    return std::nullopt;
+  }
+  return s;
+}
+
+void seconds_key(YamlMap& m, std::string_view key, double& out, ErrorSink& sink,
+                 double min_seconds) {
+  if (auto f = m.get(key); f.present()) {
+    if (auto v = read_seconds(f, sink, min_seconds)) out = *v;
+  }
+}
+
+void int_key(YamlMap& m, std::string_view key, std::int64_t& out, ErrorSink& sink, std::int64_t min,
+             std::int64_t max) {
+  if (auto f = m.get(key); f.present()) {
+    if (auto v = read_int(f, sink, min, max)) out = *v;
+  }
+}
+
+void double_key(YamlMap& m, std::string_view key, double& out, ErrorSink& sink, double min,
+                double max) {
+  if (auto f = m.get(key); f.present()) {
+    if (auto v = read_double(f, sink, min, max)) out = *v;
+  }
+}
+
+void string_key(YamlMap& m, std::string_view key, std::string& out, ErrorSink& sink) {
+  if (auto f = m.get(key); f.present()) {
+    if (auto v = read_string(f, sink)) out = *v;
+  }
+}
+
+std::string show_seconds(double s) { return fmt_seconds(s); }
+std::string show_number(double v) { return fmt_number(v); }
+
+// Checks lo <= hi for two keys of `m` already read. The error points at
+// `hi` when the file sets it, else at `lo`: always at a key the user wrote.
+void require_order(YamlMap& m, ErrorSink& sink, std::string_view lo_key, double lo,
+                   std::string_view hi_key, double hi, std::string (*show)(double)) {
+  if (lo <= hi) return;
+  YamlField lo_f = m.get(lo_key);
+  YamlField hi_f = m.get(hi_key);
+  if (hi_f.present()) {
+    sink.add(hi_f.mark(), hi_f.path,
+             "must be at least " + std::string(lo_key) + " (" + show(lo) + "), got " +
+                 describe(hi_f.value));
+  } else {
+    sink.add(lo_f.mark(), lo_f.path,
+             "must be at most " + std::string(hi_key) + " (" + show(hi) + "), got " +
+                 describe(lo_f.value));
+  }
+}
+
+void read_common(YamlMap& m, AlertRuleCommon& out, ErrorSink& sink) {
+  if (auto f = m.get("enabled"); f.present()) {
+    if (auto v = read_bool(f, sink)) out.enabled = *v;
+  }
+  seconds_key(m, "for", out.for_seconds, sink, 0);
+  if (auto f = m.get("severity"); f.present()) {
+    if (auto v = read_enum(f, sink, {"info", "warning", "critical"})) {
+      out.severity = *v == "info"      ? Severity::kInfo
+                     : *v == "warning" ? Severity::kWarning
+                                       : Severity::kCritical;
+    }
+  }
+}
+
+// Reads alerting.rules.<name> when present, with `specific` reading the
+// rule's own keys; finish() reports the rest.
+template <typename Rule, typename Specific>
+void read_rule(YamlMap& rules, std::string_view name, Rule& out, ErrorSink& sink,
+               Specific specific) {
+  YamlField f = rules.get(name);
+  if (!f.present()) return;
+  YamlMap m(f.value, f.path, sink);
+  if (!m.ok()) return;
+  read_common(m, out, sink);
+  const std::size_t before = sink.errors().size();
+  specific(m, out, before);
+  m.finish();
+}
+
+void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
+  read_rule(m, "CheckpointDrainBacklogGrowing", r.drain_backlog_growing, sink,
+            [&](YamlMap& rm, auto& o, std::size_t) {
+              int_key(rm, "min_overlapping", o.min_overlapping, sink, 1, 1'000'000);
+            });
+  read_rule(m, "CheckpointDrainTooSlow", r.drain_too_slow, sink,
+            [&](YamlMap& rm, auto& o, std::size_t) {
+              seconds_key(rm, "max_pending_age", o.max_pending_age_seconds, sink, 1);
+              seconds_key(rm, "max_time_to_empty", o.max_time_to_empty_seconds, sink, 1);
+            });
+  read_rule(m, "CheckpointTierFillingUp", r.tier_filling_up, sink,
+            [&](YamlMap& rm, auto& o, std::size_t before) {
+              seconds_key(rm, "horizon", o.horizon_seconds, sink, 1);
+              seconds_key(rm, "clear_horizon", o.clear_horizon_seconds, sink, 1);
+              if (sink.errors().size() == before) {
+                require_order(rm, sink, "horizon", o.horizon_seconds, "clear_horizon",
+                              o.clear_horizon_seconds, show_seconds);
+              }
+            });
+  read_rule(m, "CheckpointTierAlmostFull", r.tier_almost_full, sink,
+            [&](YamlMap& rm, auto& o, std::size_t before) {
+              double_key(rm, "used_ratio", o.used_ratio, sink, 0, 1);
+              double_key(rm, "clear_used_ratio", o.clear_used_ratio, sink, 0, 1);
+              if (sink.errors().size() == before) {
+                require_order(rm, sink, "clear_used_ratio", o.clear_used_ratio, "used_ratio",
+                              o.used_ratio, show_number);
+              }
+            });
+  read_rule(m, "CheckpointNextWontFit", r.next_wont_fit, sink,
+            [&](YamlMap& rm, auto& o, std::size_t) {
+              double_key(rm, "clear_margin_ratio", o.clear_margin_ratio, sink, 0, 10);
+            });
+  read_rule(m, "CheckpointPartial", r.partial, sink, [&](YamlMap& rm, auto& o, std::size_t) {
+    int_key(rm, "min_partial", o.min_partial, sink, 1, 1'000'000);
+  });
+  read_rule(m, "CheckpointCleanupStalled", r.cleanup_stalled, sink,
+            [&](YamlMap& rm, auto& o, std::size_t) {
+              seconds_key(rm, "max_age", o.max_age_seconds, sink, 1);
+            });
+  read_rule(m, "CheckpointRecoveryPointStale", r.recovery_point_stale, sink,
+            [&](YamlMap& rm, auto& o, std::size_t) {
+              seconds_key(rm, "max_age", o.max_age_seconds, sink, 1);
+              seconds_key(rm, "active_window", o.active_window_seconds, sink, 1);
+            });
+  read_rule(m, "CheckpointCompletionSkewHigh", r.completion_skew_high, sink,
+            [&](YamlMap& rm, auto& o, std::size_t before) {
+              seconds_key(rm, "max_skew", o.max_skew_seconds, sink, 0);
+              seconds_key(rm, "clear_skew", o.clear_skew_seconds, sink, 0);
+              if (sink.errors().size() == before) {
+                require_order(rm, sink, "clear_skew", o.clear_skew_seconds, "max_skew",
+                              o.max_skew_seconds, show_seconds);
+              }
+            });
+  read_rule(m, "CheckpointTierDown", r.tier_down, sink, [](YamlMap&, auto&, std::size_t) {});
+  read_rule(m, "CheckpointBandwidthShortfall", r.bandwidth_shortfall, sink,
+            [&](YamlMap& rm, auto& o, std::size_t before) {
+              double_key(rm, "min_ratio", o.min_ratio, sink, 0, 1000);
+              double_key(rm, "clear_ratio", o.clear_ratio, sink, 0, 1000);
+              if (sink.errors().size() == before) {
+                require_order(rm, sink, "min_ratio", o.min_ratio, "clear_ratio", o.clear_ratio,
+                              show_number);
+              }
+            });
+  m.finish();
+}
+
+}  // namespace
+
+void read_retention(YamlMap& m, RetentionPolicy& out, ErrorSink& sink) {
+  int_key(m, "keep_last", out.keep_last, sink, 1, 1'000'000);
+  int_key(m, "keep_every", out.keep_every, sink, 0, 1'000'000'000'000);
+  seconds_key(m, "max_age", out.max_age_seconds, sink, 0);
+  seconds_key(m, "partial_window", out.partial_window_seconds, sink, 0);
+  m.finish();
+}
+
+void read_sizing(YamlMap& m, SizingPolicy& out, ErrorSink& sink) {
+  double_key(m, "replicas", out.replicas, sink, 1, 100);
+  double_key(m, "temp_write_allowance_ratio", out.temp_write_allowance_ratio, sink, 0, 100);
+  double_key(m, "growth_headroom_ratio", out.growth_headroom_ratio, sink, 0, 100);
+  int_key(m, "concurrent_jobs", out.concurrent_jobs, sink, 0, 1'000'000);
+  seconds_key(m, "trend_window", out.trend_window_seconds, sink, 60);
+  m.finish();
+}
+
+void read_bandwidth(YamlMap& m, BandwidthPolicy& out, ErrorSink& sink) {
+  seconds_key(m, "allowed_window", out.allowed_window_seconds, sink, 1);
+  int_key(m, "concurrent_writers", out.concurrent_writers, sink, 0, 1'000'000);
+  double_key(m, "overhead_ratio", out.overhead_ratio, sink, 0, 100);
+  seconds_key(m, "observe_window", out.observe_window_seconds, sink, 60);
+  m.finish();
+}
+
+void read_drain(YamlMap& m, DrainPolicy& out, ErrorSink& sink) {
+  seconds_key(m, "rate_window", out.rate_window_seconds, sink, 1);
+  m.finish();
+}
+
+void read_history(YamlMap& m, HistoryPolicy& out, ErrorSink& sink) {
+  seconds_key(m, "raw_retention", out.raw_retention_seconds, sink, 60);
+  YamlField f = m.get("downsample");
+  if (f.present()) {
+    if (!f.value.IsSequence()) {
+      sink.add(f.mark(), f.path,
+               "expected a list of {resolution, retention}, got " + describe(f.value));
+    } else {
+      std::vector<DownsampleLevel> levels;
+      bool ok = true;
+      for (std::size_t i = 0; i < f.value.size(); ++i) {
+        const std::string path = f.path + "[" + std::to_string(i) + "]";
+        YamlMap lm(f.value[i], path, sink);
+        if (!lm.ok()) {
+          ok = false;
+          continue;
+        }
+        const std::size_t before = sink.errors().size();
+        DownsampleLevel level;
+        YamlField res = lm.require("resolution");
+        if (res.present()) {
+          if (auto v = read_seconds(res, sink, 1)) level.resolution_seconds = *v;
+        }
+        YamlField ret = lm.require("retention");
+        if (ret.present()) {
+          if (auto v = read_seconds(ret, sink, 60)) level.retention_seconds = *v;
+        }
+        lm.finish();
+        if (sink.errors().size() != before) {
+          ok = false;
+          continue;
+        }
+        // Each level must keep samples longer and coarser than the one before,
+        // and its buckets must be whole multiples of the previous ones, or a
+        // second pruning pass would delete what the first kept.
+        const double prev_retention =
+            levels.empty() ? out.raw_retention_seconds : levels.back().retention_seconds;
+        if (level.retention_seconds <= prev_retention) {
+          sink.add(ret.mark(), ret.path,
+                   "must be longer than the previous retention (" + fmt_seconds(prev_retention) +
+                       "), got " + describe(ret.value));
+          ok = false;
+        } else if (!levels.empty()) {
+          const double prev = levels.back().resolution_seconds;
+          const double ratio = level.resolution_seconds / prev;
+          if (level.resolution_seconds <= prev || std::fabs(ratio - std::round(ratio)) > 1e-9) {
+            sink.add(res.mark(), res.path,
+                     "must be a whole multiple of the previous resolution (" + fmt_seconds(prev) +
+                         "), got " + describe(res.value));
+            ok = false;
+          }
+        }
+        levels.push_back(level);
+      }
+      if (ok) out.levels = std::move(levels);
+    }
+  }
+  m.finish();
+}
+
+void read_alerting(YamlMap& m, AlertingConfig& out, ErrorSink& sink) {
+  if (auto f = m.get("alertmanager_url"); f.present()) {
+    if (auto v = read_string(f, sink)) {
+      std::string error;
+      if (v->empty() || parse_http_url(*v, &error)) {
+        out.alertmanager_url = *v;
+      } else {
+        sink.add(f.mark(), f.path, error + ", got " + describe(f.value));
+      }
+    }
+  }
+  seconds_key(m, "resend_interval", out.resend_interval_seconds, sink, 1);
+  seconds_key(m, "timeout", out.timeout_seconds, sink, 0.1);
+  string_key(m, "external_url", out.external_url, sink);
+  string_key(m, "runbook_url", out.runbook_url, sink);
+  YamlField rules = m.get("rules");
+  if (rules.present()) {
+    YamlMap rm(rules.value, rules.path, sink);
+    if (rm.ok()) read_rules(rm, out.rules, sink);
+  }
+  m.finish();
+}
+
+void read_tier_policy(YamlMap& tier, TierPolicy& out, ErrorSink& sink) {
+  auto section = [&](std::string_view key, auto reader, auto& target) {
+    YamlField f = tier.get(key);
+    if (!f.present()) return;
+    YamlMap m(f.value, f.path, sink);
+    if (m.ok()) reader(m, target, sink);
+  };
+  section("retention", read_retention, out.retention);
+  section("sizing", read_sizing, out.sizing);
+  section("bandwidth", read_bandwidth, out.bandwidth);
+  section("drain", read_drain, out.drain);
+}
+
+std::optional<HttpUrl> parse_http_url(std::string_view url, std::string* error) {
+  constexpr std::string_view kScheme = "http://";
+  const std::string expected = "expected an http:// URL such as http://127.0.0.1:9093";
+  if (!url.starts_with(kScheme)) {
+    *error = url.starts_with("https://") ? "https is not supported (" + expected + ")" : expected;
+    return std::nullopt;
+  }
+  std::string_view rest = url.substr(kScheme.size());
+  const std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
+  if (authority.empty() || authority.find('@') != std::string_view::npos ||
+      path.find_first_of("?#") != std::string_view::npos ||
+      url.find_first_of(" \t\r\n") != std::string_view::npos) {
+    *error = expected;
+    return std::nullopt;
+  }
+  HttpUrl out;
+  std::string_view port;
+  if (authority.front() == '[') {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos || close == 1) {
+      *error = expected;
+      return std::nullopt;
+    }
+    out.host = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') {
+        *error = expected;
+        return std::nullopt;
+      }
+      port = after.substr(1);
+      if (port.empty()) {
+        *error = expected;
+        return std::nullopt;
+      }
+    }
+  } else {
+    const std::size_t colon = authority.rfind(':');
+    out.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port = authority.substr(colon + 1);
+      if (port.empty()) {
+        *error = expected;
+        return std::nullopt;
+      }
+    }
+    if (out.host.empty() || out.host.find(':') != std::string::npos) {
+      *error = expected;
+      return std::nullopt;
+    }
+  }
+  if (!port.empty()) {
+    unsigned v = 0;
+    auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
+    if (ec != std::errc() || ptr != port.data() + port.size() || v == 0 || v > 65535) {
+      *error = "invalid port in URL (" + expected + ")";
+      return std::nullopt;
+    }
+    out.port = static_cast<std::uint16_t>(v);
+  }
+  while (path.size() > 0 && path.back() == '/') path.remove_suffix(1);
+  out.path = std::string(path);
+  return out;
+}
+
+}  // namespace ckptmon

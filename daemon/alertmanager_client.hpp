@@ -1,0 +1,79 @@
+#pragma once
+// Pushes alerts to Alertmanager's v2 API (POST /api/v2/alerts) from the
+// daemon's io_context: firing alerts when they start and again every resend
+// interval, resolved ones once (retried until accepted or too old). Every
+// request is asynchronous with a deadline; nothing here blocks the loop.
+// Loop thread only (not thread-safe).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "config/rules_config.hpp"
+#include "rules/alerts.hpp"
+
+namespace ckptmon {
+
+struct AlertmanagerOptions {
+  HttpUrl url;                  // Alertmanager base URL
+  double timeout_seconds = 10;  // one POST, name resolution and connect included
+  double resend_interval_seconds = 60;
+  // A resolved alert Alertmanager did not accept is retried this long, then dropped.
+  double resolved_retry_seconds = 900;
+  std::string generator_url;  // generatorURL of every alert; may be empty
+};
+
+// What the client did, for ckptmon_alertmanager_* metrics and logs.
+struct AlertmanagerStats {
+  std::uint64_t posts_total = 0;        // POSTs finished, successful or not
+  std::uint64_t post_errors_total = 0;  // of which failed (network, timeout, non-2xx)
+  std::uint64_t alerts_sent_total = 0;  // alerts in accepted POSTs
+  double last_success = 0;              // unix seconds of the last accepted POST; 0 = never
+  std::string last_error;               // empty after a success
+  bool in_flight = false;
+};
+
+class AlertmanagerClient {
+ public:
+  AlertmanagerClient(boost::asio::io_context& io, AlertmanagerOptions options);
+  // Abandons a POST in flight (its completion does nothing).
+  ~AlertmanagerClient();
+  AlertmanagerClient(const AlertmanagerClient&) = delete;
+  AlertmanagerClient& operator=(const AlertmanagerClient&) = delete;
+
+  // Called after each evaluation with the evaluator's firing() and
+  // resolved(). Starts a POST when the set of firing alerts changed since the
+  // last accepted one, when the resend interval has passed, or when resolved
+  // alerts wait; does nothing while a POST is in flight (the next call
+  // catches up). Returns at once.
+  void update(std::span<const AlertInstance> firing, std::span<const AlertInstance> resolved,
+              double now);
+
+  const AlertmanagerStats& stats() const { return stats_; }
+  std::size_t pending_resolved() const { return resolved_.size(); }
+
+  struct Request;  // one POST in flight
+
+ private:
+  void post(std::string body, std::set<AlertLabels> sent_firing,
+            std::vector<AlertLabels> sent_resolved, double now);
+  void finished(bool ok, const std::string& error, std::set<AlertLabels> sent_firing,
+                const std::vector<AlertLabels>& sent_resolved, std::size_t alerts, double now);
+
+  boost::asio::io_context& io_;
+  AlertmanagerOptions options_;
+  AlertmanagerStats stats_;
+  std::map<AlertLabels, AlertInstance> resolved_;  // waiting to be accepted
+  std::set<AlertLabels> accepted_firing_;          // the firing set of the last accepted POST
+  double last_accepted_ = -1;  // `now` of the last accepted POST with firing alerts
+  std::shared_ptr<Request> request_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ckptmon

@@ -1,0 +1,197 @@
+#include "daemon/rules_metrics.hpp"
+
+#include "daemon/metrics.hpp"
+
+namespace ckptmon {
+
+using prometheus::MetricType;
+
+std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) {
+  std::vector<prometheus::MetricFamily> out;
+  auto gauge = [](const char* name, const char* help) {
+    return FamilyBuilder(name, help, MetricType::Gauge);
+  };
+
+  FamilyBuilder backlog = gauge("ckpt_drain_backlog_bytes",
+                                "Bytes of committed checkpoints on the tier not yet copied to "
+                                "to_tier (missing files, and the missing tail of short ones).");
+  FamilyBuilder rate = gauge("ckpt_drain_rate_bytes_per_second",
+                             "Bytes per second copied to to_tier over the drain rate window.");
+  FamilyBuilder tte = gauge("ckpt_drain_time_to_empty_seconds",
+                            "Backlog divided by the drain rate; +Inf when nothing is copied.");
+  FamilyBuilder oldest = gauge("ckpt_drain_oldest_pending_age_seconds",
+                               "Age of the oldest committed checkpoint not yet fully drained; 0 "
+                               "when none is pending.");
+  FamilyBuilder overlap = gauge("ckpt_drain_overlapping_checkpoints",
+                                "Pending checkpoints beyond the oldest: checkpoints that arrived "
+                                "before the previous one finished draining.");
+  FamilyBuilder pending =
+      gauge("ckpt_drain_pending_checkpoints", "Committed checkpoints not yet fully on to_tier.");
+  for (const DrainFigures& d : figures.drain) {
+    const Labels l{{"tier", d.tier}, {"to_tier", d.to_tier}, {"job", d.job}};
+    backlog.add(l, static_cast<double>(d.backlog_bytes));
+    if (d.rate_bytes_per_second) rate.add(l, *d.rate_bytes_per_second);
+    if (d.time_to_empty_seconds) tte.add(l, *d.time_to_empty_seconds);
+    oldest.add(l, d.oldest_pending_age);
+    overlap.add(l, static_cast<double>(d.overlapping_checkpoints));
+    pending.add(l, static_cast<double>(d.pending_checkpoints));
+  }
+  for (FamilyBuilder* b : {&backlog, &rate, &tte, &oldest, &overlap, &pending}) {
+    append(out, std::move(*b));
+  }
+
+  FamilyBuilder required = gauge("ckpt_tier_required_capacity_bytes",
+                                 "Capacity the sizing rule asks of the tier: retained versions x "
+                                 "replicas + temporary-write allowance + failed-run residue + "
+                                 "growth headroom.");
+  FamilyBuilder retained = gauge("ckpt_tier_required_retained_bytes",
+                                 "Sizing rule term: sum over jobs of latest checkpoint x retained "
+                                 "versions x replicas.");
+  FamilyBuilder temp = gauge("ckpt_tier_temp_write_allowance_bytes",
+                             "Sizing rule term: room for the next checkpoints of the concurrent "
+                             "jobs before old ones go.");
+  FamilyBuilder residue =
+      gauge("ckpt_tier_residue_bytes", "Sizing rule term: partial checkpoints found on the tier.");
+  FamilyBuilder growth =
+      gauge("ckpt_tier_growth_headroom_bytes", "Sizing rule term: margin for growing checkpoints.");
+  FamilyBuilder needed = gauge("ckpt_tier_still_needed_bytes",
+                               "Part of the required capacity not yet on the tier: what "
+                               "available space still has to hold.");
+  FamilyBuilder headroom = gauge("ckpt_tier_capacity_headroom_ratio",
+                                 "Available bytes divided by still-needed bytes; below 1 the tier "
+                                 "cannot hold what the policy retains.");
+  FamilyBuilder ttf = gauge("ckpt_tier_time_to_full_seconds",
+                            "Seconds until the least-squares trend of available bytes reaches "
+                            "zero; +Inf when it is not falling.");
+  FamilyBuilder concurrent = gauge("ckpt_tier_concurrent_jobs",
+                                   "Jobs assumed to checkpoint at the same time (observed or "
+                                   "configured).");
+  FamilyBuilder next_bytes = gauge("ckpt_tier_next_checkpoint_bytes",
+                                   "Bytes the next checkpoints of the concurrent jobs still have "
+                                   "to write on the tier.");
+  FamilyBuilder next_fits = gauge("ckpt_tier_next_checkpoint_fits",
+                                  "1 when the next checkpoints of the concurrent jobs fit in the "
+                                  "available space.");
+  FamilyBuilder job_next_bytes = gauge("ckpt_job_next_checkpoint_bytes",
+                                       "Bytes the job's next checkpoint still has to write on "
+                                       "the tier.");
+  FamilyBuilder job_next_fits = gauge("ckpt_job_next_checkpoint_fits",
+                                      "1 when the job's next checkpoint fits in the tier's "
+                                      "available space.");
+  for (const CapacityFigures& c : figures.capacity) {
+    const Labels l{{"tier", c.tier}};
+    required.add(l, c.required_bytes);
+    retained.add(l, c.retained_required_bytes);
+    temp.add(l, c.temp_write_allowance_bytes);
+    residue.add(l, c.residue_bytes);
+    growth.add(l, c.growth_headroom_bytes);
+    needed.add(l, c.still_needed_bytes);
+    if (c.headroom_ratio) headroom.add(l, *c.headroom_ratio);
+    if (c.time_to_full_seconds) ttf.add(l, *c.time_to_full_seconds);
+    concurrent.add(l, static_cast<double>(c.concurrent_jobs));
+    next_bytes.add(l, c.next_checkpoint_bytes);
+    if (c.next_fits) next_fits.add(l, *c.next_fits ? 1 : 0);
+    for (const JobCapacity& j : c.jobs) {
+      const Labels jl{{"tier", c.tier}, {"job", j.job}};
+      job_next_bytes.add(jl, j.next_checkpoint_bytes);
+      if (j.next_fits) job_next_fits.add(jl, *j.next_fits ? 1 : 0);
+    }
+  }
+  for (FamilyBuilder* b : {&required, &retained, &temp, &residue, &growth, &needed, &headroom, &ttf,
+                           &concurrent, &next_bytes, &next_fits, &job_next_bytes, &job_next_fits}) {
+    append(out, std::move(*b));
+  }
+
+  FamilyBuilder bw_req = gauge("ckpt_tier_required_write_bandwidth_bytes_per_second",
+                               "Bytes per checkpoint / allowed window x concurrent writers x (1 + "
+                               "overhead).");
+  FamilyBuilder bw_obs = gauge("ckpt_tier_observed_write_bandwidth_bytes_per_second",
+                               "Bytes of recent committed checkpoints divided by the time the "
+                               "tier spent writing them.");
+  for (const BandwidthFigures& b : figures.bandwidth) {
+    const Labels l{{"tier", b.tier}};
+    bw_req.add(l, b.required_bytes_per_second);
+    if (b.observed_bytes_per_second) bw_obs.add(l, *b.observed_bytes_per_second);
+  }
+  append(out, std::move(bw_req));
+  append(out, std::move(bw_obs));
+
+  FamilyBuilder cl_bytes = gauge("ckpt_cleanup_pending_bytes",
+                                 "Bytes of checkpoints the retention policy says should be gone "
+                                 "(expired, and partial ones past their window).");
+  FamilyBuilder cl_count = gauge("ckpt_cleanup_pending_checkpoints",
+                                 "Checkpoints the retention policy says should be gone.");
+  FamilyBuilder cl_age = gauge("ckpt_cleanup_oldest_age_seconds",
+                               "How long the oldest entry of the tier's deletion queue has "
+                               "waited since it became due; 0 when the queue is empty.");
+  for (const RetentionFigures& r : figures.retention) {
+    const Labels l{{"tier", r.tier}, {"job", r.job}};
+    cl_bytes.add(l, static_cast<double>(r.pending_bytes()));
+    cl_count.add(l, static_cast<double>(r.pending_checkpoints()));
+  }
+  for (const auto& [tier, age] : figures.cleanup_oldest_age_seconds)
+    cl_age.add({{"tier", tier}}, age);
+  append(out, std::move(cl_bytes));
+  append(out, std::move(cl_count));
+  append(out, std::move(cl_age));
+
+  FamilyBuilder rts = gauge("ckpt_restorable_timestamp_seconds",
+                            "Commit time of the job's newest restorable checkpoint on any tier.");
+  FamilyBuilder rstep =
+      gauge("ckpt_restorable_step", "Step of the job's newest restorable checkpoint on any tier.");
+  FamilyBuilder rver = gauge("ckpt_restorable_verified",
+                             "1 when a copy of the job's newest restorable checkpoint passed "
+                             "integrity verification.");
+  for (const RecoveryPoint& p : figures.recovery) {
+    if (!p.restorable) continue;
+    const Labels l{{"job", p.job}};
+    rts.add(l, p.timestamp);
+    if (p.step >= 0) rstep.add(l, static_cast<double>(p.step));
+    rver.add(l, p.verified ? 1 : 0);
+  }
+  append(out, std::move(rts));
+  append(out, std::move(rstep));
+  append(out, std::move(rver));
+  return out;
+}
+
+std::vector<prometheus::MetricFamily> alert_families(std::span<const AlertInstance> firing) {
+  std::vector<prometheus::MetricFamily> out;
+  FamilyBuilder b("ckpt_alert", "1 for each firing alert, like Prometheus' ALERTS.",
+                  MetricType::Gauge);
+  for (const AlertInstance& a : firing) {
+    Labels l{{"alertname", a.labels.alertname}};
+    if (!a.labels.severity.empty()) l.emplace_back("severity", a.labels.severity);
+    if (!a.labels.tier.empty()) l.emplace_back("tier", a.labels.tier);
+    if (!a.labels.job.empty()) l.emplace_back("job", a.labels.job);
+    b.add(l, 1);
+  }
+  append(out, std::move(b));
+  return out;
+}
+
+std::vector<prometheus::MetricFamily> alertmanager_families(const AlertmanagerStats& stats) {
+  std::vector<prometheus::MetricFamily> out;
+  FamilyBuilder posts("ckptmon_alertmanager_posts_total", "POSTs to Alertmanager that finished.",
+                      MetricType::Counter);
+  posts.add({}, static_cast<double>(stats.posts_total));
+  FamilyBuilder errors("ckptmon_alertmanager_post_errors_total",
+                       "POSTs to Alertmanager that failed (network, timeout, non-2xx).",
+                       MetricType::Counter);
+  errors.add({}, static_cast<double>(stats.post_errors_total));
+  FamilyBuilder sent("ckptmon_alertmanager_alerts_sent_total",
+                     "Alerts in POSTs Alertmanager accepted.", MetricType::Counter);
+  sent.add({}, static_cast<double>(stats.alerts_sent_total));
+  append(out, std::move(posts));
+  append(out, std::move(errors));
+  append(out, std::move(sent));
+  if (stats.last_success > 0) {
+    FamilyBuilder last("ckptmon_alertmanager_last_success_timestamp_seconds",
+                       "When Alertmanager last accepted a POST.", MetricType::Gauge);
+    last.add({}, stats.last_success);
+    append(out, std::move(last));
+  }
+  return out;
+}
+
+}  // namespace ckptmon

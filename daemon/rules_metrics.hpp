@@ -1,0 +1,30 @@
+#pragma once
+// Renders the rules' figures, the firing alerts and the Alertmanager client's
+// counters as Prometheus metric families. Pure functions of their inputs;
+// thread-safe.
+
+#include <span>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+#include "daemon/alertmanager_client.hpp"
+#include "rules/alerts.hpp"
+#include "rules/evaluate.hpp"
+
+namespace ckptmon {
+
+// ckpt_drain_*, ckpt_tier_required_*/capacity/time_to_full/next_checkpoint_*,
+// ckpt_job_next_checkpoint_*, ckpt_tier_*_write_bandwidth_*, ckpt_cleanup_*,
+// ckpt_restorable_*. A figure that is unknown has no sample; one that is
+// infinite (time to full of a tier that is not filling) is +Inf.
+std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures);
+
+// ckpt_alert{alertname,severity,tier,job} 1 for each firing alert (empty
+// labels left out), like Prometheus' ALERTS{alertstate="firing"}.
+std::vector<prometheus::MetricFamily> alert_families(std::span<const AlertInstance> firing);
+
+// ckptmon_alertmanager_* counters and the last success time.
+std::vector<prometheus::MetricFamily> alertmanager_families(const AlertmanagerStats& stats);
+
+}  // namespace ckptmon

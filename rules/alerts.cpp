@@ -1,0 +1,442 @@
+#include "rules/alerts.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "util/duration.hpp"
+#include "util/text.hpp"
+
+namespace ckptmon {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// "1h30m", "45s", "never" (+Inf).
+std::string human_seconds(double s) {
+  if (std::isinf(s)) return s > 0 ? "never" : "-inf";
+  if (std::isnan(s)) return "unknown";
+  if (s < 0) s = 0;
+  if (s < 10) {
+    char buf[32];
+    auto r = std::to_chars(buf, buf + sizeof buf, std::round(s * 10) / 10);
+    return std::string(buf, r.ptr) + "s";
+  }
+  constexpr double kCap = 100.0 * 365 * 86400;
+  return format_duration(
+      std::chrono::seconds(static_cast<std::int64_t>(std::llround(std::min(s, kCap)))));
+}
+
+std::string number(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v)) return "NaN";
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string percent(double ratio) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, std::round(ratio * 1000) / 10);
+  return std::string(buf, r.ptr) + "%";
+}
+
+std::string bytes(double b) { return human_bytes(b); }
+
+std::string rate(const std::optional<double>& r) {
+  return r ? human_bytes(*r) + "/s" : std::string("unknown");
+}
+
+// Builds conditions with the shared fields filled in.
+class Conditions {
+ public:
+  explicit Conditions(const AlertingConfig& config) : config_(config) {}
+
+  void add(std::string_view name, const AlertRuleCommon& rule, const std::string& tier,
+           const std::string& job, Signal signal, double value, std::string summary,
+           std::string description) {
+    if (!rule.enabled) return;
+    AlertCondition c;
+    c.labels = {std::string(name), std::string(to_string(rule.severity)), tier, job};
+    c.signal = signal;
+    c.for_seconds = rule.for_seconds;
+    c.value = value;
+    c.summary = std::move(summary);
+    c.description = std::move(description);
+    c.runbook_url = config_.runbook_url + "#" + lower(name);
+    out_.push_back(std::move(c));
+  }
+  std::vector<AlertCondition> take() { return std::move(out_); }
+
+ private:
+  const AlertingConfig& config_;
+  std::vector<AlertCondition> out_;
+};
+
+// Fire above `fire`, clear at or below `clear`, hold between.
+Signal above(double v, double fire, double clear) {
+  if (v > fire) return Signal::kFire;
+  if (v <= clear) return Signal::kClear;
+  return Signal::kHold;
+}
+
+// Fire below `fire`, clear at or above `clear`, hold between.
+Signal below(double v, double fire, double clear) {
+  if (v < fire) return Signal::kFire;
+  if (v >= clear) return Signal::kClear;
+  return Signal::kHold;
+}
+
+}  // namespace
+
+std::string_view to_string(AlertState s) {
+  switch (s) {
+    case AlertState::kInactive:
+      return "inactive";
+    case AlertState::kPending:
+      return "pending";
+    case AlertState::kFiring:
+      return "firing";
+  }
+  return "unknown";
+}
+
+std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
+                                             const std::map<std::string, TierState>& tiers,
+                                             const AlertingConfig& config) {
+  const AlertRules& r = config.rules;
+  const double now = figures.now;
+  Conditions out(config);
+
+  for (const DrainFigures& d : figures.drain) {
+    const double overlap = static_cast<double>(d.overlapping_checkpoints);
+    Signal s = overlap >= static_cast<double>(r.drain_backlog_growing.min_overlapping)
+                   ? Signal::kFire
+                   : (overlap <= 0 ? Signal::kClear : Signal::kHold);
+    out.add(kAlertNames[0], r.drain_backlog_growing, d.tier, d.job, s, overlap,
+            "Drain backlog of job " + d.job + " on tier " + d.tier + " is growing",
+            std::to_string(d.pending_checkpoints) + " committed checkpoints of job " + d.job +
+                " on tier " + d.tier + " wait to drain to " + d.to_tier + " (" +
+                bytes(static_cast<double>(d.backlog_bytes)) + " still to copy, oldest waiting " +
+                human_seconds(d.oldest_pending_age) +
+                "): a new checkpoint arrived before the previous one finished draining. Drain "
+                "rate " +
+                rate(d.rate_bytes_per_second) + ".");
+
+    const bool too_old = d.oldest_pending_age > r.drain_too_slow.max_pending_age_seconds;
+    const bool too_long = d.time_to_empty_seconds &&
+                          *d.time_to_empty_seconds > r.drain_too_slow.max_time_to_empty_seconds;
+    out.add(kAlertNames[1], r.drain_too_slow, d.tier, d.job,
+            too_old || too_long ? Signal::kFire : Signal::kClear, d.oldest_pending_age,
+            "Drain of job " + d.job + " from " + d.tier + " to " + d.to_tier + " is too slow",
+            "The oldest pending checkpoint of job " + d.job + " on tier " + d.tier +
+                " has waited " + human_seconds(d.oldest_pending_age) + " (limit " +
+                human_seconds(r.drain_too_slow.max_pending_age_seconds) + "); " +
+                bytes(static_cast<double>(d.backlog_bytes)) + " still to copy to " + d.to_tier +
+                " at " + rate(d.rate_bytes_per_second) + ", time to empty " +
+                (d.time_to_empty_seconds ? human_seconds(*d.time_to_empty_seconds)
+                                         : std::string("unknown")) +
+                " (limit " + human_seconds(r.drain_too_slow.max_time_to_empty_seconds) + ").");
+  }
+
+  for (const CapacityFigures& c : figures.capacity) {
+    {
+      Signal s = Signal::kHold;
+      double v = std::numeric_limits<double>::infinity();
+      if (c.time_to_full_seconds) {
+        v = *c.time_to_full_seconds;
+        s = below(v, r.tier_filling_up.horizon_seconds, r.tier_filling_up.clear_horizon_seconds);
+      }
+      out.add(kAlertNames[2], r.tier_filling_up, c.tier, "", s, v,
+              "Tier " + c.tier + " is predicted to be full in " + human_seconds(v),
+              "At the linear trend of its available space, tier " + c.tier + " (" +
+                  bytes(c.avail_bytes) + " available of " + bytes(c.size_bytes) + ") fills up in " +
+                  human_seconds(v) + ", within the horizon of " +
+                  human_seconds(r.tier_filling_up.horizon_seconds) +
+                  ". Required by the sizing "
+                  "rule: " +
+                  bytes(c.required_bytes) + ".");
+    }
+    if (c.used_ratio) {
+      const double v = *c.used_ratio;
+      out.add(kAlertNames[3], r.tier_almost_full, c.tier, "",
+              above(v, r.tier_almost_full.used_ratio, r.tier_almost_full.clear_used_ratio), v,
+              "Tier " + c.tier + " is " + percent(v) + " full",
+              "Tier " + c.tier + " has " + bytes(c.avail_bytes) + " available of " +
+                  bytes(c.size_bytes) + " (" + percent(v) + " used, threshold " +
+                  percent(r.tier_almost_full.used_ratio) +
+                  "). Checkpoints still needed: " + bytes(c.still_needed_bytes) + ".");
+    }
+    if (c.has_stats) {
+      const double margin = 1.0 + r.next_wont_fit.clear_margin_ratio;
+      for (const JobCapacity& j : c.jobs) {
+        out.add(kAlertNames[4], r.next_wont_fit, c.tier, j.job,
+                below(c.avail_bytes, j.next_checkpoint_bytes, j.next_checkpoint_bytes * margin),
+                j.next_checkpoint_bytes,
+                "Next checkpoint of job " + j.job + " will not fit on tier " + c.tier,
+                "The next checkpoint of job " + j.job + " needs " + bytes(j.next_checkpoint_bytes) +
+                    " more on tier " + c.tier + " (latest checkpoint " +
+                    bytes(static_cast<double>(j.latest_bytes)) + "), but only " +
+                    bytes(c.avail_bytes) + " is available.");
+      }
+      if (c.concurrent_jobs > 1 && c.jobs.size() > 1) {
+        out.add(kAlertNames[4], r.next_wont_fit, c.tier, "",
+                below(c.avail_bytes, c.next_checkpoint_bytes, c.next_checkpoint_bytes * margin),
+                c.next_checkpoint_bytes,
+                "Next checkpoints of concurrent jobs will not fit on tier " + c.tier,
+                "The next checkpoints of the " + std::to_string(c.concurrent_jobs) +
+                    " jobs that checkpoint at the same time need " +
+                    bytes(c.next_checkpoint_bytes) + " on tier " + c.tier + ", but only " +
+                    bytes(c.avail_bytes) + " is available.");
+      }
+    }
+  }
+
+  for (const JobTierFigures& j : figures.job_tiers) {
+    const double n = static_cast<double>(j.partial_checkpoints);
+    out.add(kAlertNames[5], r.partial, j.tier, j.job,
+            n >= static_cast<double>(r.partial.min_partial)
+                ? Signal::kFire
+                : (n <= 0 ? Signal::kClear : Signal::kHold),
+            n, "Job " + j.job + " left partial checkpoints on tier " + j.tier,
+            std::to_string(j.partial_checkpoints) + " partial checkpoints of job " + j.job +
+                " on tier " + j.tier + " (" + bytes(static_cast<double>(j.partial_bytes)) +
+                ") cannot be restored: a save was interrupted or is broken.");
+    if (j.has_committed) {
+      const double v = j.last_completion_skew_seconds;
+      const auto& rule = r.completion_skew_high;
+      out.add(kAlertNames[8], rule, j.tier, j.job,
+              above(v, rule.max_skew_seconds, rule.clear_skew_seconds), v,
+              "Checkpoint shards of job " + j.job + " on tier " + j.tier + " land " +
+                  human_seconds(v) + " apart",
+              "The latest committed checkpoint of job " + j.job + " on tier " + j.tier + " (step " +
+                  std::to_string(j.last_step) + ") took " + human_seconds(v) +
+                  " from its first to its last shard (threshold " +
+                  human_seconds(rule.max_skew_seconds) +
+                  "): some ranks write much later than others and the whole job waits for them.");
+    }
+  }
+
+  for (const auto& [tier, age] : figures.cleanup_oldest_age_seconds) {
+    std::uint64_t count = 0;
+    std::uint64_t queued = 0;
+    for (const RetentionFigures& f : figures.retention) {
+      if (f.tier != tier) continue;
+      count += f.pending_checkpoints();
+      queued += f.pending_bytes();
+    }
+    out.add(kAlertNames[6], r.cleanup_stalled, tier, "",
+            age > r.cleanup_stalled.max_age_seconds ? Signal::kFire : Signal::kClear, age,
+            "Cleanup of tier " + tier + " is stalled",
+            std::to_string(count) + " checkpoints (" + bytes(static_cast<double>(queued)) +
+                ") on tier " + tier +
+                " should be gone by the retention policy; the oldest has waited " +
+                human_seconds(age) + " (threshold " +
+                human_seconds(r.cleanup_stalled.max_age_seconds) + ").");
+  }
+
+  for (const RecoveryPoint& p : figures.recovery) {
+    const auto& rule = r.recovery_point_stale;
+    const bool active = p.last_activity > 0 && now - p.last_activity <= rule.active_window_seconds;
+    const double since = p.restorable ? p.timestamp : p.first_activity;
+    const double age = since > 0 ? std::max(0.0, now - since) : 0;
+    std::string what = p.restorable ? "The newest restorable checkpoint of job " + p.job +
+                                          " (step " + std::to_string(p.step) + " on tier " +
+                                          p.tier + ") is " + human_seconds(age) + " old"
+                                    : "Job " + p.job + " has no restorable checkpoint after " +
+                                          human_seconds(age) + " of checkpoint activity";
+    out.add(kAlertNames[7], rule, "", p.job,
+            active && age > rule.max_age_seconds ? Signal::kFire : Signal::kClear, age,
+            "Recovery point of job " + p.job + " is " + human_seconds(age) + " old",
+            what + " (threshold " + human_seconds(rule.max_age_seconds) +
+                "), yet the job wrote checkpoint data " +
+                human_seconds(std::max(0.0, now - p.last_activity)) +
+                " ago: a failure now loses that much training.");
+  }
+
+  for (const auto& [name, t] : tiers) {
+    out.add(kAlertNames[9], r.tier_down, name, "", t.up ? Signal::kClear : Signal::kFire,
+            t.up ? 1 : 0, "Tier " + name + " is down",
+            "Tier " + name + " (" + t.config.path + ") cannot be probed: " + t.down_reason +
+                ". Its figures are stale and checkpoints written there may fail.");
+  }
+
+  for (const BandwidthFigures& b : figures.bandwidth) {
+    const auto& rule = r.bandwidth_shortfall;
+    Signal s = Signal::kHold;
+    double ratio = std::numeric_limits<double>::infinity();
+    if (b.observed_bytes_per_second && b.required_bytes_per_second > 0) {
+      ratio = *b.observed_bytes_per_second / b.required_bytes_per_second;
+      s = below(ratio, rule.min_ratio, rule.clear_ratio);
+    }
+    out.add(kAlertNames[10], rule, b.tier, "", s, ratio,
+            "Write bandwidth of tier " + b.tier + " falls short of what checkpoints need",
+            "Checkpoints on tier " + b.tier + " were written at " +
+                rate(b.observed_bytes_per_second) + ", but " +
+                std::to_string(b.concurrent_writers) + " concurrent writers of " +
+                bytes(b.bytes_per_checkpoint) + " each need " + rate(b.required_bytes_per_second) +
+                " to finish within the allowed window (ratio " + number(ratio) + ", threshold " +
+                number(rule.min_ratio) + ").");
+  }
+  return out.take();
+}
+
+std::vector<AlertTransition> AlertEvaluator::evaluate(std::span<const AlertCondition> conditions,
+                                                      double now) {
+  double dt = 0;
+  if (!std::isnan(last_now_)) dt = std::clamp(now - last_now_, 0.0, max_step_);
+  last_now_ = now;
+  resolved_.clear();
+  std::vector<AlertTransition> out;
+  auto transition = [&](const AlertInstance& a, AlertState from, AlertState to) {
+    out.push_back({a.labels, from, to, now, a.value, a.summary, a.description});
+  };
+
+  std::map<AlertLabels, const AlertCondition*> seen;
+  for (const AlertCondition& c : conditions) seen[c.labels] = &c;
+
+  // Instances that are active and have no condition this cycle: cleared.
+  for (auto it = instances_.begin(); it != instances_.end();) {
+    if (seen.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    AlertInstance& a = it->second;
+    if (a.state == AlertState::kFiring) {
+      a.resolved_at = now;
+      resolved_.push_back(a);
+    }
+    transition(a, a.state, AlertState::kInactive);
+    it = instances_.erase(it);
+  }
+
+  for (const auto& [labels, c] : seen) {
+    auto it = instances_.find(labels);
+    const bool is_new = it == instances_.end();
+    if (is_new) {
+      if (c->signal != Signal::kFire) continue;
+      AlertInstance a;
+      a.labels = labels;
+      a.active_at = now;
+      a.state = AlertState::kPending;
+      it = instances_.emplace(labels, std::move(a)).first;
+    } else if (c->signal == Signal::kClear) {
+      AlertInstance& a = it->second;
+      a.value = c->value;
+      if (a.state == AlertState::kFiring) {
+        a.resolved_at = now;
+        resolved_.push_back(a);
+      }
+      transition(a, a.state, AlertState::kInactive);
+      instances_.erase(it);
+      continue;
+    } else {
+      it->second.active_for += dt;
+    }
+    AlertInstance& a = it->second;
+    a.for_seconds = c->for_seconds;
+    a.value = c->value;
+    a.summary = c->summary;
+    a.description = c->description;
+    a.runbook_url = c->runbook_url;
+    if (a.state == AlertState::kPending && a.active_for >= a.for_seconds) {
+      a.state = AlertState::kFiring;
+      a.fired_at = now;
+      transition(a, is_new ? AlertState::kInactive : AlertState::kPending, AlertState::kFiring);
+    } else if (is_new) {
+      transition(a, AlertState::kInactive, AlertState::kPending);
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const AlertTransition& a, const AlertTransition& b) { return a.labels < b.labels; });
+  return out;
+}
+
+std::vector<AlertInstance> AlertEvaluator::active() const {
+  std::vector<AlertInstance> out;
+  for (const auto& [labels, a] : instances_) out.push_back(a);
+  return out;
+}
+
+std::vector<AlertInstance> AlertEvaluator::firing() const {
+  std::vector<AlertInstance> out;
+  for (const auto& [labels, a] : instances_) {
+    if (a.state == AlertState::kFiring) out.push_back(a);
+  }
+  return out;
+}
+
+std::string format_rfc3339(double unix_seconds) {
+  // Truncated, never rounded up: a resolved alert's endsAt must not lie in
+  // Alertmanager's future, or it merges the update as still firing.
+  const double whole = std::floor(unix_seconds);
+  const long long ms =
+      // 1 us of slack so 0.1 s (0.0999999 as a double) prints as .100, not .099.
+      std::min(999LL, static_cast<long long>(std::floor((unix_seconds - whole) * 1000 + 1e-3)));
+  const std::time_t t = static_cast<std::time_t>(whole);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03lldZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  return buf;
+}
+
+namespace {
+
+nlohmann::json labels_json(const AlertLabels& l) {
+  nlohmann::json j = nlohmann::json::object();
+  j["alertname"] = l.alertname;
+  if (!l.severity.empty()) j["severity"] = l.severity;
+  if (!l.tier.empty()) j["tier"] = l.tier;
+  if (!l.job.empty()) j["job"] = l.job;
+  return j;
+}
+
+nlohmann::json annotations_json(const AlertInstance& a) {
+  return {{"summary", a.summary}, {"description", a.description}, {"runbook_url", a.runbook_url}};
+}
+
+}  // namespace
+
+std::string alerts_json(std::span<const AlertInstance> active) {
+  nlohmann::json alerts = nlohmann::json::array();
+  for (const AlertInstance& a : active) {
+    alerts.push_back({{"labels", labels_json(a.labels)},
+                      {"annotations", annotations_json(a)},
+                      {"state", std::string(to_string(a.state))},
+                      {"activeAt", format_rfc3339(a.active_at)},
+                      {"value", number(a.value)}});
+  }
+  nlohmann::json doc = {{"status", "success"}, {"data", {{"alerts", std::move(alerts)}}}};
+  // Labels and texts come from outside (job and tier names): never throw on bad UTF-8.
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string alertmanager_payload(std::span<const AlertInstance> firing,
+                                 std::span<const AlertInstance> resolved, double now,
+                                 double resend_interval_seconds, const std::string& generator_url) {
+  nlohmann::json out = nlohmann::json::array();
+  auto add = [&](const AlertInstance& a, double ends_at) {
+    nlohmann::json j = {{"labels", labels_json(a.labels)},
+                        {"annotations", annotations_json(a)},
+                        {"startsAt", format_rfc3339(a.fired_at > 0 ? a.fired_at : a.active_at)},
+                        {"endsAt", format_rfc3339(ends_at)}};
+    if (!generator_url.empty()) j["generatorURL"] = generator_url;
+    out.push_back(std::move(j));
+  };
+  for (const AlertInstance& a : firing) add(a, now + 4 * resend_interval_seconds);
+  for (const AlertInstance& a : resolved) add(a, a.resolved_at > 0 ? a.resolved_at : now);
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace ckptmon

@@ -1,0 +1,131 @@
+#pragma once
+// Alerts: each cycle the figures become one condition per alert instance
+// (alertname, severity, tier, job); the evaluator moves every instance through
+// inactive -> pending -> firing after its `for:` and back when the condition
+// clears, and renders the outcome for /metrics, /api/v1/alerts, the history
+// and Alertmanager's v2 API. No I/O.
+
+#include <array>
+#include <compare>
+#include <limits>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/state.hpp"
+#include "rules/evaluate.hpp"
+#include "rules/policy.hpp"
+
+namespace ckptmon {
+
+inline constexpr std::array<std::string_view, 11> kAlertNames = {
+    "CheckpointDrainBacklogGrowing", "CheckpointDrainTooSlow",
+    "CheckpointTierFillingUp",       "CheckpointTierAlmostFull",
+    "CheckpointNextWontFit",         "CheckpointPartial",
+    "CheckpointCleanupStalled",      "CheckpointRecoveryPointStale",
+    "CheckpointCompletionSkewHigh",  "CheckpointTierDown",
+    "CheckpointBandwidthShortfall"};
+
+// The identity of an alert instance. Empty tier or job: not applicable.
+struct AlertLabels {
+  std::string alertname;
+  std::string severity;
+  std::string tier;
+  std::string job;
+  auto operator<=>(const AlertLabels&) const = default;
+};
+
+// What a condition says this cycle. With hysteresis a value between the fire
+// and the clear threshold holds: an active alert stays active, an inactive one
+// stays inactive. A figure that is unknown this cycle holds as well.
+enum class Signal { kFire, kHold, kClear };
+
+// One alert instance's condition in one cycle, with its texts.
+struct AlertCondition {
+  AlertLabels labels;
+  Signal signal = Signal::kClear;
+  double for_seconds = 0;
+  double value = 0;  // the figure compared with the threshold
+  std::string summary;
+  std::string description;
+  std::string runbook_url;
+};
+
+// The conditions of every enabled alert for these figures. `tiers` gives up/down.
+std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
+                                             const std::map<std::string, TierState>& tiers,
+                                             const AlertingConfig& config);
+
+enum class AlertState { kInactive, kPending, kFiring };
+std::string_view to_string(AlertState s);
+
+struct AlertInstance {
+  AlertLabels labels;
+  AlertState state = AlertState::kInactive;
+  double active_at = 0;    // when it became pending (unix seconds)
+  double fired_at = 0;     // when it started firing; 0 = not yet
+  double resolved_at = 0;  // when it stopped firing; 0 = not resolved
+  double active_for = 0;   // evaluation time spent active, seconds
+  double for_seconds = 0;
+  double value = 0;
+  std::string summary;
+  std::string description;
+  std::string runbook_url;
+};
+
+// A change of state, for the alert history.
+struct AlertTransition {
+  AlertLabels labels;
+  AlertState from = AlertState::kInactive;
+  AlertState to = AlertState::kInactive;
+  double at = 0;
+  double value = 0;
+  std::string summary;
+  std::string description;
+};
+
+// Holds the state of every alert instance between cycles. Loop thread only
+// (not thread-safe); copy the outputs to publish them.
+class AlertEvaluator {
+ public:
+  // Time between two evaluations counts towards `for:` up to max_step_seconds:
+  // a clock that jumps forward by a day does not fire every pending alert at
+  // once, and one that jumps back counts as no time at all.
+  explicit AlertEvaluator(double max_step_seconds = 300) : max_step_(max_step_seconds) {}
+
+  // Feeds one cycle. An instance that had a condition before and has none now
+  // (its tier or job is gone, its rule disabled) is treated as cleared.
+  // Returns the transitions of this cycle, sorted by labels.
+  std::vector<AlertTransition> evaluate(std::span<const AlertCondition> conditions, double now);
+
+  std::vector<AlertInstance> active() const;  // pending and firing, sorted by labels
+  std::vector<AlertInstance> firing() const;
+  // Instances that stopped firing in the last evaluate(), resolved_at set.
+  const std::vector<AlertInstance>& resolved() const { return resolved_; }
+
+ private:
+  double max_step_;
+  double last_now_ = std::numeric_limits<double>::quiet_NaN();
+  std::map<AlertLabels, AlertInstance> instances_;  // active ones only
+  std::vector<AlertInstance> resolved_;
+};
+
+// RFC 3339 in UTC with milliseconds, truncated: "2023-11-14T22:13:20.000Z".
+std::string format_rfc3339(double unix_seconds);
+
+// GET /api/v1/alerts body, shaped like Prometheus' own endpoint:
+// {"status":"success","data":{"alerts":[{"labels":{...},"annotations":{...},
+//  "state":"firing","activeAt":"...","value":"..."}]}}
+std::string alerts_json(std::span<const AlertInstance> active);
+
+// POST /api/v2/alerts body for Alertmanager: firing alerts with endsAt =
+// now + 4 x resend interval (Alertmanager resolves them itself if the daemon
+// stops sending), resolved ones with endsAt = when they resolved. Empty labels
+// are left out.
+std::string alertmanager_payload(std::span<const AlertInstance> firing,
+                                 std::span<const AlertInstance> resolved, double now,
+                                 double resend_interval_seconds, const std::string& generator_url);
+
+}  // namespace ckptmon

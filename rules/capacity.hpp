@@ -1,0 +1,98 @@
+#pragma once
+// Capacity and bandwidth a tier needs by the sizing rule, against what it has
+// and delivers. Pure functions; thread-safe.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.hpp"
+#include "model/state.hpp"
+#include "rules/inputs.hpp"
+#include "rules/policy.hpp"
+
+namespace ckptmon {
+
+// One job's share of a tier's requirement.
+struct JobCapacity {
+  std::string job;
+  // Latest committed checkpoint; a job with none yet uses its biggest
+  // checkpoint in progress as a lower bound.
+  std::uint64_t latest_bytes = 0;
+  // keep_last (fewer when max_age and the observed interval between commits
+  // keep fewer) plus the milestones currently kept beyond keep_last.
+  double retained_versions = 0;
+  double required_bytes = 0;  // latest_bytes x retained_versions x replicas
+  std::uint64_t in_progress_bytes = 0;
+  // Bytes the job's next checkpoint still has to write here:
+  // latest_bytes x replicas - what its save in progress already wrote.
+  double next_checkpoint_bytes = 0;
+  std::optional<bool> next_fits;  // avail >= next_checkpoint_bytes; nullopt without stats
+};
+
+struct CapacityFigures {
+  std::string tier;
+  bool has_stats = false;  // size and avail are known (the tier is up and was probed)
+  double size_bytes = 0;
+  double avail_bytes = 0;
+  std::optional<double> used_ratio;  // 1 - avail/size
+
+  std::int64_t concurrent_jobs = 0;
+  bool concurrency_observed = true;  // false: set by policy
+
+  // The sizing rule, term by term (ckpt_tier_required_capacity_bytes is the sum).
+  double retained_required_bytes = 0;     // sum of jobs' required_bytes
+  double temp_write_allowance_bytes = 0;  // ratio x the concurrent jobs' latest checkpoints
+  double residue_bytes = 0;               // partial checkpoints found on the tier
+  double growth_headroom_bytes = 0;       // ratio x retained_required_bytes
+  double required_bytes = 0;
+
+  // What of each term is already on the tier (retained committed checkpoints
+  // x replicas, saves in progress, partial ones), capped at the term.
+  double present_bytes = 0;
+  // required - present, term by term: what avail still has to hold.
+  double still_needed_bytes = 0;
+  // avail / still_needed; +Inf when nothing more is needed; nullopt without stats.
+  std::optional<double> headroom_ratio;
+  // Seconds until the least-squares line of avail over the trend window
+  // reaches zero; +Inf when avail is not falling; nullopt with too little history.
+  std::optional<double> time_to_full_seconds;
+
+  // The next checkpoints of the `concurrent_jobs` jobs with the biggest need.
+  double next_checkpoint_bytes = 0;
+  std::optional<bool> next_fits;
+
+  std::vector<JobCapacity> jobs;  // sorted by job
+};
+
+// `history` holds the tier's samples in any order; the current stats are
+// added as a sample at `now` unless the history already has one that recent.
+CapacityFigures evaluate_capacity(std::span<const Checkpoint> all, const TierState& tier,
+                                  std::span<const TierSample> history, const TierPolicy& policy,
+                                  double now);
+
+struct BandwidthFigures {
+  std::string tier;
+  // Mean latest committed checkpoint of the `concurrent_writers` biggest jobs.
+  double bytes_per_checkpoint = 0;
+  std::int64_t concurrent_writers = 0;
+  bool concurrency_observed = true;
+  // bytes_per_checkpoint / allowed_window x concurrent_writers x (1 + overhead)
+  double required_bytes_per_second = 0;
+  // Bytes of committed checkpoints finished within the observe window divided
+  // by the time the tier spent writing them (union of their save intervals);
+  // nullopt when no such checkpoint has a known, non-zero duration.
+  std::optional<double> observed_bytes_per_second;
+  std::uint64_t observed_checkpoints = 0;
+};
+
+BandwidthFigures evaluate_bandwidth(std::span<const Checkpoint> all, const std::string& tier,
+                                    const BandwidthPolicy& policy, double now);
+
+// How long a save took: the stated save interval when known, else last shard
+// minus first shard; 0 when unknown.
+double save_duration(const Checkpoint& c);
+
+}  // namespace ckptmon

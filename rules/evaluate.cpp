@@ -1,0 +1,90 @@
+#include "rules/evaluate.hpp"
+
+#include <set>
+
+namespace ckptmon {
+
+std::string_view to_string(Severity s) {
+  switch (s) {
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kCritical:
+      return "critical";
+  }
+  return "unknown";
+}
+
+const TierPolicy& RulesPolicy::for_tier(const std::string& tier) const {
+  static const TierPolicy kDefaults;
+  auto it = tiers.find(tier);
+  return it == tiers.end() ? kDefaults : it->second;
+}
+
+RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
+                           std::span<const Checkpoint> checkpoints, const RulesHistory& history,
+                           const Verifications& verified, const RulesPolicy& policy, double now) {
+  RuleFigures out;
+  out.now = now;
+  std::set<std::string> deletion_tiers;
+  static const std::vector<TierSample> kNoSamples;
+  for (const auto& [name, tier] : tiers) {
+    const TierPolicy& p = policy.for_tier(name);
+    if (tier.config.role == TierRole::kDeletion) deletion_tiers.insert(name);
+
+    if (!tier.config.drains_to.empty()) {
+      auto d = evaluate_drain(checkpoints, tier.config, history.drain, p.drain, now,
+                              history.drained_totals);
+      for (auto& f : d) out.drain.push_back(std::move(f));
+    }
+    auto h = history.tiers.find(name);
+    out.capacity.push_back(evaluate_capacity(
+        checkpoints, tier, h == history.tiers.end() ? kNoSamples : h->second, p, now));
+    out.bandwidth.push_back(evaluate_bandwidth(checkpoints, name, p.bandwidth, now));
+
+    auto r = evaluate_retention(checkpoints, name, p.retention, now);
+    out.cleanup_oldest_age_seconds[name] = cleanup_oldest_age(r, now);
+    for (auto& f : r) out.retention.push_back(std::move(f));
+
+    for (const auto& [job, mine] : group_by_job(checkpoints, name)) {
+      JobTierFigures j;
+      j.tier = name;
+      j.job = job;
+      for (const Checkpoint* c : mine) {
+        if (c->state != CkptState::kPartial) continue;
+        ++j.partial_checkpoints;
+        j.partial_bytes += c->bytes;
+      }
+      auto committed = committed_oldest_first(mine);
+      if (!committed.empty()) {
+        const Checkpoint& last = *committed.back();
+        j.has_committed = true;
+        j.last_step = last.step;
+        j.last_commit_time = commit_time(last);
+        j.last_completion_skew_seconds = last.completion_skew();
+      }
+      out.job_tiers.push_back(std::move(j));
+    }
+  }
+
+  std::vector<Checkpoint> known;
+  bool all_known = true;
+  for (const Checkpoint& c : checkpoints) {
+    if (!tiers.contains(c.tier)) {
+      all_known = false;
+      break;
+    }
+  }
+  if (all_known) {
+    out.recovery = evaluate_recovery(checkpoints, verified, deletion_tiers);
+  } else {
+    for (const Checkpoint& c : checkpoints) {
+      if (tiers.contains(c.tier)) known.push_back(c);
+    }
+    out.recovery = evaluate_recovery(known, verified, deletion_tiers);
+  }
+  return out;
+}
+
+}  // namespace ckptmon

@@ -1,0 +1,61 @@
+#pragma once
+// Every derived figure of one evaluation cycle, computed from the catalog, the
+// history, the policy and `now`. The daemon calls evaluate_rules() once per
+// cycle on its loop thread (or a worker) and publishes the result. Pure;
+// thread-safe.
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.hpp"
+#include "model/state.hpp"
+#include "rules/capacity.hpp"
+#include "rules/drain.hpp"
+#include "rules/inputs.hpp"
+#include "rules/policy.hpp"
+#include "rules/recovery.hpp"
+#include "rules/retention.hpp"
+
+namespace ckptmon {
+
+// What the rules remember between cycles (kept by the store and the daemon).
+struct RulesHistory {
+  std::map<std::string, std::vector<TierSample>> tiers;  // by tier, any order
+  DrainHistory drain;
+  // Cumulative drained bytes from the event log (shard_drained), by drain.
+  std::map<DrainKey, double> drained_totals;
+};
+
+// Per (tier, job) figures the alerts need besides the rule families.
+struct JobTierFigures {
+  std::string tier;
+  std::string job;
+  std::uint64_t partial_checkpoints = 0;
+  std::uint64_t partial_bytes = 0;
+  bool has_committed = false;
+  std::int64_t last_step = -1;  // latest committed checkpoint
+  double last_commit_time = 0;
+  double last_completion_skew_seconds = 0;
+};
+
+struct RuleFigures {
+  double now = 0;
+  std::vector<DrainFigures> drain;                           // tiers with drains_to
+  std::vector<CapacityFigures> capacity;                     // every tier
+  std::vector<BandwidthFigures> bandwidth;                   // every tier
+  std::vector<RetentionFigures> retention;                   // every (tier, job)
+  std::map<std::string, double> cleanup_oldest_age_seconds;  // every tier
+  std::vector<RecoveryPoint> recovery;                       // every job
+  std::vector<JobTierFigures> job_tiers;                     // every (tier, job)
+};
+
+// `tiers` is State::tiers (configuration, up/down, statfs figures).
+// Checkpoints on tiers not in `tiers` are ignored.
+RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
+                           std::span<const Checkpoint> checkpoints, const RulesHistory& history,
+                           const Verifications& verified, const RulesPolicy& policy, double now);
+
+}  // namespace ckptmon

@@ -1,0 +1,220 @@
+#pragma once
+// What the rules need from configuration, with the defaults the daemon uses
+// when the YAML file says nothing. Every time is in seconds, every size in
+// bytes, every ratio a plain fraction (0.2 = 20 %). Plain data; immutable once
+// loaded, safe to read from several threads.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ckptmon {
+
+// Which committed checkpoints of one (tier, job) the policy keeps (YAML
+// `tiers[].retention`). A committed checkpoint is kept when it is one of the
+// newest `keep_last`, or a milestone (its step is a multiple of `keep_every`),
+// unless it is older than `max_age`. The newest committed checkpoint is always
+// kept, whatever the age.
+struct RetentionPolicy {
+  std::int64_t keep_last = 3;   // >= 1
+  std::int64_t keep_every = 0;  // milestone every N steps; 0 = no milestones
+  double max_age_seconds = 0;   // 0 = no age limit
+  // A partial checkpoint whose last write is older than this is failed-run
+  // residue waiting for cleanup (it is residue for capacity from the start).
+  double partial_window_seconds = 3600;
+};
+
+// The sizing rule's knobs (YAML `tiers[].sizing`).
+struct SizingPolicy {
+  // Copies the storage writes per byte the catalog sees (2 for application
+  // replication, 1.25 for 8+2 erasure coding when df reports raw blocks).
+  double replicas = 1;
+  // Space for the next checkpoint written before an old one may go, as a
+  // fraction of the latest checkpoint of each concurrent writer.
+  double temp_write_allowance_ratio = 1.0;
+  // Extra margin on the retained versions for checkpoints that grow.
+  double growth_headroom_ratio = 0.2;
+  // Jobs that checkpoint at the same time; 0 = as observed on the tier.
+  std::int64_t concurrent_jobs = 0;
+  // History window of the least-squares fit behind time to full.
+  double trend_window_seconds = 6 * 3600;
+};
+
+// The bandwidth rule's knobs (YAML `tiers[].bandwidth`).
+struct BandwidthPolicy {
+  // Time a checkpoint may take to land on the tier.
+  double allowed_window_seconds = 120;
+  // Jobs writing at the same time; 0 = as observed on the tier.
+  std::int64_t concurrent_writers = 0;
+  // Protocol and metadata overhead on top of the payload bytes.
+  double overhead_ratio = 0.1;
+  // Committed checkpoints that finished within this window give the observed rate.
+  double observe_window_seconds = 24 * 3600;
+};
+
+// The drain rule's knobs (YAML `tiers[].drain`), for tiers with drains_to.
+struct DrainPolicy {
+  double rate_window_seconds = 15 * 60;
+};
+
+// Everything the rules need for one tier.
+struct TierPolicy {
+  RetentionPolicy retention;
+  SizingPolicy sizing;
+  BandwidthPolicy bandwidth;
+  DrainPolicy drain;
+};
+
+// One resolution step of the history (YAML `history.downsample[]`).
+struct DownsampleLevel {
+  double resolution_seconds = 300;        // one sample kept per bucket of this width
+  double retention_seconds = 30 * 86400;  // samples older than this move to the next level
+};
+
+// How long tier samples are kept at which resolution (YAML `history`).
+// Raw samples for `raw_retention`, then each level in turn; older than the
+// last level's retention: deleted.
+struct HistoryPolicy {
+  double raw_retention_seconds = 86400;
+  std::vector<DownsampleLevel> levels = {{300, 30 * 86400.0}, {3600, 365 * 86400.0}};
+};
+
+enum class Severity { kInfo, kWarning, kCritical };
+std::string_view to_string(Severity s);
+
+// The part every alert rule has (YAML `alerting.rules.<AlertName>`).
+struct AlertRuleCommon {
+  bool enabled = true;
+  double for_seconds = 0;  // the condition must hold this long before the alert fires
+  Severity severity = Severity::kWarning;
+};
+
+// Thresholds of the eleven alerts. Where a rule has a fire and a clear
+// threshold, the alert fires past the first and resolves only past the second
+// (hysteresis), so a value hovering at the threshold does not flap.
+struct AlertRules {
+  // A new checkpoint committed on the source before the previous one drained.
+  struct DrainBacklogGrowing : AlertRuleCommon {
+    DrainBacklogGrowing() {
+      for_seconds = 600;
+      severity = Severity::kWarning;
+    }
+    std::int64_t min_overlapping = 1;
+  } drain_backlog_growing;
+  // The oldest pending checkpoint has waited too long, or the backlog will
+  // take too long to empty at the current rate.
+  struct DrainTooSlow : AlertRuleCommon {
+    DrainTooSlow() {
+      for_seconds = 600;
+      severity = Severity::kWarning;
+    }
+    double max_pending_age_seconds = 3600;
+    double max_time_to_empty_seconds = 3600;
+  } drain_too_slow;
+  // The linear trend of available bytes reaches zero within the horizon.
+  struct TierFillingUp : AlertRuleCommon {
+    TierFillingUp() {
+      for_seconds = 1800;
+      severity = Severity::kWarning;
+    }
+    double horizon_seconds = 24 * 3600;
+    double clear_horizon_seconds = 30 * 3600;
+  } tier_filling_up;
+  // Used fraction (1 - avail/size).
+  struct TierAlmostFull : AlertRuleCommon {
+    TierAlmostFull() {
+      for_seconds = 300;
+      severity = Severity::kCritical;
+    }
+    double used_ratio = 0.95;
+    double clear_used_ratio = 0.93;
+  } tier_almost_full;
+  // The next checkpoint of a job needs more than the tier has available;
+  // resolves once avail exceeds the need by clear_margin_ratio.
+  struct NextWontFit : AlertRuleCommon {
+    NextWontFit() {
+      for_seconds = 300;
+      severity = Severity::kCritical;
+    }
+    double clear_margin_ratio = 0.05;
+  } next_wont_fit;
+  // Partial checkpoints on a (tier, job).
+  struct Partial : AlertRuleCommon {
+    Partial() {
+      for_seconds = 300;
+      severity = Severity::kWarning;
+    }
+    std::int64_t min_partial = 1;
+  } partial;
+  // The oldest checkpoint of the deletion queue has waited this long.
+  struct CleanupStalled : AlertRuleCommon {
+    CleanupStalled() {
+      for_seconds = 900;
+      severity = Severity::kWarning;
+    }
+    double max_age_seconds = 6 * 3600;
+  } cleanup_stalled;
+  // The newest restorable checkpoint of a job that is still checkpointing
+  // (wrote anything within active_window) is older than max_age.
+  struct RecoveryPointStale : AlertRuleCommon {
+    RecoveryPointStale() {
+      for_seconds = 300;
+      severity = Severity::kCritical;
+    }
+    double max_age_seconds = 2 * 3600;
+    double active_window_seconds = 6 * 3600;
+  } recovery_point_stale;
+  // Completion skew (last shard - first shard) of a job's latest committed checkpoint.
+  struct CompletionSkewHigh : AlertRuleCommon {
+    CompletionSkewHigh() {
+      for_seconds = 0;
+      severity = Severity::kWarning;
+    }
+    double max_skew_seconds = 120;
+    double clear_skew_seconds = 90;
+  } completion_skew_high;
+  // The tier's probe fails or is stuck.
+  struct TierDown : AlertRuleCommon {
+    TierDown() {
+      for_seconds = 120;
+      severity = Severity::kCritical;
+    }
+  } tier_down;
+  // Observed write bandwidth below the required one (ratio observed/required).
+  struct BandwidthShortfall : AlertRuleCommon {
+    BandwidthShortfall() {
+      for_seconds = 1800;
+      severity = Severity::kWarning;
+    }
+    double min_ratio = 1.0;
+    double clear_ratio = 1.1;
+  } bandwidth_shortfall;
+};
+
+// YAML `alerting`.
+struct AlertingConfig {
+  // Alertmanager base URL ("http://127.0.0.1:9093"); empty = do not push.
+  std::string alertmanager_url;
+  // Firing alerts are sent again this often while they fire.
+  double resend_interval_seconds = 60;
+  // Deadline of one POST, connect included.
+  double timeout_seconds = 10;
+  // Base of the generatorURL of pushed alerts; empty = the daemon's own address.
+  std::string external_url;
+  // Page the runbook_url annotation points into ("<runbook_url>#<alertname lowercased>").
+  std::string runbook_url = "docs/runbook.md";
+  AlertRules rules;
+};
+
+// Every policy the rules read, by tier name. A tier with no entry uses the defaults.
+struct RulesPolicy {
+  std::map<std::string, TierPolicy> tiers;
+  AlertingConfig alerting;
+  HistoryPolicy history;
+
+  const TierPolicy& for_tier(const std::string& tier) const;
+};
+
+}  // namespace ckptmon

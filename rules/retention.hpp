@@ -1,0 +1,73 @@
+#pragma once
+// Retention and cleanup: which checkpoints the policy says should be gone but
+// still exist (the deletion queue), and the failed-run residue. Reports only;
+// nothing here deletes. Pure functions; thread-safe.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/checkpoint.hpp"
+#include "rules/policy.hpp"
+
+namespace ckptmon {
+
+enum class RetentionKind {
+  kKeptNewest,     // the newest committed checkpoint: never expires
+  kKeptLast,       // one of the newest keep_last committed
+  kKeptMilestone,  // a milestone (step % keep_every == 0) outside keep_last
+  kExpired,        // committed, and the policy says it should be gone
+  kResidue,        // partial, older than the partial window: failed-run residue
+  kNotDue,         // in progress, or partial within its window
+};
+std::string_view to_string(RetentionKind k);
+
+struct RetentionDecision {
+  const Checkpoint* checkpoint = nullptr;
+  RetentionKind kind = RetentionKind::kNotDue;
+  // For kExpired and kResidue: when it became due for deletion (unix seconds).
+  double due_since = 0;
+};
+
+// Every checkpoint of one (tier, job), oldest first: committed ones in their
+// retention order, then partial and in-progress ones by last write.
+std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint> all,
+                                                const std::string& tier, const std::string& job,
+                                                const RetentionPolicy& policy, double now);
+// The same over the checkpoints of one (tier, job) already picked out.
+std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint* const> job,
+                                                const RetentionPolicy& policy, double now);
+
+// The deletion queue and what stays, for one (tier, job).
+struct RetentionFigures {
+  std::string tier;
+  std::string job;
+  std::uint64_t retained_checkpoints = 0;  // committed and kept
+  std::uint64_t retained_bytes = 0;
+  std::uint64_t milestone_checkpoints = 0;  // of which kept only as milestones
+  std::uint64_t expired_checkpoints = 0;
+  std::uint64_t expired_bytes = 0;
+  std::uint64_t residue_checkpoints = 0;
+  std::uint64_t residue_bytes = 0;
+  // When the oldest entry of the deletion queue became due; 0 = queue empty.
+  double oldest_due_since = 0;
+  // Paths (relative to the tier root) of the deletion queue, oldest due first.
+  std::vector<std::string> pending_paths;
+
+  std::uint64_t pending_checkpoints() const { return expired_checkpoints + residue_checkpoints; }
+  std::uint64_t pending_bytes() const { return expired_bytes + residue_bytes; }
+};
+
+// One entry per job that has any checkpoint on `tier`, sorted by job.
+std::vector<RetentionFigures> evaluate_retention(std::span<const Checkpoint> all,
+                                                 const std::string& tier,
+                                                 const RetentionPolicy& policy, double now);
+
+// How long the oldest entry of the tier's deletion queue has waited
+// (ckpt_cleanup_oldest_age_seconds{tier}); 0 when the queue is empty, never
+// negative (a clock that jumped back makes it 0, not a negative age).
+double cleanup_oldest_age(std::span<const RetentionFigures> tier_figures, double now);
+
+}  // namespace ckptmon

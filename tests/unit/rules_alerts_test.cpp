@@ -1,0 +1,405 @@
+#include "rules/alerts.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/unit/rules_fixtures.hpp"
+#include "util/clock.hpp"
+
+namespace ckptmon {
+namespace {
+
+using testing::Ck;
+using testing::tier_state;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double GiB = 1024.0 * 1024 * 1024;
+
+AlertCondition cond(Signal s, double for_seconds, std::string tier = "rapid") {
+  AlertCondition c;
+  c.labels = {"CheckpointTierAlmostFull", "critical", std::move(tier), ""};
+  c.signal = s;
+  c.for_seconds = for_seconds;
+  c.summary = "s";
+  return c;
+}
+
+std::vector<std::pair<AlertState, AlertState>> moves(const std::vector<AlertTransition>& t) {
+  std::vector<std::pair<AlertState, AlertState>> out;
+  for (const auto& x : t) out.emplace_back(x.from, x.to);
+  return out;
+}
+
+using P = std::pair<AlertState, AlertState>;
+constexpr auto kIn = AlertState::kInactive;
+constexpr auto kPe = AlertState::kPending;
+constexpr auto kFi = AlertState::kFiring;
+
+TEST(AlertEvaluator, PendingThenFiringAfterForThenResolved) {
+  FakeClock clock(1000);
+  AlertEvaluator ev;
+  std::vector<AlertCondition> c{cond(Signal::kFire, 60)};
+  EXPECT_EQ(moves(ev.evaluate(c, clock.now())), (std::vector<P>{{kIn, kPe}}));
+  clock.advance(30);
+  EXPECT_TRUE(ev.evaluate(c, clock.now()).empty());
+  EXPECT_TRUE(ev.firing().empty());
+  ASSERT_EQ(ev.active().size(), 1u);
+  EXPECT_EQ(ev.active()[0].state, kPe);
+  clock.advance(30);
+  EXPECT_EQ(moves(ev.evaluate(c, clock.now())), (std::vector<P>{{kPe, kFi}}));
+  ASSERT_EQ(ev.firing().size(), 1u);
+  EXPECT_EQ(ev.firing()[0].active_at, 1000);
+  EXPECT_EQ(ev.firing()[0].fired_at, 1060);
+  clock.advance(30);
+  c[0].signal = Signal::kClear;
+  EXPECT_EQ(moves(ev.evaluate(c, clock.now())), (std::vector<P>{{kFi, kIn}}));
+  EXPECT_TRUE(ev.active().empty());
+  ASSERT_EQ(ev.resolved().size(), 1u);
+  EXPECT_EQ(ev.resolved()[0].resolved_at, 1090);
+  EXPECT_EQ(ev.resolved()[0].fired_at, 1060);
+  clock.advance(30);
+  ev.evaluate(c, clock.now());
+  EXPECT_TRUE(ev.resolved().empty());  // reported once
+}
+
+TEST(AlertEvaluator, ZeroForFiresAtOnceAndPendingThatClearsNeverResolves) {
+  AlertEvaluator ev;
+  std::vector<AlertCondition> c{cond(Signal::kFire, 0, "a"), cond(Signal::kFire, 60, "b")};
+  auto t = ev.evaluate(c, 0);
+  EXPECT_EQ(moves(t), (std::vector<P>{{kIn, kFi}, {kIn, kPe}}));
+  c[1].signal = Signal::kClear;
+  t = ev.evaluate(c, 10);
+  EXPECT_EQ(moves(t), (std::vector<P>{{kPe, kIn}}));
+  EXPECT_TRUE(ev.resolved().empty());
+}
+
+TEST(AlertEvaluator, TwoCyclesAtTheSameInstantReportPendingOnce) {
+  AlertEvaluator ev;
+  std::vector<AlertCondition> c{cond(Signal::kFire, 60)};
+  EXPECT_EQ(moves(ev.evaluate(c, 100)), (std::vector<P>{{kIn, kPe}}));
+  EXPECT_TRUE(ev.evaluate(c, 100).empty());
+  EXPECT_EQ(ev.active().size(), 1u);
+}
+
+TEST(AlertEvaluator, HoldKeepsAnActiveAlertAndDoesNotStartAnInactiveOne) {
+  AlertEvaluator ev;
+  std::vector<AlertCondition> c{cond(Signal::kHold, 0)};
+  ev.evaluate(c, 0);
+  EXPECT_TRUE(ev.active().empty());
+  c[0].signal = Signal::kFire;
+  ev.evaluate(c, 10);
+  c[0].signal = Signal::kHold;
+  EXPECT_TRUE(ev.evaluate(c, 20).empty());
+  EXPECT_EQ(ev.firing().size(), 1u);
+}
+
+TEST(AlertEvaluator, AnInstanceWithNoConditionAnyMoreResolves) {
+  AlertEvaluator ev;
+  ev.evaluate(std::vector<AlertCondition>{cond(Signal::kFire, 0, "gone")}, 0);
+  auto t = ev.evaluate({}, 15);
+  EXPECT_EQ(moves(t), (std::vector<P>{{kFi, kIn}}));
+  ASSERT_EQ(ev.resolved().size(), 1u);
+  EXPECT_EQ(ev.resolved()[0].labels.tier, "gone");
+}
+
+TEST(AlertEvaluator, AClockJumpingBackCountsNoTimeAndOneJumpingForwardAtMostAStep) {
+  AlertEvaluator ev(300);
+  std::vector<AlertCondition> c{cond(Signal::kFire, 60)};
+  ev.evaluate(c, 1000);
+  ev.evaluate(c, 500);  // back: 0 s
+  ev.evaluate(c, 530);  // 30 s
+  EXPECT_TRUE(ev.firing().empty());
+  ev.evaluate(c, 560);  // 60 s
+  EXPECT_EQ(ev.firing().size(), 1u);
+
+  AlertEvaluator ev2(300);
+  std::vector<AlertCondition> slow{cond(Signal::kFire, 600)};
+  ev2.evaluate(slow, 0);
+  ev2.evaluate(slow, 86400);  // a day forward counts as 300 s
+  EXPECT_TRUE(ev2.firing().empty());
+  ev2.evaluate(slow, 86400 + 300);
+  EXPECT_EQ(ev2.firing().size(), 1u);
+}
+
+// Figures where every alert has something to say.
+struct Scene {
+  std::map<std::string, TierState> tiers;
+  RuleFigures figs;
+  AlertingConfig cfg;
+  Scene() {
+    tiers["staging"] = tier_state("staging", TierRole::kStaging, "rapid", 100 * GiB, 3 * GiB);
+    tiers["rapid"] = tier_state("rapid", TierRole::kRapid, "", 1000 * GiB, 500 * GiB);
+    tiers["rapid"].up = false;
+    tiers["rapid"].down_reason = "statfs timed out after 10s";
+    figs.now = 100'000;
+    DrainFigures d;
+    d.tier = "staging";
+    d.to_tier = "rapid";
+    d.job = "llama";
+    d.backlog_bytes = static_cast<std::uint64_t>(1.5 * GiB);
+    d.pending_checkpoints = 2;
+    d.overlapping_checkpoints = 1;
+    d.oldest_pending_age = 7200;
+    d.rate_bytes_per_second = 1024;
+    d.time_to_empty_seconds = 1.5 * GiB / 1024;
+    figs.drain.push_back(d);
+    CapacityFigures c;
+    c.tier = "staging";
+    c.has_stats = true;
+    c.size_bytes = 100 * GiB;
+    c.avail_bytes = 3 * GiB;
+    c.used_ratio = 0.97;
+    c.time_to_full_seconds = 3600;
+    c.concurrent_jobs = 1;
+    JobCapacity j;
+    j.job = "llama";
+    j.latest_bytes = static_cast<std::uint64_t>(4 * GiB);
+    j.next_checkpoint_bytes = 4 * GiB;
+    c.jobs.push_back(j);
+    figs.capacity.push_back(c);
+    JobTierFigures jt;
+    jt.tier = "staging";
+    jt.job = "llama";
+    jt.partial_checkpoints = 1;
+    jt.partial_bytes = static_cast<std::uint64_t>(2 * GiB);
+    jt.has_committed = true;
+    jt.last_step = 1200;
+    jt.last_completion_skew_seconds = 300;
+    figs.job_tiers.push_back(jt);
+    figs.cleanup_oldest_age_seconds["staging"] = 8 * 3600;
+    RetentionFigures rf;
+    rf.tier = "staging";
+    rf.job = "llama";
+    rf.expired_checkpoints = 3;
+    rf.expired_bytes = static_cast<std::uint64_t>(12 * GiB);
+    figs.retention.push_back(rf);
+    RecoveryPoint rp;
+    rp.job = "llama";
+    rp.restorable = true;
+    rp.step = 1100;
+    rp.tier = "rapid";
+    rp.timestamp = figs.now - 3 * 3600;
+    rp.last_activity = figs.now - 60;
+    figs.recovery.push_back(rp);
+    BandwidthFigures b;
+    b.tier = "staging";
+    b.concurrent_writers = 1;
+    b.bytes_per_checkpoint = 4 * GiB;
+    b.required_bytes_per_second = 100 * 1024 * 1024;
+    b.observed_bytes_per_second = 50 * 1024 * 1024;
+    figs.bandwidth.push_back(b);
+  }
+  std::vector<AlertCondition> conditions() const { return alert_conditions(figs, tiers, cfg); }
+};
+
+const AlertCondition* find(const std::vector<AlertCondition>& cs, std::string_view name,
+                           std::string_view tier, std::string_view job) {
+  for (const auto& c : cs) {
+    if (c.labels.alertname == name && c.labels.tier == tier && c.labels.job == job) return &c;
+  }
+  return nullptr;
+}
+
+TEST(AlertConditions, EveryAlertFiresOnItsFigureWithTheFiguresInItsText) {
+  Scene s;
+  auto cs = s.conditions();
+  struct Want {
+    std::string_view name, tier, job, severity, text;
+  };
+  const std::vector<Want> want{
+      {"CheckpointDrainBacklogGrowing", "staging", "llama", "warning", "1.5 GiB still to copy"},
+      {"CheckpointDrainTooSlow", "staging", "llama", "warning", "has waited 2h"},
+      {"CheckpointTierFillingUp", "staging", "", "warning", "fills up in 1h"},
+      {"CheckpointTierAlmostFull", "staging", "", "critical", "97% used"},
+      {"CheckpointNextWontFit", "staging", "llama", "critical", "needs 4.0 GiB"},
+      {"CheckpointPartial", "staging", "llama", "warning", "(2.0 GiB)"},
+      {"CheckpointCleanupStalled", "staging", "", "warning", "3 checkpoints (12.0 GiB)"},
+      {"CheckpointRecoveryPointStale", "", "llama", "critical", "step 1100 on tier rapid) is 3h"},
+      {"CheckpointCompletionSkewHigh", "staging", "llama", "warning", "took 5m from its first"},
+      {"CheckpointTierDown", "rapid", "", "critical", "statfs timed out after 10s"},
+      {"CheckpointBandwidthShortfall", "staging", "", "warning", "written at 50.0 MiB/s"},
+  };
+  ASSERT_EQ(want.size(), kAlertNames.size());
+  for (const Want& w : want) {
+    const AlertCondition* c = find(cs, w.name, w.tier, w.job);
+    ASSERT_NE(c, nullptr) << w.name;
+    EXPECT_EQ(c->signal, Signal::kFire) << w.name;
+    EXPECT_EQ(c->labels.severity, w.severity) << w.name;
+    EXPECT_NE(c->description.find(w.text), std::string::npos) << w.name << ": " << c->description;
+    EXPECT_FALSE(c->summary.empty());
+    std::string anchor(w.name);
+    std::transform(anchor.begin(), anchor.end(), anchor.begin(), ::tolower);
+    EXPECT_EQ(c->runbook_url, "docs/runbook.md#" + anchor);
+  }
+  // The up tier clears TierDown.
+  EXPECT_EQ(find(cs, "CheckpointTierDown", "staging", "")->signal, Signal::kClear);
+}
+
+TEST(AlertConditions, DisabledRulesProduceNothingAndForComesFromTheConfig) {
+  Scene s;
+  s.cfg.rules.tier_down.enabled = false;
+  s.cfg.rules.partial.for_seconds = 42;
+  auto cs = s.conditions();
+  EXPECT_EQ(find(cs, "CheckpointTierDown", "rapid", ""), nullptr);
+  EXPECT_EQ(find(cs, "CheckpointPartial", "staging", "llama")->for_seconds, 42);
+}
+
+TEST(AlertConditions, TierAlmostFullFiresAbove95AndClearsBelow93) {
+  Scene s;
+  s.cfg.rules.tier_almost_full.for_seconds = 0;
+  AlertEvaluator ev;
+  auto step = [&](double used, double now) {
+    s.figs.capacity[0].used_ratio = used;
+    s.figs.now = now;
+    auto cs = s.conditions();
+    std::vector<AlertCondition> only;
+    for (auto& c : cs) {
+      if (c.labels.alertname == "CheckpointTierAlmostFull") only.push_back(c);
+    }
+    ev.evaluate(only, now);
+    return ev.firing().size();
+  };
+  EXPECT_EQ(step(0.94, 0), 0u);   // below the fire threshold
+  EXPECT_EQ(step(0.96, 10), 1u);  // fires
+  EXPECT_EQ(step(0.94, 20), 1u);  // between: still firing
+  EXPECT_EQ(step(0.93, 30), 0u);  // at the clear threshold: resolved
+  EXPECT_EQ(step(0.94, 40), 0u);  // between: stays resolved
+}
+
+TEST(AlertConditions, RecoveryPointOfAJobThatStoppedCheckpointingDoesNotPage) {
+  Scene s;
+  s.figs.recovery[0].last_activity = s.figs.now - 7 * 3600;  // beyond the 6 h active window
+  auto cs = s.conditions();
+  auto c = find(cs, "CheckpointRecoveryPointStale", "", "llama");
+  EXPECT_EQ(c->signal, Signal::kClear);
+  // Never restorable, but writing partials for 3 h: pages.
+  s.figs.recovery[0] = RecoveryPoint{};
+  s.figs.recovery[0].job = "llama";
+  s.figs.recovery[0].first_activity = s.figs.now - 3 * 3600;
+  s.figs.recovery[0].last_activity = s.figs.now - 10;
+  cs = s.conditions();
+  c = find(cs, "CheckpointRecoveryPointStale", "", "llama");
+  EXPECT_EQ(c->signal, Signal::kFire);
+  EXPECT_NE(c->description.find("has no restorable checkpoint"), std::string::npos)
+      << c->description;
+}
+
+TEST(AlertConditions, UnknownFiguresHold) {
+  Scene s;
+  s.figs.capacity[0].time_to_full_seconds.reset();
+  s.figs.bandwidth[0].observed_bytes_per_second.reset();
+  auto cs = s.conditions();
+  EXPECT_EQ(find(cs, "CheckpointTierFillingUp", "staging", "")->signal, Signal::kHold);
+  EXPECT_EQ(find(cs, "CheckpointBandwidthShortfall", "staging", "")->signal, Signal::kHold);
+  s.figs.capacity[0].time_to_full_seconds = kInf;
+  cs = s.conditions();
+  EXPECT_EQ(find(cs, "CheckpointTierFillingUp", "staging", "")->signal, Signal::kClear);
+}
+
+TEST(AlertConditions, GrowingQueueFiresWhenANewCheckpointLandsBeforeThePreviousDrained) {
+  // End to end through evaluate_rules: step 100 half copied, then step 200 lands.
+  std::map<std::string, TierState> tiers{
+      {"staging", tier_state("staging", TierRole::kStaging, "rapid", 1e12, 5e11)},
+      {"rapid", tier_state("rapid", TierRole::kRapid, "", 1e13, 5e12)}};
+  std::vector<Checkpoint> cks{Ck("staging", "a", 100).committed(1000, 90, 100),
+                              Ck("rapid", "a", 100).in_progress(500, 110, 120)};
+  RulesPolicy policy;
+  policy.alerting.rules.drain_backlog_growing.for_seconds = 0;
+  AlertEvaluator ev;
+  auto run = [&](double now) {
+    RuleFigures f = evaluate_rules(tiers, cks, RulesHistory{}, {}, policy, now);
+    auto cs = alert_conditions(f, tiers, policy.alerting);
+    ev.evaluate(cs, now);
+    for (const auto& a : ev.firing()) {
+      if (a.labels.alertname == "CheckpointDrainBacklogGrowing") return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(run(130));
+  cks.push_back(Ck("staging", "a", 200).committed(1000, 190, 200));
+  EXPECT_TRUE(run(210));
+  RuleFigures f = evaluate_rules(tiers, cks, RulesHistory{}, {}, policy, 210);
+  ASSERT_EQ(f.drain.size(), 1u);
+  EXPECT_EQ(f.drain[0].backlog_bytes, 1500u);
+  // Both drained: resolved.
+  cks[1].bytes = 1000;
+  cks.push_back(Ck("rapid", "a", 200).committed(1000, 250, 260));
+  EXPECT_FALSE(run(270));
+  ASSERT_EQ(ev.resolved().size(), 1u);
+}
+
+TEST(AlertConditions, EveryAlertHasARunbookSection) {
+  std::ifstream in(std::string(CKPTMON_SOURCE_DIR) + "/docs/runbook.md");
+  ASSERT_TRUE(in) << "docs/runbook.md missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  for (std::string_view name : kAlertNames) {
+    EXPECT_NE(text.find("\n## " + std::string(name) + "\n"), std::string::npos) << name;
+  }
+}
+
+TEST(AlertRendering, Rfc3339) {
+  EXPECT_EQ(format_rfc3339(1'700'000'000.0), "2023-11-14T22:13:20.000Z");
+  EXPECT_EQ(format_rfc3339(1'700'000'000.5), "2023-11-14T22:13:20.500Z");
+  EXPECT_EQ(format_rfc3339(1'700'000'000.9996), "2023-11-14T22:13:20.999Z");  // truncated
+  EXPECT_EQ(format_rfc3339(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(format_rfc3339(1'700'000'000.1), "2023-11-14T22:13:20.100Z");
+}
+
+AlertInstance instance(std::string tier, std::string job, AlertState st) {
+  AlertInstance a;
+  a.labels = {"CheckpointPartial", "warning", std::move(tier), std::move(job)};
+  a.state = st;
+  a.active_at = 1'700'000'000;
+  a.fired_at = st == kFi ? 1'700'000'060 : 0;
+  a.value = 2;
+  a.summary = "sum";
+  a.description = "desc";
+  a.runbook_url = "docs/runbook.md#checkpointpartial";
+  return a;
+}
+
+TEST(AlertRendering, ApiJsonLooksLikePrometheus) {
+  std::vector<AlertInstance> v{instance("rapid", "a\xff", kPe), instance("rapid", "", kFi)};
+  v[1].value = kInf;
+  auto j = nlohmann::json::parse(alerts_json(v));
+  EXPECT_EQ(j["status"], "success");
+  auto& alerts = j["data"]["alerts"];
+  ASSERT_EQ(alerts.size(), 2u);
+  EXPECT_EQ(alerts[0]["state"], "pending");
+  EXPECT_EQ(alerts[0]["labels"]["job"], "a\xef\xbf\xbd");  // invalid UTF-8 replaced
+  EXPECT_EQ(alerts[0]["activeAt"], "2023-11-14T22:13:20.000Z");
+  EXPECT_EQ(alerts[0]["value"], "2");
+  EXPECT_EQ(alerts[0]["annotations"]["runbook_url"], "docs/runbook.md#checkpointpartial");
+  EXPECT_FALSE(alerts[1]["labels"].contains("job"));
+  EXPECT_EQ(alerts[1]["value"], "+Inf");
+  EXPECT_EQ(nlohmann::json::parse(alerts_json({}))["data"]["alerts"].size(), 0u);
+}
+
+TEST(AlertRendering, AlertmanagerPayload) {
+  std::vector<AlertInstance> firing{instance("rapid", "a", kFi)};
+  std::vector<AlertInstance> resolved{instance("staging", "", kFi)};
+  resolved[0].resolved_at = 1'700'000'100;
+  auto j = nlohmann::json::parse(alertmanager_payload(firing, resolved, 1'700'000'200, 60,
+                                                      "http://node1:10025/api/v1/alerts"));
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["labels"], (nlohmann::json{{"alertname", "CheckpointPartial"},
+                                            {"severity", "warning"},
+                                            {"tier", "rapid"},
+                                            {"job", "a"}}));
+  EXPECT_EQ(j[0]["startsAt"], "2023-11-14T22:14:20.000Z");
+  EXPECT_EQ(j[0]["endsAt"], "2023-11-14T22:20:40.000Z");  // now (22:16:40) + 4 x 60 s
+  EXPECT_EQ(j[0]["generatorURL"], "http://node1:10025/api/v1/alerts");
+  EXPECT_EQ(j[0]["annotations"]["summary"], "sum");
+  EXPECT_FALSE(j[1]["labels"].contains("job"));
+  EXPECT_EQ(j[1]["endsAt"], "2023-11-14T22:15:00.000Z");
+}
+
+}  // namespace
+}  // namespace ckptmon
