@@ -41,7 +41,7 @@ asan-test: deps
 
 # The libFuzzer targets need clang and their own build directory; only they are
 # built there. New inputs go to $(BUILD_FUZZ)/corpus, never into the source tree.
-fuzz-test: deps
+fuzz-test: test-deps
 	cmake -S . -B $(BUILD_FUZZ) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCKPTMON_FUZZ=ON -DCKPTMON_TESTS=OFF -DCKPTMON_BENCH=OFF
 	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target event_line_fuzz
