@@ -22,7 +22,7 @@
 namespace {
 
 constexpr std::size_t kLines = 1'000'000;
-constexpr std::size_t kTailerChunk = 1 << 20;  // what a tailer reads per call
+constexpr std::size_t kTailerChunk = 256 << 10;  // what a tailer reads per call
 
 // A realistic log: jobs of 256 ranks saving every few minutes. Per checkpoint:
 // start, pause, one shard_written per rank (with a checksum), pause end,

@@ -3,7 +3,9 @@
 // stable reason, and a bulk form for catch-up that walks a chunk of a log
 // holding many newline-terminated lines. Built on simdjson's DOM parser, which
 // validates the whole line (so a malformed value in an ignored field is still
-// caught) and never throws here.
+// caught) and never throws here; the bulk form hands batches of complete lines
+// to parse_many and falls back to line-by-line parsing at the first surprise,
+// so both give identical results. Schema: docs/events.md.
 
 #include <array>
 #include <cstddef>
@@ -68,7 +70,8 @@ struct LineResult {
   LineStatus status = LineStatus::kBlank;
   RejectReason reason = RejectReason::kNone;
   std::string detail;  // for kRejected: what and which field, for humans
-  Event event;         // meaningful for kOk and kUnknownEvent
+  Event event;         // kOk: every field read; kUnknownEvent: the envelope only;
+                       // kRejected, kBlank: unspecified
 };
 
 struct EventParserOptions {
@@ -105,8 +108,9 @@ class ChunkResult {
   std::size_t count_ = 0;
 };
 
-// Parses event lines. Holds simdjson buffers sized for one line, so reuse one
-// instance for many lines. Not thread-safe: one per thread.
+// Parses event lines. Holds simdjson buffers sized for a line and a batch
+// (a few MB), so reuse one instance for many lines. Not thread-safe: one per
+// thread.
 class EventParser {
  public:
   explicit EventParser(EventParserOptions options = {});
