@@ -41,10 +41,14 @@ class Collector {
                           State& /*state*/) {}
 };
 
+class DirWatcher;
+
 struct CollectorEnv {
   // Shared so that a job still blocked on a hung mount at shutdown never
   // outlives the clock it reads.
   std::shared_ptr<const Clock> clock;
+  // inotify on local tiers; null where the daemon does not watch (scan command).
+  std::shared_ptr<DirWatcher> watcher;
 };
 
 // Every collector the daemon runs, in a fixed order (collectors/registry.cpp).

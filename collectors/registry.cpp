@@ -22,7 +22,7 @@ constexpr std::array kCollectors{
           }},
     Entry{"tree_scan",
           [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
-            return std::make_shared<TreeScanCollector>(env.clock);
+            return std::make_shared<TreeScanCollector>(env.clock, env.watcher);
           }},
 };
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -102,7 +103,7 @@ std::vector<std::pair<std::string, std::string>> TierScanner::find_jobs(TreeWalk
   return jobs;
 }
 
-ScanOutcome TierScanner::scan(double now) {
+ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
   const auto start = std::chrono::steady_clock::now();
   ScanOutcome out;
   WalkStats stats;
@@ -115,6 +116,14 @@ ScanOutcome TierScanner::scan(double now) {
     return out;
   }
   TreeWalker walker(root, st.st_dev, &memory_, stats);
+  std::vector<std::string> listed;
+  bool use_inotify = false;
+  if (watcher != nullptr && cfg_.watch != WatchMode::kPoll) {
+    struct statfs sfs {};
+    use_inotify = cfg_.watch == WatchMode::kInotify ||
+                  (::fstatfs(root, &sfs) == 0 && !is_network_fs(static_cast<long>(sfs.f_type)));
+  }
+  if (use_inotify) walker.record_listed(&listed);
   std::string error;
   auto jobs = find_jobs(walker, &error);
   if (!error.empty()) {
@@ -182,6 +191,9 @@ ScanOutcome TierScanner::scan(double now) {
   }
   ::close(root);
   memory_ = std::move(next_memory);
+  for (const auto& rel : listed) {
+    watcher->watch(cfg_.name, rel.empty() ? cfg_.path : cfg_.path + "/" + rel);
+  }
   out.dirs_listed = stats.dirs_listed;
   out.stat_calls = stats.stat_calls;
   out.permission_errors = stats.permission_errors;
@@ -201,11 +213,16 @@ void TreeScanCollector::configure(const Config& cfg) {
       if (other.drains_to == t.name) keep_files = true;
     }
     auto it = scanners_.find(t.name);
-    if (it != scanners_.end() && same_scan_settings(it->second->config(), t)) {
+    if (it != scanners_.end() && same_scan_settings(it->second->config(), t) &&
+        it->second->config().watch == t.watch) {
       next.emplace(t.name, it->second);
     } else {
+      if (watcher_) watcher_->forget_tier(t.name);
       next.emplace(t.name, std::make_shared<TierScanner>(t, keep_files));
     }
+  }
+  for (const auto& [name, _] : scanners_) {
+    if (!next.contains(name) && watcher_) watcher_->forget_tier(name);
   }
   scanners_ = std::move(next);
 }
@@ -218,8 +235,8 @@ std::vector<std::string> TreeScanCollector::targets() const {
 
 Job TreeScanCollector::prepare(const std::string& target) {
   auto scanner = scanners_.at(target);
-  return [scanner, clock = clock_, target]() -> Update {
-    ScanOutcome outcome = scanner->scan(clock->now());
+  return [scanner, clock = clock_, watcher = watcher_, target]() -> Update {
+    ScanOutcome outcome = scanner->scan(clock->now(), watcher.get());
     const double now = clock->now();
     const std::string path = scanner->config().path;
     return [outcome = std::move(outcome), target, path, now](State& state) mutable {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collectors/collector.hpp"
+#include "collectors/dir_watcher.hpp"
 #include "collectors/layouts/layout.hpp"
 #include "collectors/tree_walk.hpp"
 #include "model/catalog.hpp"
@@ -22,8 +23,10 @@ class TierScanner {
  public:
   // `keep_files`: fill Checkpoint::shard_files (tiers that drain or are drained to).
   TierScanner(TierConfig cfg, bool keep_files);
-  // Blocking: walks the tier. `now` decides in_progress versus partial.
-  ScanOutcome scan(double now);
+  // Blocking: walks the tier. `now` decides in_progress versus partial. With
+  // a watcher, the directories listed are watched when the tier's watch mode
+  // (auto: by file-system type) says inotify.
+  ScanOutcome scan(double now, DirWatcher* watcher = nullptr);
   const TierConfig& config() const { return cfg_; }
 
  private:
@@ -42,7 +45,8 @@ std::uint64_t job_hash(std::string_view job);
 
 class TreeScanCollector final : public Collector {
  public:
-  explicit TreeScanCollector(std::shared_ptr<const Clock> clock) : clock_(std::move(clock)) {}
+  TreeScanCollector(std::shared_ptr<const Clock> clock, std::shared_ptr<DirWatcher> watcher)
+      : clock_(std::move(clock)), watcher_(std::move(watcher)) {}
   std::string_view name() const override { return "tree_scan"; }
   void configure(const Config& cfg) override;
   Duration interval() const override { return interval_; }
@@ -54,6 +58,7 @@ class TreeScanCollector final : public Collector {
 
  private:
   std::shared_ptr<const Clock> clock_;
+  std::shared_ptr<DirWatcher> watcher_;
   std::map<std::string, std::shared_ptr<TierScanner>> scanners_;
   Duration interval_{};
   Duration deadline_{};

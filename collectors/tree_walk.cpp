@@ -145,6 +145,7 @@ bool TreeWalker::fill(int dfd, const std::string& rel, DirNode& node) {
     return false;
   }
   ++stats_.dirs_listed;
+  if (listed_ != nullptr) listed_->push_back(rel);
   std::vector<std::string> names;
   errno = 0;
   while (struct dirent* e = ::readdir(d)) {
@@ -234,6 +235,7 @@ bool TreeWalker::list_dirs(const std::string& rel,
     return false;
   }
   ++stats_.dirs_listed;
+  if (listed_ != nullptr) listed_->push_back(rel);
   std::vector<std::string> names;
   while (struct dirent* e = ::readdir(d)) {
     if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;

@@ -55,6 +55,9 @@ class TreeWalker {
   // `rel` itself cannot be opened; problems below it are counted, not fatal.
   bool build(const std::string& rel, DirNode& out, std::string* error);
 
+  // When set, every directory listed (not reused) is appended, tier-relative.
+  void record_listed(std::vector<std::string>* out) { listed_ = out; }
+
   // Lists the entries of one directory without descending: (name, is_dir,
   // mtime) for subdirectories on the same device. Used to find job roots.
   bool list_dirs(const std::string& rel, std::vector<std::pair<std::string, double>>& out,
@@ -68,6 +71,7 @@ class TreeWalker {
   dev_t root_dev_;
   const WalkMemory* memory_;
   WalkStats& stats_;
+  std::vector<std::string>* listed_ = nullptr;
 };
 
 // Tier-relative directories of the subtree at `node` (whose own path is

@@ -1,5 +1,6 @@
 #include "daemon/collector_runner.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <set>
 
@@ -75,6 +76,18 @@ bool CollectorRunner::run(std::string_view collector_name) {
       run(c);
       return true;
     }
+  }
+  return false;
+}
+
+bool CollectorRunner::run_target(std::string_view collector_name, const std::string& target) {
+  for (auto& c : collectors_) {
+    if (c->name() != collector_name) continue;
+    const auto targets = c->targets();
+    if (std::find(targets.begin(), targets.end(), target) == targets.end()) return false;
+    if (flights_.contains(std::string(collector_name) + "/" + target)) return false;
+    launch(c, target, c->deadline());
+    return true;
   }
   return false;
 }

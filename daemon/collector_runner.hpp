@@ -45,6 +45,9 @@ class CollectorRunner {
   void run_all();
   // The same, for one collector (by name); false when there is none.
   bool run(std::string_view collector_name);
+  // One target of one collector, now. False when there is no such target or
+  // it is in flight already (the caller may ask again later).
+  bool run_target(std::string_view collector_name, const std::string& target);
 
   std::size_t in_flight() const { return flights_.size(); }
   // True once every target has reported at least once (result or deadline).

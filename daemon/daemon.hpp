@@ -9,6 +9,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <prometheus/counter.h>
@@ -16,6 +17,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include "collectors/dir_watcher.hpp"
 #include "daemon/collector_runner.hpp"
 #include "daemon/http_server.hpp"
 #include "daemon/worker_pool.hpp"
@@ -77,6 +79,8 @@ class Daemon {
   void schedule_watchdog();
   void wait_signals();
   void changed();
+  void watch_inotify();
+  void rescan_soon(const std::string& tier);
   void publish();
   void add_routes();
   std::string render_metrics() const;
@@ -88,6 +92,9 @@ class Daemon {
   std::unique_ptr<Store> store_;
   State state_;
   std::unique_ptr<CollectorRunner> runner_;
+  std::shared_ptr<DirWatcher> watcher_ = std::make_shared<DirWatcher>();
+  std::unique_ptr<boost::asio::posix::stream_descriptor> inotify_;
+  std::map<std::string, std::unique_ptr<boost::asio::steady_timer>> rescans_;
   HttpServer server_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer watchdog_timer_;

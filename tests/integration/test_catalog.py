@@ -215,5 +215,40 @@ class DaemonCatalog(unittest.TestCase):
         self.assertNotIn(victim["path"], paths)
 
 
+class InotifyOnLocalTiers(unittest.TestCase):
+    """A local tier is watched: a new checkpoint shows up long before the
+    (hour-long) scan interval would have found it."""
+
+    def setUp(self):
+        harness.require_binary()
+        self.ws = harness.Workspace()
+        self.addCleanup(self.ws.close)
+
+    def test_new_checkpoint_is_seen_without_waiting_for_the_interval(self):
+        tier = self.ws.mkdir("local")
+        os.makedirs(os.path.join(tier, "job-a"))
+        ck = self.ws.ckptmon(
+            "global:\n"
+            f"  state_dir: {self.ws.path('state')}\n"
+            "  scan_interval: 1h\n"
+            "tiers:\n"
+            f"  - {{name: local, path: {json.dumps(tier)}, role: staging, watch: inotify}}\n")
+        ck.wait_ready()
+        self.assertEqual(ck.get("/api/v1/checkpoints").json(), [])
+        step = os.path.join(tier, "job-a", "step-100")
+        os.makedirs(step)
+        for r in range(4):
+            with open(os.path.join(step, f"__{r}_0.distcp"), "wb") as f:
+                f.write(b"x" * 1000)
+        with open(os.path.join(step, ".metadata"), "wb") as f:
+            f.write(b"m" * 10)
+        got = harness.wait_for(
+            lambda: [c for c in ck.get("/api/v1/checkpoints").json() if c["state"] == "committed"],
+            timeout=15, what="the new checkpoint to be catalogued through inotify")
+        self.assertEqual(got[0]["path"], "job-a/step-100")
+        self.assertEqual(got[0]["files"], 5)
+        self.assertEqual(got[0]["bytes"], 4010)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
