@@ -1,5 +1,7 @@
 #include "daemon/web.hpp"
 
+#include <algorithm>
+#include <map>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -43,9 +45,39 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
     }
     h += "</tr>\n";
   }
+  h += "</table>\n<h2>Checkpoints</h2>\n<table><tr><th>tier</th><th>job</th><th>committed</th>"
+       "<th>in progress</th><th>partial</th><th>newest committed step</th><th>stored</th></tr>\n";
+  for (const auto& [tier, cat] : s.catalogs) {
+    struct Row {
+      int states[3] = {0, 0, 0};
+      std::int64_t step = -1;
+      double bytes = 0;
+    };
+    std::map<std::string, Row> rows;
+    for (const auto& j : cat.jobs) rows[j];
+    for (const auto& c : cat.checkpoints) {
+      Row& r = rows[c.job];
+      ++r.states[static_cast<int>(c.state)];
+      r.bytes += static_cast<double>(c.bytes);
+      if (c.state == CkptState::kCommitted) r.step = std::max(r.step, c.step);
+    }
+    for (const auto& [job, r] : rows) {
+      h += "<tr><td>" + html_escape(tier) + "</td><td><a href=\"/api/v1/checkpoints?tier=" +
+           html_escape(tier) + "&amp;job=" + html_escape(job) + "\">" + html_escape(job) +
+           "</a></td><td>" + std::to_string(r.states[1]) + "</td><td>" +
+           std::to_string(r.states[0]) + "</td><td" +
+           (r.states[2] > 0 ? " class=\"down\"" : "") + ">" + std::to_string(r.states[2]) +
+           "</td><td>" + (r.step >= 0 ? std::to_string(r.step) : "-") + "</td><td>" +
+           human_bytes(r.bytes) + "</td></tr>\n";
+    }
+  }
   h += "</table>\n<h2>Endpoints</h2>\n<ul>\n"
        "<li><a href=\"/metrics\">/metrics</a>: Prometheus metrics</li>\n"
        "<li><a href=\"/api/v1/tiers\">/api/v1/tiers</a>: tiers as JSON</li>\n"
+       "<li><a href=\"/api/v1/checkpoints\">/api/v1/checkpoints</a>: the catalog "
+       "(<code>?tier=&amp;job=&amp;state=</code>)</li>\n"
+       "<li><a href=\"/api/v1/jobs\">/api/v1/jobs</a>: per job summary</li>\n"
+       "<li><a href=\"/api/v1/findings\">/api/v1/findings</a>: access audit</li>\n"
        "<li><a href=\"/-/healthy\">/-/healthy</a>, <a href=\"/-/ready\">/-/ready</a></li>\n"
        "<li><code>POST /-/reload</code>: reload the configuration</li>\n</ul>\n";
   h += "</body></html>\n";
