@@ -95,6 +95,9 @@ int cli_main(int argc, char** argv) {
   scan->add_option("--partial-after", scan_partial_after,
                    "Age after which an uncommitted checkpoint counts as partial")
       ->capture_default_str();
+  double scan_now = 0;
+  scan->add_option("--now", scan_now,
+                   "Evaluate in_progress/partial as of this unix time (reproducible output)");
   scan->add_option("--job-depth", scan_opts.job_depth, "Depth of job directories below each path")
       ->check(CLI::Range(0, 16))
       ->capture_default_str();
@@ -151,6 +154,7 @@ int cli_main(int argc, char** argv) {
       return 2;
     }
     scan_opts.partial_after = *d;
+    if (scan->count("--now") > 0) scan_opts.now = scan_now;
     SystemClock clock;
     return run_scan_command(scan_opts, clock, std::cout, std::cerr);
   }

@@ -18,6 +18,7 @@ int run_scan_command(const ScanCommandOptions& opts, const Clock& clock, std::os
   std::vector<Checkpoint> all;
   std::set<std::string> names;
   int rc = 0;
+  const double now = opts.now.value_or(clock.now());
   std::optional<Config> cfg;
   if (!opts.config_file.empty()) {
     LoadResult loaded = load_config_file(opts.config_file);
@@ -33,7 +34,7 @@ int run_scan_command(const ScanCommandOptions& opts, const Clock& clock, std::os
       bool drains = !known->drains_to.empty();
       for (const auto& other : cfg->tiers) drains = drains || other.drains_to == known->name;
       TierScanner scanner(*known, drains);
-      ScanOutcome r = scanner.scan(clock.now());
+      ScanOutcome r = scanner.scan(now);
       if (!r.root_ok) {
         err << "ckptmon scan: " << r.error << "\n";
         rc = 1;
@@ -55,7 +56,7 @@ int run_scan_command(const ScanCommandOptions& opts, const Clock& clock, std::os
     t.partial_after = opts.partial_after;
     t.jobs.depth = opts.job_depth;
     TierScanner scanner(t, false);
-    ScanOutcome r = scanner.scan(clock.now());
+    ScanOutcome r = scanner.scan(now);
     if (!r.root_ok) {
       err << "ckptmon scan: " << r.error << "\n";
       rc = 1;

@@ -1,6 +1,7 @@
 #pragma once
 // `ckptmon scan PATH...`: one walk of each path, no daemon, no state.
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ struct ScanCommandOptions {
   std::string format = "table";  // table | json
   Duration partial_after = std::chrono::minutes(30);
   int job_depth = 1;
+  // Evaluate time-dependent states (in_progress versus partial) as of this
+  // unix time instead of now: reproducible reports and golden tests.
+  std::optional<double> now;
 };
 
 // Writes the result to `out`, problems to `err`; returns the exit code (1 when

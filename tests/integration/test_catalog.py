@@ -21,10 +21,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 GEN = os.path.join(harness.SOURCE_DIR, "tests", "fixtures", "gen_layouts.py")
+GOLDEN = os.path.join(harness.SOURCE_DIR, "tests", "fixtures", "golden", "scan_layouts.json")
+# CKPTMON_UPDATE_GOLDEN=1 rewrites the golden file instead of comparing (then
+# review the diff: the oracle test below checks the same output independently).
+UPDATE_GOLDEN = os.environ.get("CKPTMON_UPDATE_GOLDEN") == "1"
 
 
-def generate(out, now):
-    harness.run(["/usr/bin/python3", GEN, out, "--now", str(int(now))])
+def generate(out, now, ranks=8):
+    harness.run(["/usr/bin/python3", GEN, out, "--now", str(int(now)), "--ranks", str(ranks)])
     with open(os.path.join(out, "expected.json")) as f:
         return json.load(f)
 
@@ -67,7 +71,8 @@ class ScanMatchesTheOracle(unittest.TestCase):
         harness.require_binary()
         cls.ws = harness.Workspace()
         cls.tier = cls.ws.mkdir("fixtures")
-        cls.expected = generate(cls.tier, time.time())
+        # Hundreds of ranks where the layout has one file per rank.
+        cls.expected = generate(cls.tier, time.time(), ranks=256)
         cls.cfg = cls.ws.write("scan.yml", tier_config("fixtures", cls.tier, cls.expected,
                                                        cls.ws.path("state")))
         r = harness.run([harness.BIN, "scan", "--config.file", cls.cfg, "fixtures", "--format",
@@ -132,6 +137,38 @@ class ScanMatchesTheOracle(unittest.TestCase):
         r = harness.run([harness.BIN, "scan", self.ws.path("nope")], check=False)
         self.assertEqual(r.returncode, 1)
         self.assertIn("No such file or directory", r.stderr)
+
+
+class GoldenScan(unittest.TestCase):
+    """The whole `ckptmon scan --format json` output for the generator's trees
+    at a fixed time, against a reviewed golden file: any change in what is
+    reported (reasons, figures, keys) shows up as a diff."""
+
+    def test_scan_output_matches_the_golden_file(self):
+        harness.require_binary()
+        ws = harness.Workspace()
+        self.addCleanup(ws.close)
+        tier = ws.mkdir("fixtures")
+        now = 1700000000
+        expected = generate(tier, now)
+        cfg = ws.write("scan.yml", tier_config("fixtures", tier, expected, ws.path("state")))
+        r = harness.run([harness.BIN, "scan", "--config.file", cfg, "fixtures", "--format", "json",
+                         "--now", str(now)])
+        got = json.loads(r.stdout)
+        for c in got:
+            # Blocks allocated depend on the file system the test runs on.
+            self.assertGreaterEqual(c.pop("allocated_bytes"), 0)
+        if UPDATE_GOLDEN:
+            os.makedirs(os.path.dirname(GOLDEN), exist_ok=True)
+            with open(GOLDEN, "w") as f:
+                json.dump(got, f, indent=1, sort_keys=True)
+                f.write("\n")
+            self.skipTest(f"rewrote {GOLDEN}")
+        with open(GOLDEN) as f:
+            want = json.load(f)
+        self.assertEqual(len(got), len(want))
+        for g, w in zip(got, want):
+            self.assertEqual(g, w)
 
 
 class DaemonCatalog(unittest.TestCase):
