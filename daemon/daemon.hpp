@@ -18,6 +18,7 @@
 
 #include "daemon/collector_runner.hpp"
 #include "daemon/http_server.hpp"
+#include "daemon/rules_cycle.hpp"
 #include "daemon/worker_pool.hpp"
 #include "model/state.hpp"
 #include "store/store.hpp"
@@ -42,8 +43,11 @@ struct ServeOptions {
 // What scrapes and the API read: a copy of State taken after each change.
 struct Snapshot {
   State state;
-  std::string metrics_text;  // domain and collector families, pre-rendered
+  std::string metrics_text;  // domain, collector and rule families, pre-rendered
   double taken_at = 0;
+  // The last rules cycle (figures' text, pending and firing alerts); null
+  // until the first cycle after the first collection.
+  std::shared_ptr<const RulesOutput> rules;
 };
 
 class Daemon {
@@ -88,6 +92,8 @@ class Daemon {
   std::unique_ptr<Store> store_;
   State state_;
   std::unique_ptr<CollectorRunner> runner_;
+  std::unique_ptr<RulesCycle> rules_;
+  std::string self_url_;  // http://address:port the server listens on
   HttpServer server_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer watchdog_timer_;
