@@ -97,6 +97,9 @@ void RulesCycle::load() {
   try {
     auto samples = store_->call<std::map<std::string, std::vector<TierSample>>>(
         [since](sql::Db& db) { return load_tier_samples(db, since, false); });
+    const double drain_since = now - drain_keep_seconds_;
+    auto drain = store_->call<DrainHistory>(
+        [drain_since](sql::Db& db) { return load_drain_samples(db, drain_since); });
     auto active = store_->call<std::vector<AlertInstance>>(
         [](sql::Db& db) { return load_active_alerts(db); });
     std::size_t n = 0;
@@ -104,9 +107,11 @@ void RulesCycle::load() {
       n += series.size();
       history_.tiers[tier] = std::move(series);
     }
+    history_.drain = std::move(drain);
     evaluator_.restore(active);
     saved_active_ = !active.empty();
     log::info("rules history loaded", {{"tier_samples", static_cast<int>(n)},
+                                       {"drains", static_cast<int>(history_.drain.size())},
                                        {"active_alerts", static_cast<int>(active.size())}});
   } catch (const std::exception& e) {
     log::error("cannot read the rules history; starting without it", {{"err", e.what()}});
@@ -208,6 +213,13 @@ void RulesCycle::evaluate() {
     RuleFigures figures =
         evaluate_rules(state_.tiers, checkpoints, history_, verified_, policy_, now);
     record_drain_samples(history_.drain, figures.drain, now, drain_keep_seconds_);
+    for (const DrainFigures& d : figures.drain) {
+      // The sample record_drain_samples() just appended.
+      auto it = history_.drain.find(d.key());
+      if (it != history_.drain.end() && !it->second.empty()) {
+        write.drain.emplace_back(d.key(), it->second.back());
+      }
+    }
     const std::vector<AlertCondition> conditions =
         alert_conditions(figures, state_.tiers, policy_.alerting);
     write.transitions = evaluator_.evaluate(conditions, now);
@@ -233,6 +245,8 @@ void RulesCycle::evaluate() {
       }
       if (last_prune_ == 0 || now - last_prune_ >= kPruneIntervalSeconds || now < last_prune_) {
         prune_history(*store_, now, policy_.history);
+        const double before = now - drain_keep_seconds_;
+        store_->post([before](sql::Db& db) { delete_drain_samples_before(db, before); });
         last_prune_ = now;
       }
     }

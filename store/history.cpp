@@ -34,6 +34,12 @@ void create_history_schema(sql::Db& db) {
   db.exec(R"(CREATE TABLE IF NOT EXISTS tier_job_samples(
   tier TEXT NOT NULL, t REAL NOT NULL, job TEXT NOT NULL, stored_bytes REAL NOT NULL,
   PRIMARY KEY(tier, t, job)) WITHOUT ROWID)");
+  // Only the last drain rate window is kept: enough for the rate to survive
+  // a restart. drained_total is NULL when the job has no drain events.
+  db.exec(R"(CREATE TABLE IF NOT EXISTS drain_samples(
+  tier TEXT NOT NULL, to_tier TEXT NOT NULL, job TEXT NOT NULL, t REAL NOT NULL,
+  backlog_bytes REAL NOT NULL, copied_bytes REAL NOT NULL, drained_total REAL,
+  PRIMARY KEY(tier, to_tier, job, t)) WITHOUT ROWID)");
   db.exec(R"(CREATE TABLE IF NOT EXISTS alert_transitions(
   id INTEGER PRIMARY KEY, at REAL NOT NULL,
   alertname TEXT NOT NULL, severity TEXT NOT NULL, tier TEXT NOT NULL, job TEXT NOT NULL,
@@ -69,6 +75,21 @@ void write_history(sql::Db& db, const HistoryWrite& w) {
             .bind(4, bytes);
         ins_job.run();
       }
+    }
+  }
+  if (!w.drain.empty()) {
+    auto ins = db.prepare(
+        "INSERT OR REPLACE INTO drain_samples(tier, to_tier, job, t, backlog_bytes, copied_bytes, "
+        "drained_total) VALUES(?1,?2,?3,?4,?5,?6,?7)");
+    for (const auto& [key, s] : w.drain) {
+      ins.bind(1, std::string_view(key.tier))
+          .bind(2, std::string_view(key.to_tier))
+          .bind(3, std::string_view(key.job))
+          .bind(4, s.t)
+          .bind(5, s.backlog_bytes)
+          .bind(6, s.copied_bytes)
+          .bind(7, s.drained_total);
+      ins.run();
     }
   }
   if (!w.transitions.empty()) {
@@ -143,6 +164,26 @@ std::map<std::string, std::vector<TierSample>> load_tier_samples(sql::Db& db, do
     }
   }
   return out;
+}
+
+DrainHistory load_drain_samples(sql::Db& db, double since) {
+  DrainHistory out;
+  auto st = db.prepare(
+      "SELECT tier, to_tier, job, t, backlog_bytes, copied_bytes, drained_total FROM "
+      "drain_samples WHERE t >= ?1 ORDER BY tier, to_tier, job, t");
+  st.bind(1, since);
+  while (st.step()) {
+    DrainKey key{st.text(0), st.text(1), st.text(2)};
+    out[key].push_back(DrainSample{st.real(3), st.real(4), st.real(5), real_or_nan(st, 6)});
+  }
+  return out;
+}
+
+std::size_t delete_drain_samples_before(sql::Db& db, double before) {
+  auto st = db.prepare("DELETE FROM drain_samples WHERE t < ?1");
+  st.bind(1, before);
+  st.run();
+  return static_cast<std::size_t>(db.changes());
 }
 
 std::vector<AlertInstance> load_active_alerts(sql::Db& db) {

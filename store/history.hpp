@@ -1,8 +1,8 @@
 #pragma once
 // What the rules remember across restarts, in the state database (schema 3):
 // tier samples (size, avail, stored bytes per job) downsampled as they age,
-// the alert history (every state change) and the alerts pending or firing at
-// the last cycle. The functions taking sql::Db& run on the store thread
+// drain observations of the last rate window, the alert history (every state
+// change) and the alerts pending or firing at the last cycle. The functions taking sql::Db& run on the store thread
 // (Store::post / Store::call); none is thread-safe on its own.
 
 #include <cstddef>
@@ -28,12 +28,15 @@ void create_history_schema(sql::Db& db);
 // One evaluation cycle's writes, committed as one transaction.
 struct HistoryWrite {
   std::vector<std::pair<std::string, TierSample>> samples;  // (tier, sample)
+  std::vector<std::pair<DrainKey, DrainSample>> drain;
   std::vector<AlertTransition> transitions;
   // Alerts pending or firing after the cycle; replaces the stored set.
   // nullopt: unchanged since the last write (nothing is written).
   std::optional<std::vector<AlertInstance>> active;
 
-  bool empty() const { return samples.empty() && transitions.empty() && !active; }
+  bool empty() const {
+    return samples.empty() && drain.empty() && transitions.empty() && !active;
+  }
 };
 void write_history(sql::Db& db, const HistoryWrite& w);
 
@@ -41,6 +44,12 @@ void write_history(sql::Db& db, const HistoryWrite& w);
 // when `with_jobs` (the rules do not need them; reports do).
 std::map<std::string, std::vector<TierSample>> load_tier_samples(sql::Db& db, double since,
                                                                  bool with_jobs);
+
+// Drain observations with t >= since, each series oldest first.
+DrainHistory load_drain_samples(sql::Db& db, double since);
+
+// Deletes the drain observations older than `before`; returns how many.
+std::size_t delete_drain_samples_before(sql::Db& db, double before);
 
 // The alerts that were pending or firing when the last cycle was saved.
 std::vector<AlertInstance> load_active_alerts(sql::Db& db);

@@ -170,8 +170,33 @@ TEST(History, AlertTransitionsAndTheActiveSetSurviveAReopen) {
   EXPECT_EQ(transitions[1].at, 1600);
 
   // An empty active set replaces the stored one; nullopt leaves it alone.
-  write(*store, HistoryWrite{{}, {}, std::vector<AlertInstance>{}});
+  HistoryWrite none;
+  none.active = std::vector<AlertInstance>{};
+  write(*store, none);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM alert_active"), 0);
+}
+
+TEST(History, DrainObservationsComeBackAndAgeOut) {
+  TempDir dir;
+  auto store = open_store(dir);
+  const DrainKey key{"staging", "rapid", "llama"};
+  HistoryWrite w;
+  w.drain.push_back({key, DrainSample{1000, 500, 100, std::numeric_limits<double>::quiet_NaN()}});
+  w.drain.push_back({key, DrainSample{1015, 400, 200, 7}});
+  w.drain.push_back({DrainKey{"staging", "rapid", "bert"}, DrainSample{1015, 0, 9, 1}});
+  write(*store, w);
+  auto h = store->call<DrainHistory>([](sql::Db& db) { return load_drain_samples(db, 1000); });
+  ASSERT_EQ(h.size(), 2u);
+  ASSERT_EQ(h[key].size(), 2u);
+  EXPECT_EQ(h[key][0].backlog_bytes, 500);
+  EXPECT_TRUE(std::isnan(h[key][0].drained_total));
+  EXPECT_EQ(h[key][1].copied_bytes, 200);
+  EXPECT_EQ(h[key][1].drained_total, 7);
+  EXPECT_EQ(store->call<std::size_t>(
+                [](sql::Db& db) { return delete_drain_samples_before(db, 1010); }),
+            1u);
+  h = store->call<DrainHistory>([](sql::Db& db) { return load_drain_samples(db, 0); });
+  EXPECT_EQ(h[key].size(), 1u);
 }
 
 TEST(History, PruningKeepsRawThenTheEarliestSampleOfEachBucketInSmallBatches) {
