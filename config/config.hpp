@@ -92,7 +92,7 @@ struct Config {
   std::string source;  // file the config was read from, for messages
   GlobalConfig global;
   std::vector<TierConfig> tiers;
-  HistoryPolicy history;   // top-level `history`: how tier samples age
+  HistoryPolicy history;    // top-level `history`: how tier samples age
   AlertingConfig alerting;  // top-level `alerting`: thresholds, Alertmanager
 
   const TierConfig* find_tier(std::string_view name) const;

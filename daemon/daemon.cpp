@@ -2,9 +2,9 @@
 
 #include <csignal>
 
+#include <prometheus/text_serializer.h>
 #include <boost/asio/ip/host_name.hpp>
 #include <boost/asio/post.hpp>
-#include <prometheus/text_serializer.h>
 
 #include "daemon/metrics.hpp"
 #include "daemon/systemd_notify.hpp"

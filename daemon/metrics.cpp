@@ -273,8 +273,8 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
   }
 
   for (auto* b : {&count, &stored, &latest_step, &last_bytes, &last_files, &last_skew,
-                  &last_duration, &last_ts, &partial, &partial_bytes, &skew, &scan_dur,
-                  &scan_dirs, &scan_stats, &scan_perm, &scan_gone, &scan_ok, &findings, &stale}) {
+                  &last_duration, &last_ts, &partial, &partial_bytes, &skew, &scan_dur, &scan_dirs,
+                  &scan_stats, &scan_perm, &scan_gone, &scan_ok, &findings, &stale}) {
     append(out, std::move(*b));
   }
 }

@@ -195,8 +195,7 @@ void RulesCycle::sample_tiers(double now, HistoryWrite& write) {
       it = history_.tiers.erase(it);
       continue;
     }
-    std::erase_if(it->second,
-                  [&](const TierSample& s) { return s.t < now - tier_keep_seconds_; });
+    std::erase_if(it->second, [&](const TierSample& s) { return s.t < now - tier_keep_seconds_; });
     ++it;
   }
   std::erase_if(sampled_probe_, [&](const auto& kv) { return !state_.tiers.contains(kv.first); });
@@ -270,14 +269,14 @@ void RulesCycle::evaluate() {
     last_duration_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     render(figures, active, now);
-    log::debug("rules evaluated",
-               {{"checkpoints", static_cast<int>(checkpoints.size())},
-                {"alerts_active", static_cast<int>(active.size())},
-                {"evaluation_seconds", last_duration_},
-                {"cpu_seconds", thread_cpu_seconds() - cpu_started},
-                {"total_seconds", std::chrono::duration<double>(
-                                      std::chrono::steady_clock::now() - started)
-                                      .count()}});
+    log::debug(
+        "rules evaluated",
+        {{"checkpoints", static_cast<int>(checkpoints.size())},
+         {"alerts_active", static_cast<int>(active.size())},
+         {"evaluation_seconds", last_duration_},
+         {"cpu_seconds", thread_cpu_seconds() - cpu_started},
+         {"total_seconds",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}});
   } catch (const std::exception& e) {
     // Nothing in the rules should throw; if something does, the daemon keeps
     // serving the last output rather than dying on its loop thread.

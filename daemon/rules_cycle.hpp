@@ -101,8 +101,8 @@ class RulesCycle {
   bool running_ = false;
 
   RulesPolicy policy_;
-  double tier_keep_seconds_ = 6 * 3600;   // longest trend window of any tier
-  double drain_keep_seconds_ = 15 * 60;   // longest drain rate window of any tier
+  double tier_keep_seconds_ = 6 * 3600;  // longest trend window of any tier
+  double drain_keep_seconds_ = 15 * 60;  // longest drain rate window of any tier
   RulesHistory history_;
   Verifications verified_;
   std::map<std::string, double> sampled_probe_;  // tier -> last_success already sampled

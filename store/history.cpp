@@ -59,7 +59,8 @@ void write_history(sql::Db& db, const HistoryWrite& w) {
   sql::Transaction tx(db);
   if (!w.samples.empty()) {
     auto ins = db.prepare(
-        "INSERT OR REPLACE INTO tier_samples(tier, t, size_bytes, avail_bytes) VALUES(?1,?2,?3,?4)");
+        "INSERT OR REPLACE INTO tier_samples(tier, t, size_bytes, avail_bytes) "
+        "VALUES(?1,?2,?3,?4)");
     auto clear_jobs = db.prepare("DELETE FROM tier_job_samples WHERE tier=?1 AND t=?2");
     auto ins_job = db.prepare(
         "INSERT OR REPLACE INTO tier_job_samples(tier, t, job, stored_bytes) VALUES(?1,?2,?3,?4)");
@@ -270,7 +271,8 @@ std::size_t delete_transitions_before(sql::Db& db, double before, std::size_t li
 }
 
 double transition_retention_seconds(const HistoryPolicy& policy) {
-  return policy.levels.empty() ? policy.raw_retention_seconds : policy.levels.back().retention_seconds;
+  return policy.levels.empty() ? policy.raw_retention_seconds
+                               : policy.levels.back().retention_seconds;
 }
 
 void prune_history(Store& store, double now, const HistoryPolicy& policy, std::size_t batch) {

@@ -2,8 +2,8 @@
 // What the rules remember across restarts, in the state database (schema 3):
 // tier samples (size, avail, stored bytes per job) downsampled as they age,
 // drain observations of the last rate window, the alert history (every state
-// change) and the alerts pending or firing at the last cycle. The functions taking sql::Db& run on the store thread
-// (Store::post / Store::call); none is thread-safe on its own.
+// change) and the alerts pending or firing at the last cycle. The functions taking sql::Db& run on
+// the store thread (Store::post / Store::call); none is thread-safe on its own.
 
 #include <cstddef>
 #include <map>
@@ -34,9 +34,7 @@ struct HistoryWrite {
   // nullopt: unchanged since the last write (nothing is written).
   std::optional<std::vector<AlertInstance>> active;
 
-  bool empty() const {
-    return samples.empty() && drain.empty() && transitions.empty() && !active;
-  }
+  bool empty() const { return samples.empty() && drain.empty() && transitions.empty() && !active; }
 };
 void write_history(sql::Db& db, const HistoryWrite& w);
 

@@ -72,7 +72,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadCase{"unknown_top_level_key",
                 "tierz: []\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
-                {"bad.yml:1:1: tierz: unknown key (expected one of: global, tiers, history, alerting)"}},
+                {"bad.yml:1:1: tierz: unknown key (expected one of: global, tiers, history, "
+                 "alerting)"}},
         BadCase{"unknown_global_key",
                 "global:\n  scan_intervall: 15s\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:2:3: global.scan_intervall: unknown key (expected one of: state_dir, "
@@ -169,7 +170,8 @@ INSTANTIATE_TEST_SUITE_P(
                 {"bad.yml:6:11: tiers[0].namespaces.x.user: unknown key (expected one of: "
                  "owner, group, residency)"}},
         BadCase{"retention_keep_last_zero",
-                "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    retention: {keep_last: 0}\n",
+                "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    retention: "
+                "{keep_last: 0}\n",
                 {"bad.yml:5:28: tiers[0].retention.keep_last: expected an integer from 1 to "
                  "1000000, got \"0\""}},
         BadCase{"sizing_unknown_key",
@@ -203,7 +205,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointDrainBacklogGrowing, CheckpointDrainTooSlow, CheckpointTierFillingUp, "
                  "CheckpointTierAlmostFull, CheckpointNextWontFit, CheckpointPartial, "
                  "CheckpointCleanupStalled, CheckpointRecoveryPointStale, "
-                 "CheckpointCompletionSkewHigh, CheckpointTierDown, CheckpointBandwidthShortfall)"}},
+                 "CheckpointCompletionSkewHigh, CheckpointTierDown, "
+                 "CheckpointBandwidthShortfall)"}},
         BadCase{"invalid_yaml", "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},
         BadCase{"several_errors_at_once",

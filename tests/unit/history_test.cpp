@@ -52,9 +52,8 @@ TEST(History, ANewDatabaseIsAtSchemaThreeWithTheHistoryTables) {
   ASSERT_TRUE(store);
   EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 3);
   for (const char* t : {"tier_samples", "tier_job_samples", "alert_transitions", "alert_active"}) {
-    EXPECT_EQ(count(*store, std::string("SELECT count(*) FROM sqlite_master WHERE name='") + t +
-                                "'"),
-              1)
+    EXPECT_EQ(
+        count(*store, std::string("SELECT count(*) FROM sqlite_master WHERE name='") + t + "'"), 1)
         << t;
   }
 }
@@ -148,8 +147,8 @@ TEST(History, AlertTransitionsAndTheActiveSetSurviveAReopen) {
     write(*store, w);
   }
   auto store = open_store(dir);
-  auto active = store->call<std::vector<AlertInstance>>(
-      [](sql::Db& db) { return load_active_alerts(db); });
+  auto active =
+      store->call<std::vector<AlertInstance>>([](sql::Db& db) { return load_active_alerts(db); });
   ASSERT_EQ(active.size(), 1u);
   EXPECT_EQ(active[0].labels.alertname, "CheckpointBandwidthShortfall");
   EXPECT_EQ(active[0].labels.tier, "rapid");
@@ -192,9 +191,9 @@ TEST(History, DrainObservationsComeBackAndAgeOut) {
   EXPECT_TRUE(std::isnan(h[key][0].drained_total));
   EXPECT_EQ(h[key][1].copied_bytes, 200);
   EXPECT_EQ(h[key][1].drained_total, 7);
-  EXPECT_EQ(store->call<std::size_t>(
-                [](sql::Db& db) { return delete_drain_samples_before(db, 1010); }),
-            1u);
+  EXPECT_EQ(
+      store->call<std::size_t>([](sql::Db& db) { return delete_drain_samples_before(db, 1010); }),
+      1u);
   h = store->call<DrainHistory>([](sql::Db& db) { return load_drain_samples(db, 0); });
   EXPECT_EQ(h[key].size(), 1u);
 }

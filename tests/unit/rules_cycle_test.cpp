@@ -17,9 +17,9 @@
 namespace ckptmon {
 namespace {
 
+using testing::Ck;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::Ck;
 using testing::TempDir;
 
 constexpr double kT0 = 1'700'000'000;
@@ -130,7 +130,8 @@ TEST_F(RulesCycleTest, GrowingBacklogFiresAndIsRenderedAndRecorded) {
       [](sql::Db& db) { return load_tier_samples(db, 0, true); });
   ASSERT_EQ(samples["staging"].size(), 1u);
   EXPECT_EQ(samples["staging"][0].t, kT0);
-  EXPECT_EQ(samples["staging"][0].job_stored_bytes, (std::map<std::string, double>{{"jobA", 2500}}));
+  EXPECT_EQ(samples["staging"][0].job_stored_bytes,
+            (std::map<std::string, double>{{"jobA", 2500}}));
   EXPECT_EQ(samples["rapid"].size(), 1u);
 
   // No new probe, no new sample; a new probe, one more.
@@ -216,8 +217,8 @@ TEST_F(RulesCycleTest, AlertmanagerFamiliesAppearWhenAUrlIsSet) {
   ASSERT_TRUE(r.config);
   auto cfg = std::make_shared<const Config>(std::move(*r.config));
   state_.apply_config(cfg);
-  auto c = std::make_unique<RulesCycle>(io_, clock_, store_.get(), state_, [] { return true; },
-                                        [] {});
+  auto c = std::make_unique<RulesCycle>(
+      io_, clock_, store_.get(), state_, [] { return true; }, [] {});
   c->configure(*cfg, "http://127.0.0.1:10025");
   ASSERT_NE(c->alertmanager(), nullptr);
   c->evaluate();
