@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "config/rules_config.hpp"
 #include "util/text.hpp"
 
 namespace ckptmon {
@@ -239,6 +240,7 @@ void read_tier(YamlMap& m, TierConfig& t, TierMarks& marks, ErrorSink& sink) {
       t.layout = g;
     }
   }
+  read_tier_policy(m, t.policy, sink);
   m.finish();
 }
 
@@ -336,6 +338,16 @@ LoadResult parse_config(std::string_view text, const std::string& file) {
           marks.push_back(tmarks);
         }
       }
+    }
+    YamlField history = top.get("history");
+    if (history.present()) {
+      YamlMap hm(history.value, history.path, sink);
+      if (hm.ok()) read_history(hm, cfg.history, sink);
+    }
+    YamlField alerting = top.get("alerting");
+    if (alerting.present()) {
+      YamlMap am(alerting.value, alerting.path, sink);
+      if (am.ok()) read_alerting(am, cfg.alerting, sink);
     }
     top.finish();
 

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "config/yaml_reader.hpp"
+#include "rules/policy.hpp"
 #include "util/duration.hpp"
 
 namespace ckptmon {
@@ -68,6 +69,8 @@ struct TierConfig {
   // namespaces that claim its jobs, in order (the first match wins).
   std::string residency;
   std::vector<NamespaceRule> namespaces;
+  // The rules' per-tier knobs: retention, sizing, bandwidth, drain (docs/rules.md).
+  TierPolicy policy;
 };
 
 struct GlobalConfig {
@@ -89,6 +92,8 @@ struct Config {
   std::string source;  // file the config was read from, for messages
   GlobalConfig global;
   std::vector<TierConfig> tiers;
+  HistoryPolicy history;    // top-level `history`: how tier samples age
+  AlertingConfig alerting;  // top-level `alerting`: thresholds, Alertmanager
 
   const TierConfig* find_tier(std::string_view name) const;
 };

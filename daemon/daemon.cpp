@@ -2,8 +2,9 @@
 
 #include <csignal>
 
-#include <boost/asio/post.hpp>
 #include <prometheus/text_serializer.h>
+#include <boost/asio/ip/host_name.hpp>
+#include <boost/asio/post.hpp>
 
 #include "daemon/metrics.hpp"
 #include "daemon/systemd_notify.hpp"
@@ -57,6 +58,7 @@ Daemon::~Daemon() {
   // drop their results; then the pool detaches those threads.
   runner_.reset();
   pool_.reset();
+  rules_.reset();  // before the store: it queues history writes
   store_.reset();  // finishes queued writes
 }
 
@@ -75,18 +77,36 @@ bool Daemon::start(std::string* error) {
   pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
   runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, [this] { changed(); });
   runner_->set_collectors(make_collectors(CollectorEnv{clock_, watcher_}));
-  apply_config(cfg);
-  load_catalog();
-  reload_ok_->Set(1);
-  reload_ts_->Set(clock_->now());
+  rules_ = std::make_unique<RulesCycle>(
+      io_, clock_, store_.get(), state_, [this] { return ready_; }, [this] { changed(); });
 
+  // Listen before the configuration is applied: the rules need the bound
+  // address for the generatorURL of pushed alerts. Nothing is served before run().
   add_routes();
   asio::ip::tcp::endpoint bound;
   if (!server_.listen(opts_.listen_address, &bound, error)) return false;
   log::info("listening", {{"address", bound.address().to_string()},
                           {"port", static_cast<int>(bound.port())},
                           {"config", opts_.config_file}});
+  {
+    // A wildcard address is no place to click on: name the host instead.
+    boost::system::error_code ec;
+    std::string host = bound.address().to_string();
+    if (bound.address().is_unspecified()) {
+      std::string name = asio::ip::host_name(ec);
+      host = ec || name.empty() ? "localhost" : name;
+    } else if (bound.address().is_v6()) {
+      host = "[" + host + "]";
+    }
+    self_url_ = "http://" + host + ":" + std::to_string(bound.port());
+  }
   if (opts_.on_listening) opts_.on_listening(bound);
+
+  apply_config(cfg);
+  load_catalog();
+  rules_->load();
+  reload_ok_->Set(1);
+  reload_ts_->Set(clock_->now());
   if (opts_.handle_signals) wait_signals();
   publish();
   runner_->start();
@@ -112,6 +132,7 @@ void Daemon::stop() {
     runner_->stop();
     for (auto& [_, t] : rescans_) t->cancel();
     if (inotify_) inotify_->cancel();
+    rules_->stop();
     watchdog_timer_.cancel();
     io_.stop();
   });
@@ -150,6 +171,8 @@ void Daemon::persist_changes() {
 void Daemon::apply_config(std::shared_ptr<const Config> cfg) {
   state_.apply_config(cfg);
   for (auto& c : runner_->collectors()) c->configure(*cfg);
+  rules_->configure(*cfg, self_url_);
+  rules_->start(cfg->global.scan_interval);
   changed();
 }
 
@@ -251,6 +274,8 @@ void Daemon::changed() {
   if (!ready_ && runner_ && runner_->all_reported()) {
     ready_ = true;
     log::info("first collection finished; ready");
+    // The first figures as soon as there is something to judge; then every interval.
+    if (rules_) rules_->trigger();
   }
   if (publish_pending_) return;
   publish_pending_ = true;
@@ -263,6 +288,8 @@ void Daemon::publish() {
   auto snap = std::make_shared<Snapshot>();
   snap->state = state_;
   snap->metrics_text = serialize(state_families(state_));
+  if (rules_) snap->rules = rules_->output();
+  if (snap->rules) snap->metrics_text += snap->rules->metrics_text;
   snap->taken_at = clock_->now();
   snapshot_ = std::move(snap);
 }
@@ -353,6 +380,11 @@ void Daemon::add_routes() {
   });
   server_.route("/api/v1/jobs", {"GET"}, [this](const HttpRequest&) {
     return HttpResponse::json(200, render_jobs_json(*snapshot_));
+  });
+  server_.route("/api/v1/alerts", {"GET"}, [this](const HttpRequest&) {
+    static const std::vector<AlertInstance> kNone;
+    const auto& rules = snapshot_->rules;
+    return HttpResponse::json(200, alerts_json(rules ? rules->active : kNone));
   });
 }
 

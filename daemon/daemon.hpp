@@ -20,6 +20,7 @@
 #include "collectors/dir_watcher.hpp"
 #include "daemon/collector_runner.hpp"
 #include "daemon/http_server.hpp"
+#include "daemon/rules_cycle.hpp"
 #include "daemon/worker_pool.hpp"
 #include "model/state.hpp"
 #include "store/store.hpp"
@@ -44,8 +45,11 @@ struct ServeOptions {
 // What scrapes and the API read: a copy of State taken after each change.
 struct Snapshot {
   State state;
-  std::string metrics_text;  // domain and collector families, pre-rendered
+  std::string metrics_text;  // domain, collector and rule families, pre-rendered
   double taken_at = 0;
+  // The last rules cycle (figures' text, pending and firing alerts); null
+  // until the first cycle after the first collection.
+  std::shared_ptr<const RulesOutput> rules;
 };
 
 class Daemon {
@@ -95,6 +99,8 @@ class Daemon {
   std::shared_ptr<DirWatcher> watcher_ = std::make_shared<DirWatcher>();
   std::unique_ptr<boost::asio::posix::stream_descriptor> inotify_;
   std::map<std::string, std::unique_ptr<boost::asio::steady_timer>> rescans_;
+  std::unique_ptr<RulesCycle> rules_;
+  std::string self_url_;  // http://address:port the server listens on
   HttpServer server_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer watchdog_timer_;

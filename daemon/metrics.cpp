@@ -208,12 +208,6 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
                       "from an older walk.",
                       MetricType::Gauge);
 
-  struct Restorable {
-    double ts = 0;
-    std::int64_t step = -1;
-  };
-  std::map<std::string, Restorable> restorable;
-
   for (const auto& [tier, cat] : state.catalogs) {
     const Labels t{{"tier", tier}};
     scan_dur.add(t, cat.scan.last_duration_seconds);
@@ -251,11 +245,6 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
            (c.step == f.latest->step && c.last_write > f.latest->last_write))) {
         f.latest = &c;
       }
-      if (c.state == CkptState::kCommitted) {
-        const double ts = c.marker_time > 0 ? c.marker_time : c.last_write;
-        Restorable& r = restorable[c.job];
-        if (ts > r.ts) r = Restorable{ts, c.step};
-      }
     }
     for (const auto& [job, f] : jobs) {
       const Labels tj{{"tier", tier}, {"job", job}};
@@ -283,22 +272,9 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
     }
   }
 
-  FamilyBuilder restorable_ts("ckpt_restorable_timestamp_seconds",
-                              "Commit time of the job's newest committed checkpoint on any tier "
-                              "(the recovery point).",
-                              MetricType::Gauge);
-  FamilyBuilder restorable_step("ckpt_restorable_step",
-                                "Step of the job's newest committed checkpoint on any tier.",
-                                MetricType::Gauge);
-  for (const auto& [job, r] : restorable) {
-    restorable_ts.add({{"job", job}}, r.ts);
-    if (r.step >= 0) restorable_step.add({{"job", job}}, static_cast<double>(r.step));
-  }
-
   for (auto* b : {&count, &stored, &latest_step, &last_bytes, &last_files, &last_skew,
-                  &last_duration, &last_ts, &partial, &partial_bytes, &skew, &restorable_ts,
-                  &restorable_step, &scan_dur, &scan_dirs, &scan_stats, &scan_perm, &scan_gone,
-                  &scan_ok, &findings, &stale}) {
+                  &last_duration, &last_ts, &partial, &partial_bytes, &skew, &scan_dur, &scan_dirs,
+                  &scan_stats, &scan_perm, &scan_gone, &scan_ok, &findings, &stale}) {
     append(out, std::move(*b));
   }
 }

@@ -34,8 +34,9 @@ void append(std::vector<prometheus::MetricFamily>& out, FamilyBuilder&& b);
 // Domain and collector metrics for everything in `state`.
 std::vector<prometheus::MetricFamily> state_families(const State& state);
 
-// The checkpoint catalog: counts, sizes, latest steps, skew, recovery point,
-// scan cost. Part of state_families().
+// The checkpoint catalog: counts, sizes, latest steps, skew, scan cost. Part
+// of state_families(). The recovery point (ckpt_restorable_*) is a rule's
+// figure: rule_families() renders it.
 void catalog_families(const State& state, std::vector<prometheus::MetricFamily>& out);
 
 // process_* metrics of this process, the way every Prometheus client names

@@ -11,6 +11,36 @@
 
 namespace ckptmon {
 
+namespace {
+
+// Firing alerts first thing on the page: what on-call opens it for.
+std::string render_alerts_section(const Snapshot& snap) {
+  std::string h = "<h2>Alerts</h2>\n";
+  if (!snap.rules) return h + "<p>Rules not evaluated yet.</p>\n";
+  std::size_t pending = 0;
+  std::string rows;
+  for (const AlertInstance& a : snap.rules->active) {
+    if (a.state != AlertState::kFiring) {
+      ++pending;
+      continue;
+    }
+    rows += "<tr><td class=\"down\">" + html_escape(a.labels.alertname) + "</td><td>" +
+            html_escape(a.labels.severity) + "</td><td>" + html_escape(a.labels.tier) +
+            "</td><td>" + html_escape(a.labels.job) + "</td><td>" +
+            html_escape(format_rfc3339(a.fired_at)) + "</td><td>" + html_escape(a.summary) +
+            "</td></tr>\n";
+  }
+  const std::string pending_note =
+      pending == 0 ? "" : " " + std::to_string(pending) + " pending (waiting for their for:).";
+  if (rows.empty()) return h + "<p>No alerts firing." + pending_note + "</p>\n";
+  return h +
+         "<table><tr><th>alert</th><th>severity</th><th>tier</th><th>job</th><th>firing "
+         "since</th><th>summary</th></tr>\n" +
+         rows + "</table>\n" + (pending_note.empty() ? "" : "<p>" + pending_note + "</p>\n");
+}
+
+}  // namespace
+
 std::string render_landing_page(const Snapshot& snap, bool ready, bool last_reload_ok) {
   const State& s = snap.state;
   std::string h;
@@ -23,7 +53,8 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
   h += ready ? "Ready." : "Not ready yet: first collection running.";
   h += " Configuration: <code>" + html_escape(s.config ? s.config->source : "") + "</code>";
   h += last_reload_ok ? "" : " <span class=\"down\">(last reload failed; see the log)</span>";
-  h += "</p>\n<h2>Tiers</h2>\n<table><tr><th>tier</th><th>role</th><th>path</th><th>state</th>"
+  h += "</p>\n" + render_alerts_section(snap);
+  h += "<h2>Tiers</h2>\n<table><tr><th>tier</th><th>role</th><th>path</th><th>state</th>"
        "<th>size</th><th>available</th><th>mount</th><th>fstype</th></tr>\n";
   for (const auto& [name, t] : s.tiers) {
     h += "<tr><td>" + html_escape(name) + "</td><td>" +
@@ -78,6 +109,7 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
        "(<code>?tier=&amp;job=&amp;state=</code>)</li>\n"
        "<li><a href=\"/api/v1/jobs\">/api/v1/jobs</a>: per job summary</li>\n"
        "<li><a href=\"/api/v1/findings\">/api/v1/findings</a>: access audit</li>\n"
+       "<li><a href=\"/api/v1/alerts\">/api/v1/alerts</a>: pending and firing alerts as JSON</li>\n"
        "<li><a href=\"/-/healthy\">/-/healthy</a>, <a href=\"/-/ready\">/-/ready</a></li>\n"
        "<li><code>POST /-/reload</code>: reload the configuration</li>\n</ul>\n";
   h += "</body></html>\n";

@@ -361,6 +361,18 @@ std::vector<AlertTransition> AlertEvaluator::evaluate(std::span<const AlertCondi
   return out;
 }
 
+void AlertEvaluator::restore(std::span<const AlertInstance> saved) {
+  instances_.clear();
+  resolved_.clear();
+  last_now_ = std::numeric_limits<double>::quiet_NaN();
+  for (const AlertInstance& a : saved) {
+    if (a.state == AlertState::kInactive) continue;
+    AlertInstance copy = a;
+    copy.resolved_at = 0;
+    instances_[copy.labels] = std::move(copy);
+  }
+}
+
 std::vector<AlertInstance> AlertEvaluator::active() const {
   std::vector<AlertInstance> out;
   for (const auto& [labels, a] : instances_) out.push_back(a);

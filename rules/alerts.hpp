@@ -100,6 +100,12 @@ class AlertEvaluator {
   // Returns the transitions of this cycle, sorted by labels.
   std::vector<AlertTransition> evaluate(std::span<const AlertCondition> conditions, double now);
 
+  // Takes over the instances an earlier run left pending or firing (others
+  // are ignored), replacing what is held. The next evaluate() counts no time
+  // towards `for:`: time the daemon was down is not evaluation time. A
+  // restored firing alert whose condition is gone resolves on that cycle.
+  void restore(std::span<const AlertInstance> saved);
+
   std::vector<AlertInstance> active() const;  // pending and firing, sorted by labels
   std::vector<AlertInstance> firing() const;
   // Instances that stopped firing in the last evaluate(), resolved_at set.

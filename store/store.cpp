@@ -4,12 +4,13 @@
 #include <filesystem>
 #include <future>
 
+#include "store/history.hpp"
 #include "util/log.hpp"
 
 namespace ckptmon {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 3;
 
 void migrate(sql::Db& db) {
   const int v = db.user_version();
@@ -32,6 +33,13 @@ void migrate(sql::Db& db) {
   skew_observed INTEGER NOT NULL, deleted_at REAL,
   PRIMARY KEY(tier, path)) WITHOUT ROWID)");
     db.set_user_version(1);
+    tx.commit();
+  }
+  // Version 3: tier samples and the alert history (store/history.hpp).
+  if (v < 3) {
+    sql::Transaction tx(db);
+    create_history_schema(db);
+    db.set_user_version(3);
     tx.commit();
   }
 }

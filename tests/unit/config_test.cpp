@@ -72,7 +72,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadCase{"unknown_top_level_key",
                 "tierz: []\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
-                {"bad.yml:1:1: tierz: unknown key (expected one of: global, tiers)"}},
+                {"bad.yml:1:1: tierz: unknown key (expected one of: global, tiers, history, "
+                 "alerting)"}},
         BadCase{"unknown_global_key",
                 "global:\n  scan_intervall: 15s\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:2:3: global.scan_intervall: unknown key (expected one of: state_dir, "
@@ -80,7 +81,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_tier_key",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain_to: b\n",
                 {"bad.yml:5:5: tiers[0].drain_to: unknown key (expected one of: name, path, role, "
-                 "drains_to, partial_after, jobs, shard, watch, residency, namespaces, layout)"}},
+                 "drains_to, partial_after, jobs, shard, watch, residency, namespaces, layout, "
+                 "retention, sizing, bandwidth, drain)"}},
         BadCase{"bad_duration",
                 "global: {scan_interval: fifteen}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:1:25: global.scan_interval: expected a duration such as 500ms, 15s, 5m, "
@@ -167,6 +169,44 @@ INSTANTIATE_TEST_SUITE_P(
                 "x: {user: bob}\n",
                 {"bad.yml:6:11: tiers[0].namespaces.x.user: unknown key (expected one of: "
                  "owner, group, residency)"}},
+        BadCase{"retention_keep_last_zero",
+                "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    retention: "
+                "{keep_last: 0}\n",
+                {"bad.yml:5:28: tiers[0].retention.keep_last: expected an integer from 1 to "
+                 "1000000, got \"0\""}},
+        BadCase{"sizing_unknown_key",
+                "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    sizing: {replica: 2}\n",
+                {"bad.yml:5:14: tiers[0].sizing.replica: unknown key (expected one of: replicas, "
+                 "temp_write_allowance_ratio, growth_headroom_ratio, concurrent_jobs, "
+                 "trend_window)"}},
+        BadCase{"drain_rate_window_too_short",
+                "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain: {rate_window: "
+                "100ms}\n",
+                {"bad.yml:5:26: tiers[0].drain.rate_window: must be at least 1s, got \"100ms\""}},
+        BadCase{"alert_clear_threshold_on_the_wrong_side",
+                "alerting:\n  rules:\n    CheckpointTierAlmostFull: {used_ratio: 0.9, "
+                "clear_used_ratio: 0.95}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+                {"bad.yml:3:44: alerting.rules.CheckpointTierAlmostFull.used_ratio: must be at "
+                 "least clear_used_ratio (0.95), got \"0.9\""}},
+        BadCase{"alertmanager_https",
+                "alerting: {alertmanager_url: 'https://am:9093'}\ntiers:\n  - {name: a, path: /a, "
+                "role: rapid}\n",
+                {"bad.yml:1:30: alerting.alertmanager_url: https is not supported (expected an "
+                 "http:// URL such as http://127.0.0.1:9093), got \"https://am:9093\""}},
+        BadCase{"history_resolution_not_a_multiple",
+                "history:\n  downsample:\n    - {resolution: 5m, retention: 30d}\n    - "
+                "{resolution: 7m, retention: 365d}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+                {"bad.yml:4:20: history.downsample[1].resolution: must be a whole multiple of "
+                 "the previous resolution (5m), got \"7m\""}},
+        BadCase{"unknown_alert_rule",
+                "alerting:\n  rules:\n    CheckpointTierFull: {for: 1m}\ntiers:\n  - {name: a, "
+                "path: /a, role: rapid}\n",
+                {"bad.yml:3:5: alerting.rules.CheckpointTierFull: unknown key (expected one of: "
+                 "CheckpointDrainBacklogGrowing, CheckpointDrainTooSlow, CheckpointTierFillingUp, "
+                 "CheckpointTierAlmostFull, CheckpointNextWontFit, CheckpointPartial, "
+                 "CheckpointCleanupStalled, CheckpointRecoveryPointStale, "
+                 "CheckpointCompletionSkewHigh, CheckpointTierDown, "
+                 "CheckpointBandwidthShortfall)"}},
         BadCase{"invalid_yaml", "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},
         BadCase{"several_errors_at_once",
@@ -204,6 +244,81 @@ TEST(Config, ReadsTierScanOptions) {
   EXPECT_EQ(m[t.jobs.group].str(), "llama-70b");
   ASSERT_TRUE(t.layout);
   EXPECT_EQ(t.layout->marker, "COMMITTED");
+}
+
+TEST(Config, ReadsRulesPolicyHistoryAndAlerting) {
+  LoadResult r = parse_config(R"(tiers:
+  - name: staging
+    path: /nvme
+    role: staging
+    drains_to: rapid
+    retention: {keep_last: 2, keep_every: 1000, max_age: 7d, partial_window: 30m}
+    sizing: {replicas: 2, temp_write_allowance_ratio: 0.5, growth_headroom_ratio: 0.1,
+             concurrent_jobs: 3, trend_window: 2h}
+    bandwidth: {allowed_window: 1m, concurrent_writers: 4, overhead_ratio: 0.2, observe_window: 12h}
+    drain: {rate_window: 5m}
+  - {name: rapid, path: /lustre, role: rapid}
+history:
+  raw_retention: 2d
+  downsample:
+    - {resolution: 10m, retention: 60d}
+alerting:
+  alertmanager_url: http://127.0.0.1:9093
+  resend_interval: 30s
+  timeout: 5s
+  external_url: http://node1:10025
+  runbook_url: https://wiki.example/ckptmon
+  rules:
+    CheckpointDrainBacklogGrowing: {for: 0s, severity: critical, min_overlapping: 2}
+    CheckpointTierDown: {enabled: false}
+)",
+                              "ok.yml");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].to_string());
+  const Config& c = *r.config;
+  const TierPolicy& p = c.tiers[0].policy;
+  EXPECT_EQ(p.retention.keep_last, 2);
+  EXPECT_EQ(p.retention.keep_every, 1000);
+  EXPECT_DOUBLE_EQ(p.retention.max_age_seconds, 7 * 86400.0);
+  EXPECT_DOUBLE_EQ(p.retention.partial_window_seconds, 1800.0);
+  EXPECT_DOUBLE_EQ(p.sizing.replicas, 2.0);
+  EXPECT_DOUBLE_EQ(p.sizing.temp_write_allowance_ratio, 0.5);
+  EXPECT_DOUBLE_EQ(p.sizing.growth_headroom_ratio, 0.1);
+  EXPECT_EQ(p.sizing.concurrent_jobs, 3);
+  EXPECT_DOUBLE_EQ(p.sizing.trend_window_seconds, 7200.0);
+  EXPECT_DOUBLE_EQ(p.bandwidth.allowed_window_seconds, 60.0);
+  EXPECT_EQ(p.bandwidth.concurrent_writers, 4);
+  EXPECT_DOUBLE_EQ(p.bandwidth.overhead_ratio, 0.2);
+  EXPECT_DOUBLE_EQ(p.bandwidth.observe_window_seconds, 12 * 3600.0);
+  EXPECT_DOUBLE_EQ(p.drain.rate_window_seconds, 300.0);
+  // The tier that says nothing keeps the defaults.
+  EXPECT_EQ(c.tiers[1].policy.retention.keep_last, RetentionPolicy{}.keep_last);
+  EXPECT_DOUBLE_EQ(c.tiers[1].policy.drain.rate_window_seconds, 900.0);
+
+  EXPECT_DOUBLE_EQ(c.history.raw_retention_seconds, 2 * 86400.0);
+  ASSERT_EQ(c.history.levels.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.history.levels[0].resolution_seconds, 600.0);
+  EXPECT_DOUBLE_EQ(c.history.levels[0].retention_seconds, 60 * 86400.0);
+
+  EXPECT_EQ(c.alerting.alertmanager_url, "http://127.0.0.1:9093");
+  EXPECT_DOUBLE_EQ(c.alerting.resend_interval_seconds, 30.0);
+  EXPECT_DOUBLE_EQ(c.alerting.timeout_seconds, 5.0);
+  EXPECT_EQ(c.alerting.external_url, "http://node1:10025");
+  EXPECT_EQ(c.alerting.runbook_url, "https://wiki.example/ckptmon");
+  EXPECT_DOUBLE_EQ(c.alerting.rules.drain_backlog_growing.for_seconds, 0.0);
+  EXPECT_EQ(c.alerting.rules.drain_backlog_growing.severity, Severity::kCritical);
+  EXPECT_EQ(c.alerting.rules.drain_backlog_growing.min_overlapping, 2);
+  EXPECT_FALSE(c.alerting.rules.tier_down.enabled);
+  EXPECT_TRUE(c.alerting.rules.tier_almost_full.enabled);
+}
+
+TEST(Config, RulesPolicyDefaultsWhenAbsent) {
+  LoadResult r = parse_config("tiers:\n  - {name: a, path: /a, role: capacity}\n", "ok.yml");
+  ASSERT_TRUE(r.config);
+  EXPECT_DOUBLE_EQ(r.config->history.raw_retention_seconds, 86400.0);
+  ASSERT_EQ(r.config->history.levels.size(), 2u);
+  EXPECT_EQ(r.config->alerting.alertmanager_url, "");
+  EXPECT_DOUBLE_EQ(r.config->alerting.rules.drain_backlog_growing.for_seconds, 600.0);
+  EXPECT_EQ(r.config->tiers[0].policy.retention.keep_last, 3);
 }
 
 TEST(Config, ReadsNamespacesInOrder) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -127,6 +128,40 @@ TEST_F(DaemonTest, ServesTiersAndBecomesReady) {
   EXPECT_EQ(tiers[1]["down_reason"], "path does not exist");
   EXPECT_EQ(fetch("/-/healthy").result_int(), 200u);
   EXPECT_EQ(fetch("/-/reload").result_int(), 405u);
+}
+
+TEST_F(DaemonTest, EvaluatesTheRulesOnceReadyAndServesAlerts) {
+  // scan_interval is 1h: only the evaluation triggered by readiness can run.
+  write_config(tier_line("a", "a") + tier_line("b", "missing"));
+  std::string error;
+  ASSERT_TRUE(start(&error)) << error;
+  ASSERT_TRUE(eventually([&] {
+    return fetch("/metrics").body().find("ckptmon_rules_evaluations_total 1\n") !=
+           std::string::npos;
+  }));
+  const std::string m = fetch("/metrics").body();
+  EXPECT_THAT(m, HasSubstr("ckpt_tier_required_capacity_bytes{tier=\"a\"} 0\n"));
+  EXPECT_THAT(m, HasSubstr("ckptmon_alerts_pending 1\n"));
+  // Exactly one family of each name, whoever renders it.
+  std::size_t pos = 0;
+  std::map<std::string, int> types;
+  while ((pos = m.find("# TYPE ", pos)) != std::string::npos) {
+    pos += 7;
+    ++types[m.substr(pos, m.find(' ', pos) - pos)];
+  }
+  for (const auto& [name, n] : types) EXPECT_EQ(n, 1) << name;
+
+  auto r = fetch("/api/v1/alerts");
+  EXPECT_EQ(r.result_int(), 200u);
+  auto doc = nlohmann::json::parse(r.body(), nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << r.body();
+  EXPECT_EQ(doc["status"], "success");
+  ASSERT_EQ(doc["data"]["alerts"].size(), 1u) << r.body();
+  const auto& a = doc["data"]["alerts"][0];
+  EXPECT_EQ(a["labels"]["alertname"], "CheckpointTierDown");
+  EXPECT_EQ(a["labels"]["tier"], "b");
+  EXPECT_EQ(a["state"], "pending");  // for: 2m
+  EXPECT_THAT(fetch("/").body(), HasSubstr("No alerts firing. 1 pending"));
 }
 
 TEST_F(DaemonTest, ABrokenReloadKeepsTheRunningConfiguration) {

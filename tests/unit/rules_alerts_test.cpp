@@ -67,6 +67,39 @@ TEST(AlertEvaluator, PendingThenFiringAfterForThenResolved) {
   EXPECT_TRUE(ev.resolved().empty());  // reported once
 }
 
+TEST(AlertEvaluator, RestoredStateCarriesOnWithoutCountingTheDowntime) {
+  // An earlier run left "a" firing and "b" pending for 50 of its 60 seconds.
+  AlertEvaluator before;
+  std::vector<AlertCondition> c{cond(Signal::kFire, 0, "a"), cond(Signal::kFire, 60, "b")};
+  before.evaluate(c, 1000);
+  before.evaluate(c, 1050);
+  std::vector<AlertInstance> saved = before.active();
+  ASSERT_EQ(saved.size(), 2u);
+  AlertInstance inactive = saved[0];
+  inactive.labels.tier = "c";
+  inactive.state = kIn;
+  saved.push_back(inactive);  // ignored
+
+  // Restarted an hour later: the downtime does not count towards for:.
+  AlertEvaluator ev;
+  ev.restore(saved);
+  ASSERT_EQ(ev.active().size(), 2u);
+  EXPECT_TRUE(ev.evaluate(c, 4650).empty());
+  ASSERT_EQ(ev.firing().size(), 1u);
+  EXPECT_EQ(ev.firing()[0].labels.tier, "a");
+  EXPECT_EQ(ev.firing()[0].fired_at, 1000);
+  EXPECT_EQ(ev.active()[1].state, kPe);
+  EXPECT_EQ(ev.active()[1].active_at, 1000);
+  // Ten more seconds of evaluation time complete b's 60.
+  EXPECT_EQ(moves(ev.evaluate(c, 4660)), (std::vector<P>{{kPe, kFi}}));
+  // The restored firing alert resolves when its condition clears.
+  c[0].signal = Signal::kClear;
+  EXPECT_EQ(moves(ev.evaluate(c, 4670)), (std::vector<P>{{kFi, kIn}}));
+  ASSERT_EQ(ev.resolved().size(), 1u);
+  EXPECT_EQ(ev.resolved()[0].labels.tier, "a");
+  EXPECT_EQ(ev.resolved()[0].resolved_at, 4670);
+}
+
 TEST(AlertEvaluator, ZeroForFiresAtOnceAndPendingThatClearsNeverResolves) {
   AlertEvaluator ev;
   std::vector<AlertCondition> c{cond(Signal::kFire, 0, "a"), cond(Signal::kFire, 60, "b")};

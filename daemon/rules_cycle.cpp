@@ -1,0 +1,332 @@
+#include "daemon/rules_cycle.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <tuple>
+
+#include "config/rules_config.hpp"
+#include "daemon/metrics.hpp"
+#include "daemon/rules_metrics.hpp"
+#include "store/store.hpp"
+#include "util/log.hpp"
+
+namespace ckptmon {
+
+namespace {
+
+// CPU time of the calling thread: the loop's own cost of a cycle, whatever
+// else the machine is doing.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Pruning reads every stored sample older than raw_retention; once every few
+// minutes is plenty for buckets of five minutes and more.
+constexpr double kPruneIntervalSeconds = 300;
+
+bool same_options(const AlertmanagerOptions& a, const AlertmanagerOptions& b) {
+  return std::tie(a.url.host, a.url.port, a.url.path, a.timeout_seconds, a.resend_interval_seconds,
+                  a.resolved_retry_seconds, a.generator_url) ==
+         std::tie(b.url.host, b.url.port, b.url.path, b.timeout_seconds, b.resend_interval_seconds,
+                  b.resolved_retry_seconds, b.generator_url);
+}
+
+}  // namespace
+
+RulesPolicy rules_policy(const Config& cfg) {
+  RulesPolicy p;
+  for (const TierConfig& t : cfg.tiers) p.tiers[t.name] = t.policy;
+  p.alerting = cfg.alerting;
+  p.history = cfg.history;
+  return p;
+}
+
+RulesCycle::RulesCycle(boost::asio::io_context& io, std::shared_ptr<const Clock> clock,
+                       Store* store, const State& state, std::function<bool()> ready,
+                       std::function<void()> on_evaluated)
+    : io_(io),
+      clock_(std::move(clock)),
+      store_(store),
+      state_(state),
+      ready_(std::move(ready)),
+      on_evaluated_(std::move(on_evaluated)),
+      timer_(io) {}
+
+RulesCycle::~RulesCycle() { stop(); }
+
+void RulesCycle::configure(const Config& cfg, const std::string& self_url) {
+  policy_ = rules_policy(cfg);
+  tier_keep_seconds_ = SizingPolicy{}.trend_window_seconds;
+  drain_keep_seconds_ = DrainPolicy{}.rate_window_seconds;
+  for (const auto& [name, p] : policy_.tiers) {
+    tier_keep_seconds_ = std::max(tier_keep_seconds_, p.sizing.trend_window_seconds);
+    drain_keep_seconds_ = std::max(drain_keep_seconds_, p.drain.rate_window_seconds);
+  }
+
+  std::optional<AlertmanagerOptions> opts;
+  const AlertingConfig& a = cfg.alerting;
+  if (!a.alertmanager_url.empty()) {
+    std::string error;
+    if (auto url = parse_http_url(a.alertmanager_url, &error)) {
+      AlertmanagerOptions o;
+      o.url = *url;
+      o.timeout_seconds = a.timeout_seconds;
+      o.resend_interval_seconds = a.resend_interval_seconds;
+      std::string base = a.external_url.empty() ? self_url : a.external_url;
+      while (!base.empty() && base.back() == '/') base.pop_back();
+      if (!base.empty()) o.generator_url = base + "/api/v1/alerts";
+      opts = o;
+    } else {
+      // The config reader already rejects such a URL; keep going without a push.
+      log::error("alerting.alertmanager_url is not usable",
+                 {{"url", a.alertmanager_url}, {"err", error}});
+    }
+  }
+  const bool changed = opts.has_value() != alertmanager_options_.has_value() ||
+                       (opts && !same_options(*opts, *alertmanager_options_));
+  if (changed) {
+    alertmanager_.reset();
+    if (opts) {
+      alertmanager_ = std::make_unique<AlertmanagerClient>(io_, *opts);
+      log::info("pushing alerts to Alertmanager",
+                {{"url", a.alertmanager_url}, {"generator_url", opts->generator_url}});
+    }
+    alertmanager_options_ = opts;
+  }
+}
+
+void RulesCycle::load() {
+  if (store_ == nullptr) return;
+  const double now = clock_->now();
+  const double since = now - tier_keep_seconds_;
+  try {
+    auto samples = store_->call<std::map<std::string, std::vector<TierSample>>>(
+        [since](sql::Db& db) { return load_tier_samples(db, since, false); });
+    const double drain_since = now - drain_keep_seconds_;
+    auto drain = store_->call<DrainHistory>(
+        [drain_since](sql::Db& db) { return load_drain_samples(db, drain_since); });
+    auto active = store_->call<std::vector<AlertInstance>>(
+        [](sql::Db& db) { return load_active_alerts(db); });
+    std::size_t n = 0;
+    for (auto& [tier, series] : samples) {
+      n += series.size();
+      history_.tiers[tier] = std::move(series);
+    }
+    history_.drain = std::move(drain);
+    evaluator_.restore(active);
+    saved_active_ = !active.empty();
+    log::info("rules history loaded", {{"tier_samples", static_cast<int>(n)},
+                                       {"drains", static_cast<int>(history_.drain.size())},
+                                       {"active_alerts", static_cast<int>(active.size())}});
+  } catch (const std::exception& e) {
+    log::error("cannot read the rules history; starting without it", {{"err", e.what()}});
+  }
+}
+
+void RulesCycle::start(Duration interval) {
+  interval_ = interval;
+  running_ = true;
+  arm(interval_);
+}
+
+void RulesCycle::stop() {
+  running_ = false;
+  ++generation_;
+  timer_.cancel();
+}
+
+void RulesCycle::trigger() {
+  if (!running_) return;
+  arm(Duration::zero());
+}
+
+void RulesCycle::arm(Duration after) {
+  const std::uint64_t gen = ++generation_;
+  timer_.expires_after(after);  // cancels the wait in progress
+  timer_.async_wait([this, gen](const boost::system::error_code& ec) {
+    if (ec || gen != generation_ || !running_) return;
+    tick();
+  });
+}
+
+void RulesCycle::tick() {
+  if (ready_ && ready_()) {
+    evaluate();
+    if (on_evaluated_) on_evaluated_();
+  }
+  if (running_) arm(interval_);
+}
+
+void RulesCycle::set_drained_totals(std::map<DrainKey, double> totals) {
+  history_.drained_totals = std::move(totals);
+}
+
+void RulesCycle::set_verifications(Verifications verified) { verified_ = std::move(verified); }
+
+void RulesCycle::sample_tiers(double now, HistoryWrite& write) {
+  for (const auto& [name, t] : state_.tiers) {
+    // One sample per successful probe: a down tier's figures are stale, and
+    // sampling the same probe twice would flatten the trend.
+    if (!t.up || !t.has_stats || t.last_success <= 0) continue;
+    double& sampled = sampled_probe_[name];
+    if (t.last_success == sampled) continue;
+    sampled = t.last_success;
+    TierSample s;
+    s.t = t.last_success;
+    s.size_bytes = t.stats.size_bytes;
+    s.avail_bytes = t.stats.avail_bytes;
+    auto cat = state_.catalogs.find(name);
+    if (cat != state_.catalogs.end() && cat->second.scanned) {
+      for (const Checkpoint& c : cat->second.checkpoints) {
+        s.job_stored_bytes[c.job] += static_cast<double>(c.bytes);
+      }
+    }
+    // The rules read only size and avail; per-job bytes go to the store.
+    history_.tiers[name].push_back(TierSample{s.t, s.size_bytes, s.avail_bytes, {}});
+    write.samples.emplace_back(name, std::move(s));
+  }
+  for (auto it = history_.tiers.begin(); it != history_.tiers.end();) {
+    if (!state_.tiers.contains(it->first)) {
+      it = history_.tiers.erase(it);
+      continue;
+    }
+    std::erase_if(it->second, [&](const TierSample& s) { return s.t < now - tier_keep_seconds_; });
+    ++it;
+  }
+  std::erase_if(sampled_probe_, [&](const auto& kv) { return !state_.tiers.contains(kv.first); });
+}
+
+void RulesCycle::evaluate() {
+  const auto started = std::chrono::steady_clock::now();
+  const double cpu_started = thread_cpu_seconds();
+  const double now = clock_->now();
+  try {
+    HistoryWrite write;
+    sample_tiers(now, write);
+
+    std::size_t n = 0;
+    for (const auto& [name, cat] : state_.catalogs) n += cat.checkpoints.size();
+    std::vector<Checkpoint> checkpoints;
+    checkpoints.reserve(n);
+    for (const auto& [name, cat] : state_.catalogs) {
+      // A tier not walked yet has no catalog: its drains and capacity would
+      // read "nothing there", not "not known".
+      if (!cat.scanned || !state_.tiers.contains(name)) continue;
+      checkpoints.insert(checkpoints.end(), cat.checkpoints.begin(), cat.checkpoints.end());
+    }
+
+    RuleFigures figures =
+        evaluate_rules(state_.tiers, checkpoints, history_, verified_, policy_, now);
+    record_drain_samples(history_.drain, figures.drain, now, drain_keep_seconds_);
+    for (const DrainFigures& d : figures.drain) {
+      // The sample record_drain_samples() just appended.
+      auto it = history_.drain.find(d.key());
+      if (it != history_.drain.end() && !it->second.empty()) {
+        write.drain.emplace_back(d.key(), it->second.back());
+      }
+    }
+    const std::vector<AlertCondition> conditions =
+        alert_conditions(figures, state_.tiers, policy_.alerting);
+    write.transitions = evaluator_.evaluate(conditions, now);
+    for (const AlertTransition& t : write.transitions) {
+      if (t.to == AlertState::kPending) continue;  // pending is too chatty for the log
+      log::info(t.to == AlertState::kFiring ? "alert firing" : "alert inactive",
+                {{"alertname", t.labels.alertname},
+                 {"tier", t.labels.tier},
+                 {"job", t.labels.job},
+                 {"from", to_string(t.from)},
+                 {"value", t.value},
+                 {"summary", t.summary}});
+    }
+    std::vector<AlertInstance> active = evaluator_.active();
+    if (!write.transitions.empty() || !active.empty() || saved_active_) {
+      write.active = active;
+      saved_active_ = !active.empty();
+    }
+
+    if (store_ != nullptr) {
+      if (!write.empty()) {
+        store_->post([write = std::move(write)](sql::Db& db) { write_history(db, write); });
+      }
+      if (last_prune_ == 0 || now - last_prune_ >= kPruneIntervalSeconds || now < last_prune_) {
+        prune_history(*store_, now, policy_.history);
+        const double before = now - drain_keep_seconds_;
+        store_->post([before](sql::Db& db) { delete_drain_samples_before(db, before); });
+        last_prune_ = now;
+      }
+    }
+
+    if (alertmanager_) {
+      const std::vector<AlertInstance> firing = evaluator_.firing();
+      alertmanager_->update(firing, evaluator_.resolved(), now);
+    }
+    ++cycles_;
+    last_duration_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    render(figures, active, now);
+    log::debug(
+        "rules evaluated",
+        {{"checkpoints", static_cast<int>(checkpoints.size())},
+         {"alerts_active", static_cast<int>(active.size())},
+         {"evaluation_seconds", last_duration_},
+         {"cpu_seconds", thread_cpu_seconds() - cpu_started},
+         {"total_seconds",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}});
+  } catch (const std::exception& e) {
+    // Nothing in the rules should throw; if something does, the daemon keeps
+    // serving the last output rather than dying on its loop thread.
+    ++errors_;
+    log::error("rules evaluation failed", {{"err", e.what()}});
+  }
+}
+
+void RulesCycle::render(const RuleFigures& figures, const std::vector<AlertInstance>& active,
+                        double now) {
+  std::vector<AlertInstance> firing;
+  for (const AlertInstance& a : active) {
+    if (a.state == AlertState::kFiring) firing.push_back(a);
+  }
+  std::vector<prometheus::MetricFamily> families = rule_families(figures);
+  for (auto& f : alert_families(firing)) families.push_back(std::move(f));
+  if (alertmanager_) {
+    for (auto& f : alertmanager_families(alertmanager_->stats())) families.push_back(std::move(f));
+  }
+  using prometheus::MetricType;
+  FamilyBuilder evals("ckptmon_rules_evaluations_total", "Rules evaluation cycles completed.",
+                      MetricType::Counter);
+  evals.add({}, static_cast<double>(cycles_));
+  append(families, std::move(evals));
+  FamilyBuilder errors("ckptmon_rules_evaluation_errors_total",
+                       "Rules evaluation cycles that failed (the previous figures stay).",
+                       MetricType::Counter);
+  errors.add({}, static_cast<double>(errors_));
+  append(families, std::move(errors));
+  FamilyBuilder duration("ckptmon_rules_evaluation_duration_seconds",
+                         "Loop-thread time of the last rules evaluation: figures, alerts, "
+                         "history and Alertmanager hand-off (rendering excluded).",
+                         MetricType::Gauge);
+  duration.add({}, last_duration_);
+  append(families, std::move(duration));
+  FamilyBuilder last("ckptmon_rules_last_evaluation_timestamp_seconds",
+                     "When the rules were last evaluated.", MetricType::Gauge);
+  last.add({}, now);
+  append(families, std::move(last));
+  FamilyBuilder pending("ckptmon_alerts_pending",
+                        "Alerts whose condition holds but whose for: has not passed yet.",
+                        MetricType::Gauge);
+  pending.add({}, static_cast<double>(active.size() - firing.size()));
+  append(families, std::move(pending));
+
+  auto out = std::make_shared<RulesOutput>();
+  out->metrics_text = serialize(families);
+  out->active = active;
+  out->evaluated_at = now;
+  output_ = std::move(out);
+}
+
+}  // namespace ckptmon

@@ -1,0 +1,121 @@
+#pragma once
+// The rules' evaluation cycle on the daemon's loop. Once per scan interval
+// (and at once when the first collection finished) it samples the tiers,
+// evaluates the rules over the catalog, moves the alerts through their
+// states, hands history to the store, pushes to Alertmanager and renders what
+// scrapes and the API show, so a scrape only copies text. Nothing here waits
+// for the disk or the network: the store and the Alertmanager client work
+// asynchronously. Loop thread only (not thread-safe).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "config/config.hpp"
+#include "daemon/alertmanager_client.hpp"
+#include "model/state.hpp"
+#include "rules/alerts.hpp"
+#include "rules/evaluate.hpp"
+#include "store/history.hpp"
+#include "util/clock.hpp"
+
+namespace ckptmon {
+
+class Store;
+
+// What one cycle produced, published with the snapshot. Immutable once made.
+struct RulesOutput {
+  std::string metrics_text;           // rule, alert, Alertmanager and ckptmon_rules_* families
+  std::vector<AlertInstance> active;  // pending and firing alerts, sorted by labels
+  double evaluated_at = 0;            // the injected clock's now of the cycle
+};
+
+// Builds the rules' policy from a configuration.
+RulesPolicy rules_policy(const Config& cfg);
+
+class RulesCycle {
+ public:
+  // `state` is the daemon's State (read on the loop thread at each cycle);
+  // `ready` says whether the first collection finished (before that every
+  // tier looks down and every catalog empty, so nothing is evaluated);
+  // `on_evaluated` runs after each cycle (the daemon publishes). `store` may
+  // be null (no history is kept).
+  RulesCycle(boost::asio::io_context& io, std::shared_ptr<const Clock> clock, Store* store,
+             const State& state, std::function<bool()> ready, std::function<void()> on_evaluated);
+  ~RulesCycle();
+  RulesCycle(const RulesCycle&) = delete;
+  RulesCycle& operator=(const RulesCycle&) = delete;
+
+  // Takes the policy, history settings and Alertmanager target of `cfg`.
+  // `self_url` ("http://host:port") is the generatorURL base when
+  // alerting.external_url is empty. The Alertmanager client is replaced only
+  // when its settings changed. Alert states are kept.
+  void configure(const Config& cfg, const std::string& self_url);
+  // Reads the recent tier samples and the alerts left pending or firing by
+  // the previous run. Blocking: call at start, before the loop runs.
+  void load();
+  // Evaluates every `interval` from now on (again after a reload).
+  void start(Duration interval);
+  void stop();
+  // Evaluates as soon as the loop gets to it, then every interval from then.
+  void trigger();
+
+  // One cycle now, whatever the timer says (tests; the timer calls it).
+  void evaluate();
+
+  // The last cycle's output; null before the first one.
+  std::shared_ptr<const RulesOutput> output() const { return output_; }
+  const RulesHistory& history() const { return history_; }
+  const AlertmanagerClient* alertmanager() const { return alertmanager_.get(); }
+  std::uint64_t cycles() const { return cycles_; }
+  double last_duration_seconds() const { return last_duration_; }
+
+  // Inputs other parts of the daemon own: cumulative drained bytes from the
+  // event log (shard_drained), and integrity verification results. Each
+  // replaces the previous value and is used from the next cycle on.
+  void set_drained_totals(std::map<DrainKey, double> totals);
+  void set_verifications(Verifications verified);
+
+ private:
+  void arm(Duration after);
+  void tick();
+  void sample_tiers(double now, HistoryWrite& write);
+  void render(const RuleFigures& figures, const std::vector<AlertInstance>& active, double now);
+
+  boost::asio::io_context& io_;
+  std::shared_ptr<const Clock> clock_;
+  Store* store_;
+  const State& state_;
+  std::function<bool()> ready_;
+  std::function<void()> on_evaluated_;
+  boost::asio::steady_timer timer_;
+  Duration interval_{std::chrono::seconds(15)};
+  std::uint64_t generation_ = 0;
+  bool running_ = false;
+
+  RulesPolicy policy_;
+  double tier_keep_seconds_ = 6 * 3600;  // longest trend window of any tier
+  double drain_keep_seconds_ = 15 * 60;  // longest drain rate window of any tier
+  RulesHistory history_;
+  Verifications verified_;
+  std::map<std::string, double> sampled_probe_;  // tier -> last_success already sampled
+  AlertEvaluator evaluator_;
+  bool saved_active_ = false;  // the store holds a non-empty active set
+  double last_prune_ = 0;
+  std::optional<AlertmanagerOptions> alertmanager_options_;
+  std::unique_ptr<AlertmanagerClient> alertmanager_;
+
+  std::shared_ptr<const RulesOutput> output_;
+  std::uint64_t cycles_ = 0;
+  std::uint64_t errors_ = 0;
+  double last_duration_ = 0;
+};
+
+}  // namespace ckptmon

@@ -1,0 +1,305 @@
+#include "store/history.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "rules/downsample.hpp"
+#include "store/store.hpp"
+#include "util/log.hpp"
+
+namespace ckptmon {
+namespace {
+
+AlertState state_from(const std::string& s) {
+  if (s == "pending") return AlertState::kPending;
+  if (s == "firing") return AlertState::kFiring;
+  return AlertState::kInactive;
+}
+
+// SQLite stores NaN as NULL; it comes back as NaN.
+double real_or_nan(const sql::Stmt& st, int col) {
+  return st.is_null(col) ? std::numeric_limits<double>::quiet_NaN() : st.real(col);
+}
+
+}  // namespace
+
+void create_history_schema(sql::Db& db) {
+  // Sample times are REAL unix seconds; (tier, t) is unique, a second sample
+  // at the same instant (a clock that did not move) replaces the first.
+  db.exec(R"(CREATE TABLE IF NOT EXISTS tier_samples(
+  tier TEXT NOT NULL, t REAL NOT NULL, size_bytes REAL NOT NULL, avail_bytes REAL NOT NULL,
+  PRIMARY KEY(tier, t)) WITHOUT ROWID)");
+  db.exec(R"(CREATE TABLE IF NOT EXISTS tier_job_samples(
+  tier TEXT NOT NULL, t REAL NOT NULL, job TEXT NOT NULL, stored_bytes REAL NOT NULL,
+  PRIMARY KEY(tier, t, job)) WITHOUT ROWID)");
+  // Only the last drain rate window is kept: enough for the rate to survive
+  // a restart. drained_total is NULL when the job has no drain events.
+  db.exec(R"(CREATE TABLE IF NOT EXISTS drain_samples(
+  tier TEXT NOT NULL, to_tier TEXT NOT NULL, job TEXT NOT NULL, t REAL NOT NULL,
+  backlog_bytes REAL NOT NULL, copied_bytes REAL NOT NULL, drained_total REAL,
+  PRIMARY KEY(tier, to_tier, job, t)) WITHOUT ROWID)");
+  db.exec(R"(CREATE TABLE IF NOT EXISTS alert_transitions(
+  id INTEGER PRIMARY KEY, at REAL NOT NULL,
+  alertname TEXT NOT NULL, severity TEXT NOT NULL, tier TEXT NOT NULL, job TEXT NOT NULL,
+  from_state TEXT NOT NULL, to_state TEXT NOT NULL, value REAL,
+  summary TEXT NOT NULL, description TEXT NOT NULL))");
+  db.exec("CREATE INDEX IF NOT EXISTS alert_transitions_at ON alert_transitions(at)");
+  db.exec(R"(CREATE TABLE IF NOT EXISTS alert_active(
+  alertname TEXT NOT NULL, severity TEXT NOT NULL, tier TEXT NOT NULL, job TEXT NOT NULL,
+  state TEXT NOT NULL, active_at REAL NOT NULL, fired_at REAL NOT NULL,
+  active_for REAL NOT NULL, for_seconds REAL NOT NULL, value REAL,
+  summary TEXT NOT NULL, description TEXT NOT NULL, runbook_url TEXT NOT NULL,
+  PRIMARY KEY(alertname, severity, tier, job)) WITHOUT ROWID)");
+}
+
+void write_history(sql::Db& db, const HistoryWrite& w) {
+  if (w.empty()) return;
+  sql::Transaction tx(db);
+  if (!w.samples.empty()) {
+    auto ins = db.prepare(
+        "INSERT OR REPLACE INTO tier_samples(tier, t, size_bytes, avail_bytes) "
+        "VALUES(?1,?2,?3,?4)");
+    auto clear_jobs = db.prepare("DELETE FROM tier_job_samples WHERE tier=?1 AND t=?2");
+    auto ins_job = db.prepare(
+        "INSERT OR REPLACE INTO tier_job_samples(tier, t, job, stored_bytes) VALUES(?1,?2,?3,?4)");
+    for (const auto& [tier, s] : w.samples) {
+      ins.bind(1, std::string_view(tier)).bind(2, s.t).bind(3, s.size_bytes).bind(4, s.avail_bytes);
+      ins.run();
+      clear_jobs.bind(1, std::string_view(tier)).bind(2, s.t);
+      clear_jobs.run();
+      for (const auto& [job, bytes] : s.job_stored_bytes) {
+        ins_job.bind(1, std::string_view(tier))
+            .bind(2, s.t)
+            .bind(3, std::string_view(job))
+            .bind(4, bytes);
+        ins_job.run();
+      }
+    }
+  }
+  if (!w.drain.empty()) {
+    auto ins = db.prepare(
+        "INSERT OR REPLACE INTO drain_samples(tier, to_tier, job, t, backlog_bytes, copied_bytes, "
+        "drained_total) VALUES(?1,?2,?3,?4,?5,?6,?7)");
+    for (const auto& [key, s] : w.drain) {
+      ins.bind(1, std::string_view(key.tier))
+          .bind(2, std::string_view(key.to_tier))
+          .bind(3, std::string_view(key.job))
+          .bind(4, s.t)
+          .bind(5, s.backlog_bytes)
+          .bind(6, s.copied_bytes)
+          .bind(7, s.drained_total);
+      ins.run();
+    }
+  }
+  if (!w.transitions.empty()) {
+    auto ins = db.prepare(
+        "INSERT INTO alert_transitions(at, alertname, severity, tier, job, from_state, to_state, "
+        "value, summary, description) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
+    for (const AlertTransition& t : w.transitions) {
+      ins.bind(1, t.at)
+          .bind(2, std::string_view(t.labels.alertname))
+          .bind(3, std::string_view(t.labels.severity))
+          .bind(4, std::string_view(t.labels.tier))
+          .bind(5, std::string_view(t.labels.job))
+          .bind(6, to_string(t.from))
+          .bind(7, to_string(t.to))
+          .bind(8, t.value)
+          .bind(9, std::string_view(t.summary))
+          .bind(10, std::string_view(t.description));
+      ins.run();
+    }
+  }
+  if (w.active) {
+    db.exec("DELETE FROM alert_active");
+    auto ins = db.prepare(
+        "INSERT OR REPLACE INTO alert_active(alertname, severity, tier, job, state, active_at, "
+        "fired_at, active_for, for_seconds, value, summary, description, runbook_url) "
+        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)");
+    for (const AlertInstance& a : *w.active) {
+      if (a.state == AlertState::kInactive) continue;
+      ins.bind(1, std::string_view(a.labels.alertname))
+          .bind(2, std::string_view(a.labels.severity))
+          .bind(3, std::string_view(a.labels.tier))
+          .bind(4, std::string_view(a.labels.job))
+          .bind(5, to_string(a.state))
+          .bind(6, a.active_at)
+          .bind(7, a.fired_at)
+          .bind(8, a.active_for)
+          .bind(9, a.for_seconds)
+          .bind(10, a.value)
+          .bind(11, std::string_view(a.summary))
+          .bind(12, std::string_view(a.description))
+          .bind(13, std::string_view(a.runbook_url));
+      ins.run();
+    }
+  }
+  tx.commit();
+}
+
+std::map<std::string, std::vector<TierSample>> load_tier_samples(sql::Db& db, double since,
+                                                                 bool with_jobs) {
+  std::map<std::string, std::vector<TierSample>> out;
+  auto st = db.prepare(
+      "SELECT tier, t, size_bytes, avail_bytes FROM tier_samples WHERE t >= ?1 ORDER BY tier, t");
+  st.bind(1, since);
+  while (st.step()) {
+    TierSample s;
+    s.t = st.real(1);
+    s.size_bytes = st.real(2);
+    s.avail_bytes = st.real(3);
+    out[st.text(0)].push_back(std::move(s));
+  }
+  if (with_jobs) {
+    auto jobs = db.prepare(
+        "SELECT tier, t, job, stored_bytes FROM tier_job_samples WHERE t >= ?1 ORDER BY tier, t");
+    jobs.bind(1, since);
+    while (jobs.step()) {
+      auto it = out.find(jobs.text(0));
+      if (it == out.end()) continue;
+      const double t = jobs.real(1);
+      auto s = std::lower_bound(it->second.begin(), it->second.end(), t,
+                                [](const TierSample& a, double v) { return a.t < v; });
+      if (s != it->second.end() && s->t == t) s->job_stored_bytes[jobs.text(2)] = jobs.real(3);
+    }
+  }
+  return out;
+}
+
+DrainHistory load_drain_samples(sql::Db& db, double since) {
+  DrainHistory out;
+  auto st = db.prepare(
+      "SELECT tier, to_tier, job, t, backlog_bytes, copied_bytes, drained_total FROM "
+      "drain_samples WHERE t >= ?1 ORDER BY tier, to_tier, job, t");
+  st.bind(1, since);
+  while (st.step()) {
+    DrainKey key{st.text(0), st.text(1), st.text(2)};
+    out[key].push_back(DrainSample{st.real(3), st.real(4), st.real(5), real_or_nan(st, 6)});
+  }
+  return out;
+}
+
+std::size_t delete_drain_samples_before(sql::Db& db, double before) {
+  auto st = db.prepare("DELETE FROM drain_samples WHERE t < ?1");
+  st.bind(1, before);
+  st.run();
+  return static_cast<std::size_t>(db.changes());
+}
+
+std::vector<AlertInstance> load_active_alerts(sql::Db& db) {
+  std::vector<AlertInstance> out;
+  auto st = db.prepare(
+      "SELECT alertname, severity, tier, job, state, active_at, fired_at, active_for, "
+      "for_seconds, value, summary, description, runbook_url FROM alert_active "
+      "ORDER BY alertname, severity, tier, job");
+  while (st.step()) {
+    AlertInstance a;
+    a.labels = {st.text(0), st.text(1), st.text(2), st.text(3)};
+    a.state = state_from(st.text(4));
+    if (a.state == AlertState::kInactive) continue;
+    a.active_at = st.real(5);
+    a.fired_at = st.real(6);
+    a.active_for = st.real(7);
+    a.for_seconds = st.real(8);
+    a.value = real_or_nan(st, 9);
+    a.summary = st.text(10);
+    a.description = st.text(11);
+    a.runbook_url = st.text(12);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::vector<AlertTransition> load_alert_transitions(sql::Db& db, double since) {
+  std::vector<AlertTransition> out;
+  auto st = db.prepare(
+      "SELECT at, alertname, severity, tier, job, from_state, to_state, value, summary, "
+      "description FROM alert_transitions WHERE at >= ?1 ORDER BY at, id");
+  st.bind(1, since);
+  while (st.step()) {
+    AlertTransition t;
+    t.at = st.real(0);
+    t.labels = {st.text(1), st.text(2), st.text(3), st.text(4)};
+    t.from = state_from(st.text(5));
+    t.to = state_from(st.text(6));
+    t.value = real_or_nan(st, 7);
+    t.summary = st.text(8);
+    t.description = st.text(9);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<double> samples_due_for_deletion(sql::Db& db, const std::string& tier, double now,
+                                             const HistoryPolicy& policy) {
+  // A sample's fate depends only on its age and on the other samples of its
+  // level and bucket, so the young ones (all kept) need not be read.
+  std::vector<double> times;
+  auto st = db.prepare("SELECT t FROM tier_samples WHERE tier=?1 AND t < ?2 ORDER BY t");
+  st.bind(1, std::string_view(tier)).bind(2, now - policy.raw_retention_seconds);
+  while (st.step()) times.push_back(st.real(0));
+  std::vector<double> out;
+  for (std::size_t i : samples_to_delete(times, now, policy)) out.push_back(times[i]);
+  return out;
+}
+
+std::size_t delete_samples(sql::Db& db, const std::string& tier, std::span<const double> times) {
+  if (times.empty()) return 0;
+  sql::Transaction tx(db);
+  auto del = db.prepare("DELETE FROM tier_samples WHERE tier=?1 AND t=?2");
+  auto del_jobs = db.prepare("DELETE FROM tier_job_samples WHERE tier=?1 AND t=?2");
+  std::size_t n = 0;
+  for (double t : times) {
+    del.bind(1, std::string_view(tier)).bind(2, t);
+    del.run();
+    n += static_cast<std::size_t>(db.changes());
+    del_jobs.bind(1, std::string_view(tier)).bind(2, t);
+    del_jobs.run();
+  }
+  tx.commit();
+  return n;
+}
+
+std::size_t delete_transitions_before(sql::Db& db, double before, std::size_t limit) {
+  auto st = db.prepare(
+      "DELETE FROM alert_transitions WHERE id IN (SELECT id FROM alert_transitions WHERE at < ?1 "
+      "ORDER BY at LIMIT ?2)");
+  st.bind(1, before).bind(2, static_cast<std::int64_t>(limit));
+  st.run();
+  return static_cast<std::size_t>(db.changes());
+}
+
+double transition_retention_seconds(const HistoryPolicy& policy) {
+  return policy.levels.empty() ? policy.raw_retention_seconds
+                               : policy.levels.back().retention_seconds;
+}
+
+void prune_history(Store& store, double now, const HistoryPolicy& policy, std::size_t batch) {
+  batch = std::max<std::size_t>(batch, 1);
+  store.post([&store, now, policy, batch](sql::Db& db) {
+    std::vector<std::string> tiers;
+    auto st = db.prepare("SELECT DISTINCT tier FROM tier_samples");
+    while (st.step()) tiers.push_back(st.text(0));
+    for (const std::string& tier : tiers) {
+      auto due = std::make_shared<const std::vector<double>>(
+          samples_due_for_deletion(db, tier, now, policy));
+      for (std::size_t from = 0; from < due->size(); from += batch) {
+        const std::size_t n = std::min(batch, due->size() - from);
+        // Queued behind what is already waiting: a big first prune (after a
+        // long downtime) never holds the catalog writes back for long.
+        store.post([tier, due, from, n](sql::Db& d) {
+          delete_samples(d, tier, std::span<const double>(due->data() + from, n));
+        });
+      }
+      if (!due->empty()) {
+        log::debug("pruning tier samples",
+                   {{"tier", tier}, {"samples", static_cast<int>(due->size())}});
+      }
+    }
+    const double before = now - transition_retention_seconds(policy);
+    store.post([before, batch](sql::Db& d) { delete_transitions_before(d, before, batch); });
+  });
+}
+
+}  // namespace ckptmon

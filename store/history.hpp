@@ -1,0 +1,80 @@
+#pragma once
+// What the rules remember across restarts, in the state database (schema 3):
+// tier samples (size, avail, stored bytes per job) downsampled as they age,
+// drain observations of the last rate window, the alert history (every state
+// change) and the alerts pending or firing at the last cycle. The functions taking sql::Db& run on
+// the store thread (Store::post / Store::call); none is thread-safe on its own.
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rules/alerts.hpp"
+#include "rules/inputs.hpp"
+#include "rules/policy.hpp"
+#include "store/sqlite.hpp"
+
+namespace ckptmon {
+
+class Store;
+
+// Creates the tables of schema 3; safe to run on a database that has them.
+void create_history_schema(sql::Db& db);
+
+// One evaluation cycle's writes, committed as one transaction.
+struct HistoryWrite {
+  std::vector<std::pair<std::string, TierSample>> samples;  // (tier, sample)
+  std::vector<std::pair<DrainKey, DrainSample>> drain;
+  std::vector<AlertTransition> transitions;
+  // Alerts pending or firing after the cycle; replaces the stored set.
+  // nullopt: unchanged since the last write (nothing is written).
+  std::optional<std::vector<AlertInstance>> active;
+
+  bool empty() const { return samples.empty() && drain.empty() && transitions.empty() && !active; }
+};
+void write_history(sql::Db& db, const HistoryWrite& w);
+
+// Tier samples with t >= since, by tier, oldest first. Per-job bytes only
+// when `with_jobs` (the rules do not need them; reports do).
+std::map<std::string, std::vector<TierSample>> load_tier_samples(sql::Db& db, double since,
+                                                                 bool with_jobs);
+
+// Drain observations with t >= since, each series oldest first.
+DrainHistory load_drain_samples(sql::Db& db, double since);
+
+// Deletes the drain observations older than `before`; returns how many.
+std::size_t delete_drain_samples_before(sql::Db& db, double before);
+
+// The alerts that were pending or firing when the last cycle was saved.
+std::vector<AlertInstance> load_active_alerts(sql::Db& db);
+
+// Alert state changes with at >= since, oldest first.
+std::vector<AlertTransition> load_alert_transitions(sql::Db& db, double since);
+
+// Sample times of `tier` the history policy says should go now
+// (samples_to_delete over the stored samples older than raw_retention).
+std::vector<double> samples_due_for_deletion(sql::Db& db, const std::string& tier, double now,
+                                             const HistoryPolicy& policy);
+
+// Deletes the samples of `tier` at `times`, per-job rows included, in one
+// transaction. Returns the number of samples deleted.
+std::size_t delete_samples(sql::Db& db, const std::string& tier, std::span<const double> times);
+
+// Deletes at most `limit` alert transitions older than `before`, oldest
+// first. Returns how many.
+std::size_t delete_transitions_before(sql::Db& db, double before, std::size_t limit);
+
+// How long alert transitions are kept: as long as the coarsest sample level.
+double transition_retention_seconds(const HistoryPolicy& policy);
+
+// Queues a pruning pass on the store thread: plans the deletions of every
+// tier in the table, then deletes them `batch` samples per transaction, each
+// batch queued behind whatever else waits, so catalog and sample writes are
+// never held up for long. Returns at once.
+void prune_history(Store& store, double now, const HistoryPolicy& policy, std::size_t batch = 500);
+
+}  // namespace ckptmon

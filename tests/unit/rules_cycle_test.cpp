@@ -1,0 +1,232 @@
+// The daemon's rules cycle on a hand-built State with a fake clock: figures
+// and alerts in the rendered text, history handed to the store, and alert
+// state and tier samples carried across a restart.
+
+#include "daemon/rules_cycle.hpp"
+
+#include <algorithm>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "store/history.hpp"
+#include "store/store.hpp"
+#include "tests/unit/rules_fixtures.hpp"
+#include "tests/unit/temp_dir.hpp"
+
+namespace ckptmon {
+namespace {
+
+using testing::Ck;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::TempDir;
+
+constexpr double kT0 = 1'700'000'000;
+
+std::shared_ptr<const Config> config() {
+  LoadResult r = parse_config(R"(tiers:
+  - {name: staging, path: /s, role: staging, drains_to: rapid}
+  - {name: rapid, path: /r, role: rapid}
+alerting:
+  rules:
+    CheckpointDrainBacklogGrowing: {for: 0s}
+)",
+                              "test.yml");
+  EXPECT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].to_string());
+  return std::make_shared<const Config>(std::move(*r.config));
+}
+
+class RulesCycleTest : public ::testing::Test {
+ protected:
+  RulesCycleTest() : clock_(std::make_shared<FakeClock>(kT0)) {
+    std::string error;
+    store_ = Store::open(dir_.str(), &error);
+    EXPECT_TRUE(store_) << error;
+    state_.apply_config(config());
+    for (auto& [name, t] : state_.tiers) {
+      t.up = true;
+      t.has_stats = true;
+      t.stats.size_bytes = 1e12;
+      t.stats.avail_bytes = 5e11;
+      t.last_success = kT0;
+      state_.catalogs[name].scanned = true;
+    }
+  }
+
+  std::unique_ptr<RulesCycle> cycle() {
+    auto c = std::make_unique<RulesCycle>(
+        io_, clock_, store_.get(), state_, [] { return true; }, [] {});
+    c->configure(*state_.config, "http://127.0.0.1:10025");
+    return c;
+  }
+
+  // Two committed checkpoints of jobA on staging, none copied yet: the
+  // second landed before the first drained.
+  void two_pending() {
+    state_.catalogs["staging"].checkpoints = {
+        Ck("staging", "jobA", 100).committed(1000, kT0 - 100, kT0 - 90).c,
+        Ck("staging", "jobA", 200).committed(1500, kT0 - 50, kT0 - 40).c};
+  }
+  void drained() {
+    state_.catalogs["rapid"].checkpoints = {
+        Ck("rapid", "jobA", 100).committed(1000, kT0 - 80, kT0 - 70).c,
+        Ck("rapid", "jobA", 200).committed(1500, kT0 - 30, kT0 - 20).c};
+  }
+
+  std::vector<AlertTransition> transitions() {
+    return store_->call<std::vector<AlertTransition>>(
+        [](sql::Db& db) { return load_alert_transitions(db, 0); });
+  }
+
+  TempDir dir_;
+  std::shared_ptr<FakeClock> clock_;
+  std::unique_ptr<Store> store_;
+  boost::asio::io_context io_;
+  State state_;
+};
+
+TEST_F(RulesCycleTest, NothingIsPublishedBeforeTheFirstCycle) {
+  auto c = cycle();
+  EXPECT_EQ(c->output(), nullptr);
+  EXPECT_EQ(c->cycles(), 0u);
+}
+
+TEST_F(RulesCycleTest, GrowingBacklogFiresAndIsRenderedAndRecorded) {
+  two_pending();
+  auto c = cycle();
+  c->evaluate();
+  auto out = c->output();
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->evaluated_at, kT0);
+  const std::string& m = out->metrics_text;
+  EXPECT_THAT(m, HasSubstr("ckpt_drain_backlog_bytes{tier=\"staging\",to_tier=\"rapid\","
+                           "job=\"jobA\"} 2500\n"));
+  EXPECT_THAT(m, HasSubstr("ckpt_drain_overlapping_checkpoints{tier=\"staging\",to_tier=\"rapid\","
+                           "job=\"jobA\"} 1\n"));
+  EXPECT_THAT(m, HasSubstr("ckpt_alert{alertname=\"CheckpointDrainBacklogGrowing\","
+                           "severity=\"warning\",tier=\"staging\",job=\"jobA\"} 1\n"));
+  EXPECT_THAT(m, HasSubstr("ckpt_restorable_step{job=\"jobA\"} 200\n"));
+  EXPECT_THAT(m, HasSubstr("ckptmon_rules_evaluations_total 1\n"));
+  EXPECT_THAT(m, Not(HasSubstr("ckptmon_alertmanager_")));  // no URL configured
+  ASSERT_FALSE(out->active.empty());
+  const auto firing = std::count_if(out->active.begin(), out->active.end(), [](const auto& a) {
+    return a.state == AlertState::kFiring && a.labels.alertname == "CheckpointDrainBacklogGrowing";
+  });
+  EXPECT_EQ(firing, 1);
+
+  store_->flush();
+  auto t = transitions();
+  auto it = std::find_if(t.begin(), t.end(), [](const AlertTransition& x) {
+    return x.labels.alertname == "CheckpointDrainBacklogGrowing";
+  });
+  ASSERT_NE(it, t.end());
+  EXPECT_EQ(it->from, AlertState::kInactive);
+  EXPECT_EQ(it->to, AlertState::kFiring);
+  EXPECT_EQ(it->at, kT0);
+
+  // One sample per tier per successful probe, per-job bytes included.
+  auto samples = store_->call<std::map<std::string, std::vector<TierSample>>>(
+      [](sql::Db& db) { return load_tier_samples(db, 0, true); });
+  ASSERT_EQ(samples["staging"].size(), 1u);
+  EXPECT_EQ(samples["staging"][0].t, kT0);
+  EXPECT_EQ(samples["staging"][0].job_stored_bytes,
+            (std::map<std::string, double>{{"jobA", 2500}}));
+  EXPECT_EQ(samples["rapid"].size(), 1u);
+
+  // No new probe, no new sample; a new probe, one more.
+  clock_->advance(15);
+  c->evaluate();
+  for (auto& [name, tier] : state_.tiers) tier.last_success = kT0 + 15;
+  clock_->advance(15);
+  c->evaluate();
+  store_->flush();
+  samples = store_->call<std::map<std::string, std::vector<TierSample>>>(
+      [](sql::Db& db) { return load_tier_samples(db, 0, false); });
+  EXPECT_EQ(samples["staging"].size(), 2u);
+  EXPECT_EQ(c->history().tiers.at("staging").size(), 2u);
+}
+
+TEST_F(RulesCycleTest, AFiringAlertSurvivesARestartAndResolvesOnceDrained) {
+  two_pending();
+  {
+    auto c = cycle();
+    c->evaluate();
+    clock_->advance(15);
+    c->evaluate();
+  }
+  store_->flush();
+  const std::size_t before = transitions().size();
+
+  clock_->advance(600);  // down for ten minutes
+  auto c = cycle();
+  c->load();
+  EXPECT_EQ(c->history().tiers.at("staging").size(), 1u);
+  ASSERT_EQ(c->history().drain.size(), 1u);  // the drain rate's observations came back
+  EXPECT_EQ(c->history().drain.begin()->second.size(), 2u);
+  c->evaluate();
+  store_->flush();
+  // Still firing: no transition, and it is still rendered.
+  auto t = transitions();
+  EXPECT_EQ(std::count_if(t.begin() + static_cast<std::ptrdiff_t>(before), t.end(),
+                          [](const AlertTransition& x) {
+                            return x.labels.alertname == "CheckpointDrainBacklogGrowing";
+                          }),
+            0);
+  EXPECT_THAT(c->output()->metrics_text,
+              HasSubstr("ckpt_alert{alertname=\"CheckpointDrainBacklogGrowing\""));
+
+  drained();
+  clock_->advance(15);
+  c->evaluate();
+  store_->flush();
+  EXPECT_THAT(c->output()->metrics_text,
+              HasSubstr("ckpt_drain_backlog_bytes{tier=\"staging\",to_tier=\"rapid\","
+                        "job=\"jobA\"} 0\n"));
+  EXPECT_THAT(c->output()->metrics_text,
+              Not(HasSubstr("ckpt_alert{alertname=\"CheckpointDrainBacklogGrowing\"")));
+  t = transitions();
+  ASSERT_FALSE(t.empty());
+  auto last = std::find_if(t.rbegin(), t.rend(), [](const AlertTransition& x) {
+    return x.labels.alertname == "CheckpointDrainBacklogGrowing";
+  });
+  ASSERT_NE(last, t.rend());
+  EXPECT_EQ(last->from, AlertState::kFiring);
+  EXPECT_EQ(last->to, AlertState::kInactive);
+  EXPECT_EQ(last->at, kT0 + 630);
+}
+
+TEST_F(RulesCycleTest, ATierThatWasNeverWalkedContributesNoCheckpoints) {
+  two_pending();
+  drained();
+  state_.catalogs["rapid"].scanned = false;  // its walk has not finished
+  auto c = cycle();
+  c->evaluate();
+  // Without the target's catalog the whole source counts as backlog: the
+  // daemon evaluates only once every tier reported (see Daemon::changed).
+  EXPECT_THAT(c->output()->metrics_text,
+              HasSubstr("ckpt_drain_backlog_bytes{tier=\"staging\",to_tier=\"rapid\","
+                        "job=\"jobA\"} 2500\n"));
+}
+
+TEST_F(RulesCycleTest, AlertmanagerFamiliesAppearWhenAUrlIsSet) {
+  LoadResult r = parse_config(
+      "tiers:\n  - {name: staging, path: /s, role: staging}\nalerting: {alertmanager_url: "
+      "'http://127.0.0.1:1'}\n",
+      "am.yml");
+  ASSERT_TRUE(r.config);
+  auto cfg = std::make_shared<const Config>(std::move(*r.config));
+  state_.apply_config(cfg);
+  auto c = std::make_unique<RulesCycle>(
+      io_, clock_, store_.get(), state_, [] { return true; }, [] {});
+  c->configure(*cfg, "http://127.0.0.1:10025");
+  ASSERT_NE(c->alertmanager(), nullptr);
+  c->evaluate();
+  EXPECT_THAT(c->output()->metrics_text, HasSubstr("ckptmon_alertmanager_posts_total 0\n"));
+  // Removing the URL on reload drops the client.
+  c->configure(*config(), "http://127.0.0.1:10025");
+  EXPECT_EQ(c->alertmanager(), nullptr);
+}
+
+}  // namespace
+}  // namespace ckptmon
