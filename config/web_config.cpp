@@ -104,8 +104,8 @@ void read_tls(const YamlField& f, const std::filesystem::path& base, WebConfig& 
   }
   if (min_version.present() && max_version.present() && tls.min_version > tls.max_version) {
     sink.add(max_version.mark(), max_version.path,
-             "must not be below min_version " + std::string(to_string(tls.min_version)) +
-                 ", got " + describe(max_version.value));
+             "must not be below min_version " + std::string(to_string(tls.min_version)) + ", got " +
+                 describe(max_version.value));
     ok = false;
   }
   m.finish();
@@ -163,9 +163,7 @@ void read_users(const YamlField& f, WebConfig& cfg, ErrorSink& sink) {
 
 }  // namespace
 
-std::string_view to_string(TlsVersion v) {
-  return v == TlsVersion::kTls13 ? "TLS13" : "TLS12";
-}
+std::string_view to_string(TlsVersion v) { return v == TlsVersion::kTls13 ? "TLS13" : "TLS12"; }
 
 bool is_bcrypt_hash(std::string_view s) {
   // "$2y$10$" + 53

@@ -38,7 +38,7 @@ struct TlsServerConfig {
 };
 
 struct WebConfig {
-  std::string source;  // the file it was read from, for messages
+  std::string source;                  // the file it was read from, for messages
   std::optional<TlsServerConfig> tls;  // absent: plain HTTP
   // User name -> bcrypt hash. Empty: no authentication.
   std::map<std::string, std::string> basic_auth_users;

@@ -28,7 +28,8 @@ TEST(WebConfig, ReadsTlsAndUsersWithPathsRelativeToTheFile) {
   client_ca_file: ca/clients.pem
   min_version: TLS13
 basic_auth_users:
-  prometheus: )") + kHashUU + "\n  alice: '" + kHashUUU + "'\n";
+  prometheus: )") + kHashUU +
+                           "\n  alice: '" + kHashUUU + "'\n";
   WebConfigResult r = parse_web_config(text, "/etc/ckptmon/web.yml");
   ASSERT_TRUE(r.config) << r.errors[0].to_string();
   const WebConfig& c = *r.config;
@@ -180,7 +181,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "basic_auth_users:\n  prometheus: $1$salt$qJH7.N4xYta3aEG/dfqo/0\n",
                 {"web.yml:2:15: basic_auth_users.prometheus: " + kHashShape}},
         BadCase{"cost_too_high",
-                "basic_auth_users:\n  p: $2y$32$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW\n",
+                "basic_auth_users:\n  p: "
+                "$2y$32$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW\n",
                 {"web.yml:2:6: basic_auth_users.p: " + kHashShape}},
         BadCase{"hash_missing",
                 "basic_auth_users:\n  prometheus:\n",
@@ -220,7 +222,8 @@ TEST(WebConfig, UnreadableFileIsAnErrorWithTheFileName) {
   WebConfigResult r = load_web_config_file("/nonexistent/web.yml");
   ASSERT_FALSE(r.config);
   ASSERT_EQ(r.errors.size(), 1u);
-  EXPECT_EQ(r.errors[0].to_string(), "/nonexistent/web.yml: cannot open: No such file or directory");
+  EXPECT_EQ(r.errors[0].to_string(),
+            "/nonexistent/web.yml: cannot open: No such file or directory");
 }
 
 }  // namespace
