@@ -11,10 +11,11 @@ build_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev libcrypt-dev
 )
-# Real neighbours used by the integration tests, the fuzzer toolchain and the
+# Real neighbours used by the integration tests (openssl makes their TLS
+# certificates), the fuzzer toolchain and the
 # FUSE file system that simulates a hung storage mount.
 test_pkgs=(
-  python3 python3-fusepy fuse3 util-linux
+  python3 python3-fusepy fuse3 util-linux openssl
   prometheus prometheus-alertmanager prometheus-node-exporter
   clang libclang-rt-14-dev
 )
