@@ -149,8 +149,10 @@ class WebConfig(unittest.TestCase):
         other_cert, _ = make_cert(self.ws.mkdir("other"), "other")
         with self.assertRaises(ssl.SSLCertVerificationError):
             self.https("/-/healthy", auth=basic("prometheus", self.password), cafile=other_cert)
-        m = self.scrape()
-        self.assertEqual(m.get("ckptmon_http_tls_handshake_failures_total"), 2.0)
+        # The server sees the client's alert on its own time: wait for the count.
+        harness.wait_for(
+            lambda: self.scrape().get("ckptmon_http_tls_handshake_failures_total") == 2.0,
+            what="two failed handshakes to be counted")
 
     def test_every_path_needs_the_right_password(self):
         self.start()
