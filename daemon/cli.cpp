@@ -16,10 +16,12 @@
 namespace ckptmon {
 namespace {
 
-int cmd_serve(const std::string& config_file, const std::string& listen) {
+int cmd_serve(const std::string& config_file, const std::string& listen,
+              const std::string& web_config_file) {
   ServeOptions opts;
   opts.config_file = config_file;
   opts.listen_address = listen;
+  opts.web_config_file = web_config_file;
   Daemon daemon(opts, std::make_shared<SystemClock>());
   std::string error;
   if (!daemon.start(&error)) {
@@ -66,6 +68,10 @@ int cli_main(int argc, char** argv) {
   serve->add_option("--config.file", config_file, "Configuration file")->capture_default_str();
   serve->add_option("--web.listen-address", listen, "Address to serve HTTP on")
       ->capture_default_str();
+  std::string web_config_file;
+  const char* web_config_help =
+      "Web config file (exporter-toolkit format) enabling TLS and/or basic auth";
+  serve->add_option("--web.config.file", web_config_file, web_config_help);
 
   std::string check_file;
   auto* check = app.add_subcommand("check-config", "Validate a configuration file and exit");
@@ -77,6 +83,7 @@ int cli_main(int argc, char** argv) {
   auto* demo = app.add_subcommand("demo", "Run the daemon on temporary demo tiers");
   demo->add_option("--web.listen-address", demo_opts.listen_address, "Address to serve HTTP on")
       ->capture_default_str();
+  demo->add_option("--web.config.file", demo_opts.web_config_file, web_config_help);
   demo->add_option("--exit-after", exit_after, "Stop after this long (e.g. 30s)");
   demo->add_flag("--keep", demo_opts.keep, "Keep the temporary tiers at exit");
 
@@ -144,7 +151,7 @@ int cli_main(int argc, char** argv) {
   }
   log::init(*log::parse_level(log_level), *log::parse_format(log_format));
 
-  if (*serve) return cmd_serve(config_file, listen);
+  if (*serve) return cmd_serve(config_file, listen, web_config_file);
   if (*check) return cmd_check_config(check_file);
   if (*scan) {
     auto d = parse_duration(scan_partial_after);

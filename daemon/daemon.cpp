@@ -9,6 +9,7 @@
 #include "daemon/metrics.hpp"
 #include "daemon/systemd_notify.hpp"
 #include "daemon/web.hpp"
+#include "daemon/web_security.hpp"
 
 #include <nlohmann/json.hpp>
 #include "util/log.hpp"
@@ -22,6 +23,7 @@ Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
     : opts_(std::move(opts)),
       clock_(std::move(clock)),
       server_(io_, opts_.limits),
+      web_(std::make_unique<WebSecurity>(io_, server_, opts_.web_config_file)),
       signals_(io_),
       watchdog_timer_(io_),
       registry_(std::make_shared<prometheus::Registry>()) {
@@ -65,7 +67,8 @@ Daemon::~Daemon() {
 bool Daemon::start(std::string* error) {
   started_at_ = clock_->now();
   LoadResult loaded = load_config_file(opts_.config_file);
-  if (!loaded.config) {
+  auto web = web_->prepare(&loaded.errors);
+  if (!loaded.config || !web) {
     std::string msg;
     for (const auto& e : loaded.errors) msg += e.to_string() + "\n";
     *error = msg;
@@ -83,6 +86,7 @@ bool Daemon::start(std::string* error) {
   // Listen before the configuration is applied: the rules need the bound
   // address for the generatorURL of pushed alerts. Nothing is served before run().
   add_routes();
+  web_->apply(std::move(*web));
   asio::ip::tcp::endpoint bound;
   if (!server_.listen(opts_.listen_address, &bound, error)) return false;
   log::info("listening", {{"address", bound.address().to_string()},
@@ -179,8 +183,9 @@ void Daemon::apply_config(std::shared_ptr<const Config> cfg) {
 Daemon::ReloadOutcome Daemon::reload() {
   systemd::reloading();
   LoadResult loaded = load_config_file(opts_.config_file);
+  auto web = web_->prepare(&loaded.errors);  // certificates rotated on disk are re-read
   ReloadOutcome out;
-  if (!loaded.config) {
+  if (!loaded.config || !web) {
     reload_ok_->Set(0);
     for (const auto& e : loaded.errors) {
       log::error("config reload rejected; keeping the running configuration",
@@ -196,6 +201,7 @@ Daemon::ReloadOutcome Daemon::reload() {
     log::warn("state_dir and worker_threads take effect at the next restart");
   }
   apply_config(cfg);
+  web_->apply(std::move(*web));
   reload_ok_->Set(1);
   reload_ts_->Set(clock_->now());
   log::info("configuration reloaded", {{"file", opts_.config_file},
@@ -308,6 +314,7 @@ std::string Daemon::render_metrics() const {
                          prometheus::MetricType::Counter);
   rejected.add({}, static_cast<double>(server_.rejected_connections()));
   append(live, std::move(rejected));
+  web_->append_metrics(&live);
   if (store_) {
     FamilyBuilder errs("ckptmon_store_errors_total",
                        "Writes to the state database that failed (disk full, I/O error).",

@@ -28,6 +28,8 @@
 
 namespace ckptmon {
 
+class WebSecurity;
+
 // 10025: the 9100-9999 range of the Prometheus default port allocations is
 // fully given away; new exporters are allocated from 10000 upward and 10025
 // is not taken there (docs/operations.md).
@@ -36,6 +38,8 @@ inline constexpr const char* kDefaultListenAddress = ":10025";
 struct ServeOptions {
   std::string config_file;
   std::string listen_address = kDefaultListenAddress;
+  // exporter-toolkit web config (TLS, basic auth); empty: plain HTTP, no auth.
+  std::string web_config_file;
   HttpLimits limits;
   bool handle_signals = true;
   // Called once the server listens, with the bound endpoint (tests, demo).
@@ -102,6 +106,7 @@ class Daemon {
   std::unique_ptr<RulesCycle> rules_;
   std::string self_url_;  // http://address:port the server listens on
   HttpServer server_;
+  std::unique_ptr<WebSecurity> web_;  // guards server_; goes before it
   boost::asio::signal_set signals_;
   boost::asio::steady_timer watchdog_timer_;
   std::shared_ptr<const Snapshot> snapshot_;

@@ -13,6 +13,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "config/web_config.hpp"
 #include "daemon/daemon.hpp"
 #include "util/log.hpp"
 
@@ -109,6 +110,15 @@ class DemoWorkload {
 }  // namespace
 
 int run_demo(const DemoOptions& opts) {
+  // Read here for the scheme of the URLs printed below, and so that a bad file
+  // is not mistaken for a busy port; the daemon reads it again for itself.
+  const WebConfigResult web = opts.web_config_file.empty()
+                                  ? WebConfigResult{WebConfig{}, {}}
+                                  : load_web_config_file(opts.web_config_file);
+  if (!web.config) {
+    for (const auto& e : web.errors) std::cerr << "ckptmon demo: " << e.to_string() << "\n";
+    return 1;
+  }
   std::string tmpl = (fs::temp_directory_path() / "ckptmon-demo-XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr) {
     std::perror("ckptmon demo: mkdtemp");
@@ -135,9 +145,11 @@ int run_demo(const DemoOptions& opts) {
   ServeOptions so;
   so.config_file = cfg.string();
   so.listen_address = opts.listen_address;
-  so.on_listening = [](const boost::asio::ip::tcp::endpoint& ep) {
-    std::cout << "ckptmon demo is running: open http://localhost:" << ep.port() << "/\n"
-              << "  metrics: http://localhost:" << ep.port() << "/metrics\n"
+  so.web_config_file = opts.web_config_file;
+  const std::string scheme = web.config && web.config->tls ? "https" : "http";
+  so.on_listening = [scheme](const boost::asio::ip::tcp::endpoint& ep) {
+    std::cout << "ckptmon demo is running: open " << scheme << "://localhost:" << ep.port() << "/\n"
+              << "  metrics: " << scheme << "://localhost:" << ep.port() << "/metrics\n"
               << "Press Ctrl-C to stop." << std::endl;
   };
   auto daemon = std::make_unique<Daemon>(so, std::make_shared<SystemClock>());

@@ -9,6 +9,7 @@ namespace ckptmon {
 
 struct DemoOptions {
   std::string listen_address;
+  std::string web_config_file;  // TLS and basic auth, as for serve
   Duration exit_after{0};  // 0: run until interrupted
   bool keep = false;       // keep the temporary directory at exit
 };

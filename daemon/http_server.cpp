@@ -1,13 +1,18 @@
 #include "daemon/http_server.hpp"
 
+#include <array>
 #include <charconv>
 #include <optional>
+#include <variant>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include "util/log.hpp"
 #include "util/text.hpp"
@@ -17,6 +22,7 @@ namespace ckptmon {
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
 namespace asio = boost::asio;
+namespace ssl = boost::asio::ssl;
 using tcp = asio::ip::tcp;
 
 HttpResponse HttpResponse::text(unsigned status, std::string body) {
@@ -88,47 +94,143 @@ std::string url_decode(std::string_view s) {
   return out;
 }
 
-// One connection. Owned by shared_ptr through its pending operations.
+// One connection, plain or TLS. Owned by shared_ptr through its pending
+// operations. The request handling is written once; only reads, writes and
+// the end of the connection look at which stream it is.
 class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Session> {
  public:
-  Session(tcp::socket socket, HttpServer& server, std::shared_ptr<bool> server_alive)
-      : stream_(std::move(socket)), server_(server), server_alive_(std::move(server_alive)) {
+  Session(tcp::socket socket, HttpServer& server, std::shared_ptr<bool> server_alive,
+          std::shared_ptr<ssl::context> tls)
+      : server_(server), server_alive_(std::move(server_alive)), tls_context_(std::move(tls)) {
+    if (tls_context_) {
+      stream_.emplace<TlsStream>(std::move(socket), *tls_context_);
+    } else {
+      stream_.emplace<PlainStream>(std::move(socket));
+    }
     boost::system::error_code ec;
-    auto ep = stream_.socket().remote_endpoint(ec);
+    auto ep = tcp_stream().socket().remote_endpoint(ec);
     if (!ec) remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
   }
   ~Session() {
     if (*server_alive_) server_.forget(this);
   }
 
-  void start() { read(); }
+  void start() {
+    auto* tls = std::get_if<TlsStream>(&stream_);
+    if (tls == nullptr) {
+      read();
+      return;
+    }
+    // A client that connects and says nothing must not hold a slot for
+    // longer than one that sends half a request.
+    tcp_stream().expires_after(server_.limits().read_timeout);
+    tls->async_handshake(
+        ssl::stream_base::server,
+        [self = shared_from_this()](beast::error_code ec) { self->on_handshake(ec); });
+  }
+
   void close() {
     boost::system::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.socket().close(ec);
+    tcp_stream().socket().shutdown(tcp::socket::shutdown_both, ec);
+    tcp_stream().socket().close(ec);
   }
 
   // Sends a fixed response and closes; used when over the connection cap.
+  // Over TLS that would take a handshake first, so the connection is just closed.
   void reject(unsigned status, std::string body) {
+    if (std::holds_alternative<TlsStream>(stream_)) {
+      close();
+      return;
+    }
     respond_error(status, std::move(body), "other");
   }
 
  private:
+  using PlainStream = beast::tcp_stream;
+  using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+  beast::tcp_stream& tcp_stream() {
+    if (auto* tls = std::get_if<TlsStream>(&stream_)) return tls->next_layer();
+    return std::get<PlainStream>(stream_);
+  }
+
+  // Runs fn(stream) on whichever stream this connection has.
+  template <typename Fn>
+  void with_stream(Fn&& fn) {
+    if (auto* tls = std::get_if<TlsStream>(&stream_)) {
+      fn(*tls);
+    } else {
+      fn(std::get<PlainStream>(stream_));
+    }
+  }
+
+  void on_handshake(beast::error_code ec) {
+    if (!*server_alive_) return;
+    if (!ec) {
+      read();
+      return;
+    }
+    server_.count_tls_handshake_failure();
+    log::debug("tls handshake failed", {{"remote", remote_}, {"err", ec.message()}});
+    if (ec.category() == asio::error::get_ssl_category() &&
+        ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_HTTP_REQUEST) {
+      // Plain HTTP on the TLS port: say so in plain HTTP, as Go servers do,
+      // rather than leave curl with an empty reply.
+      static const std::string kBody = "Client sent an HTTP request to an HTTPS server.\n";
+      static const std::string kReply =
+          "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+          "Connection: close\r\nContent-Length: " +
+          std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
+      tcp_stream().expires_after(server_.limits().read_timeout);
+      asio::async_write(tcp_stream(), asio::buffer(kReply),
+                        [self = shared_from_this()](beast::error_code write_ec, std::size_t) {
+                          if (write_ec) {
+                            self->close();
+                            return;
+                          }
+                          // The rest of the request is still unread; closing
+                          // now would reset the connection and could destroy
+                          // the reply before the client reads it.
+                          boost::system::error_code ignored;
+                          self->tcp_stream().socket().shutdown(tcp::socket::shutdown_send, ignored);
+                          self->drain();
+                        });
+      return;
+    }
+    close();
+  }
+
+  // Reads and drops what the client still sends until it closes (or the
+  // read timeout passes), then closes.
+  void drain() {
+    auto scratch = std::make_shared<std::array<char, 1024>>();
+    tcp_stream().async_read_some(asio::buffer(*scratch), [self = shared_from_this(), scratch](
+                                                             beast::error_code ec, std::size_t) {
+      if (ec || !*self->server_alive_) {
+        self->close();
+        return;
+      }
+      self->drain();
+    });
+  }
+
   void read() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_.limits().header_limit));
     parser_->body_limit(server_.limits().body_limit);
-    stream_.expires_after(server_.limits().read_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->on_read(ec);
-                     });
+    tcp_stream().expires_after(server_.limits().read_timeout);
+    with_stream([this](auto& s) {
+      http::async_read(
+          s, buffer_, *parser_,
+          [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    });
   }
 
   void on_read(beast::error_code ec) {
     if (!*server_alive_) return;
     if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
-        ec == asio::error::connection_reset || ec == asio::error::eof) {
+        ec == asio::error::connection_reset || ec == asio::error::eof ||
+        ec == ssl::error::stream_truncated) {
       close();
       return;
     }
@@ -149,27 +251,57 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
       return;
     }
     auto& msg = parser_->get();
-    HttpRequest req;
-    req.method = std::string(msg.method_string());
-    req.remote = remote_;
+    req_ = HttpRequest{};
+    req_.method = std::string(msg.method_string());
+    req_.remote = remote_;
     std::string_view target = msg.target();
     auto q = target.find('?');
-    req.path = std::string(target.substr(0, q));
+    req_.path = std::string(target.substr(0, q));
     if (q != std::string_view::npos) {
       for (auto part : split(target.substr(q + 1), '&')) {
         if (part.empty()) continue;
         auto eq = part.find('=');
-        req.query[url_decode(part.substr(0, eq))] =
+        req_.query[url_decode(part.substr(0, eq))] =
             eq == std::string_view::npos ? std::string() : url_decode(part.substr(eq + 1));
       }
     }
-    req.body = std::move(msg.body());
+    req_.body = std::move(msg.body());
+    if (server_.authenticator()) {
+      server_.authenticator()(msg[http::field::authorization],
+                              [self = shared_from_this()](AuthDecision d) { self->on_auth(d); });
+      return;
+    }
+    serve();
+  }
+
+  void on_auth(AuthDecision decision) {
+    if (!*server_alive_) return;
+    if (decision == AuthDecision::kAllow) {
+      serve();
+      return;
+    }
+    auto& msg = parser_->get();
+    HttpResponse resp;
+    if (decision == AuthDecision::kBusy) {
+      resp = HttpResponse::text(503, "too many credential checks in progress; retry\n");
+      resp.headers.emplace_back("Retry-After", "1");
+    } else {
+      resp = HttpResponse::text(401, "Unauthorized\n");
+      resp.headers.emplace_back("WWW-Authenticate",
+                                std::string("Basic realm=\"") + kAuthRealm + "\"");
+    }
+    send(std::move(resp), msg.keep_alive(), msg.version(), msg.method() == http::verb::head,
+         server_.route_name(req_.path));
+  }
+
+  void serve() {
+    auto& msg = parser_->get();
     std::string route;
     HttpResponse resp;
     try {
-      resp = server_.dispatch(req, &route);
+      resp = server_.dispatch(req_, &route);
     } catch (const std::exception& e) {
-      log::error("http handler threw", {{"path", req.path}, {"err", e.what()}});
+      log::error("http handler threw", {{"path", req_.path}, {"err", e.what()}});
       resp = HttpResponse::text(500, "internal error\n");
     }
     const bool head = msg.method() == http::verb::head;
@@ -188,16 +320,29 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
     res->prepare_payload();
     if (head) res->body().clear();  // Content-Length stays that of the GET body
     server_.observe(route, resp.status);
-    stream_.expires_after(server_.limits().read_timeout);
-    http::async_write(stream_, *res,
-                      [self = shared_from_this(), res, keep_alive](beast::error_code ec,
-                                                                   std::size_t) {
-                        if (ec || !keep_alive || !*self->server_alive_) {
-                          self->close();
-                          return;
-                        }
-                        self->read();
-                      });
+    tcp_stream().expires_after(server_.limits().read_timeout);
+    with_stream([&](auto& s) {
+      http::async_write(
+          s, *res, [self = shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
+            if (ec || !keep_alive || !*self->server_alive_) {
+              self->finish(ec);
+              return;
+            }
+            self->read();
+          });
+    });
+  }
+
+  // Ends the connection after the last response: TLS says close_notify first
+  // (bounded by the read timeout), so the client can tell the end from a cut.
+  void finish(beast::error_code write_ec) {
+    auto* tls = std::get_if<TlsStream>(&stream_);
+    if (tls == nullptr || write_ec || !*server_alive_) {
+      close();
+      return;
+    }
+    tcp_stream().expires_after(server_.limits().read_timeout);
+    tls->async_shutdown([self = shared_from_this()](beast::error_code) { self->close(); });
   }
 
   void respond_error(unsigned status, std::string body, const std::string& route) {
@@ -205,11 +350,13 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
     send(std::move(r), false, 11, false, route);
   }
 
-  beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
   HttpServer& server_;
   std::shared_ptr<bool> server_alive_;
+  std::shared_ptr<ssl::context> tls_context_;  // outlives the stream that refers to it
+  std::variant<std::monostate, PlainStream, TlsStream> stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  HttpRequest req_;
   std::string remote_;
 };
 
@@ -222,6 +369,10 @@ HttpServer::~HttpServer() {
 
 void HttpServer::route(std::string path, std::vector<std::string> methods, HttpHandler handler) {
   routes_[std::move(path)] = Route{std::move(methods), std::move(handler)};
+}
+
+std::string HttpServer::route_name(const std::string& path) const {
+  return routes_.contains(path) ? path : "other";
 }
 
 HttpResponse HttpServer::dispatch(const HttpRequest& req, std::string* route_name) const {
@@ -303,7 +454,7 @@ void HttpServer::accept_on(tcp::acceptor* a) {
   a->async_accept([this, a, alive = alive_](boost::system::error_code ec, tcp::socket socket) {
     if (!*alive || closed_ || ec == asio::error::operation_aborted) return;
     if (!ec) {
-      auto s = std::make_shared<Session>(std::move(socket), *this, alive_);
+      auto s = std::make_shared<Session>(std::move(socket), *this, alive_, tls_);
       if (sessions_.size() >= limits_.max_connections) {
         ++rejected_;
         s->reject(503, "too many connections\n");

@@ -1,8 +1,9 @@
 #pragma once
-// HTTP/1.1 server on the daemon's io_context (Boost.Beast). Handlers run on
-// the loop thread and must be quick: they render what is already in memory.
-// Enforces a header size limit, a body limit, a read timeout and a cap on
-// concurrent connections. Loop thread only.
+// HTTP/1.1 server on the daemon's io_context (Boost.Beast), plain or TLS.
+// Handlers run on the loop thread and must be quick: they render what is
+// already in memory. Enforces a header size limit, a body limit, a read
+// timeout (which also bounds the TLS handshake) and a cap on concurrent
+// connections; an optional authenticator guards every path. Loop thread only.
 
 #include <chrono>
 #include <cstdint>
@@ -11,12 +12,17 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
+
+namespace boost::asio::ssl {
+class context;
+}
 
 namespace ckptmon {
 
@@ -46,6 +52,15 @@ struct HttpLimits {
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+enum class AuthDecision { kAllow, kDeny, kBusy };
+// Decides from the Authorization header value (empty when absent) whether a
+// request may be served. Must call `done` once, on the loop thread, at once or
+// later; the connection waits meanwhile.
+using HttpAuthenticator =
+    std::function<void(std::string_view authorization, std::function<void(AuthDecision)> done)>;
+// Sent with 401 answers.
+inline constexpr const char* kAuthRealm = "ckptmon";
 // Called after every response: route path (or "other"), status code.
 using HttpObserver = std::function<void(const std::string& route, unsigned status)>;
 
@@ -66,6 +81,14 @@ class HttpServer {
   // `methods` such as {"GET"}; GET routes answer HEAD too.
   void route(std::string path, std::vector<std::string> methods, HttpHandler handler);
   void set_observer(HttpObserver observer) { observer_ = std::move(observer); }
+  // TLS for connections accepted from now on; null serves plain HTTP. Open
+  // connections keep the context they started with, so certificates can be
+  // swapped without dropping anyone.
+  void set_tls(std::shared_ptr<boost::asio::ssl::context> tls) { tls_ = std::move(tls); }
+  bool tls() const { return tls_ != nullptr; }
+  // Guards every request, unknown paths included (as exporter-toolkit does).
+  // Empty: no authentication.
+  void set_authenticator(HttpAuthenticator a) { authenticator_ = std::move(a); }
 
   // Binds and starts accepting. On success returns the bound endpoint.
   bool listen(const std::string& address, boost::asio::ip::tcp::endpoint* bound,
@@ -75,6 +98,7 @@ class HttpServer {
 
   std::size_t connections() const { return sessions_.size(); }
   std::uint64_t rejected_connections() const { return rejected_; }
+  std::uint64_t tls_handshake_failures() const { return tls_handshake_failures_; }
 
   // Used by sessions.
   HttpResponse dispatch(const HttpRequest& req, std::string* route_name) const;
@@ -82,6 +106,10 @@ class HttpServer {
     if (observer_) observer_(route, status);
   }
   const HttpLimits& limits() const { return limits_; }
+  const HttpAuthenticator& authenticator() const { return authenticator_; }
+  // The route label for `path`: the path when it is routed, else "other".
+  std::string route_name(const std::string& path) const;
+  void count_tls_handshake_failure() { ++tls_handshake_failures_; }
 
   class Session;
 
@@ -100,7 +128,10 @@ class HttpServer {
   std::map<std::string, Route> routes_;
   std::set<Session*> sessions_;
   std::uint64_t rejected_ = 0;
+  std::uint64_t tls_handshake_failures_ = 0;
   HttpObserver observer_;
+  HttpAuthenticator authenticator_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;
   bool closed_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

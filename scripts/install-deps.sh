@@ -9,11 +9,13 @@ build_pkgs=(
   prometheus-cpp-dev libboost-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libsqlite3-dev libyaml-cpp-dev libcli11-dev libsystemd-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libssl-dev libcrypt-dev
 )
-# Real neighbours used by the integration tests, the fuzzer toolchain and the
+# Real neighbours used by the integration tests (openssl makes their TLS
+# certificates), the fuzzer toolchain and the
 # FUSE file system that simulates a hung storage mount.
 test_pkgs=(
-  python3 python3-fusepy fuse3 util-linux
+  python3 python3-fusepy fuse3 util-linux openssl
   prometheus prometheus-alertmanager prometheus-node-exporter
   clang libclang-rt-14-dev
 )
