@@ -39,12 +39,21 @@ class Collector {
   // Loop thread. The target's job threw `error`.
   virtual void on_failure(const std::string& /*target*/, const std::string& /*error*/,
                           State& /*state*/) {}
+  // A descriptor that becomes readable when the collector wants to run before
+  // its interval is up (inotify), or -1. The daemon reads and discards what
+  // arrives on it (never touching storage on the loop) and runs the collector.
+  virtual int wake_fd() const { return -1; }
 };
+
+class Store;
 
 struct CollectorEnv {
   // Shared so that a job still blocked on a hung mount at shutdown never
   // outlives the clock it reads.
   std::shared_ptr<const Clock> clock;
+  // The state database, for collectors that commit what they read together
+  // with where they read it (manifest_tail); null in tools without one.
+  std::shared_ptr<Store> store;
 };
 
 // Every collector the daemon runs, in a fixed order (collectors/registry.cpp).
