@@ -51,6 +51,7 @@ Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
 
 Daemon::~Daemon() {
   server_.close();
+  wakes_.clear();
   // The runner closes its inbox first, so jobs still blocked on a hung mount
   // drop their results; then the pool detaches those threads.
   runner_.reset();
@@ -72,7 +73,11 @@ bool Daemon::start(std::string* error) {
   if (!store_) return false;
   pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
   runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, [this] { changed(); });
-  runner_->set_collectors(make_collectors(CollectorEnv{clock_}));
+  runner_->set_collectors(make_collectors(CollectorEnv{clock_, store_}));
+  for (const auto& c : runner_->collectors()) {
+    auto w = std::make_unique<WakeWatch>(io_, c, *runner_, state_);
+    if (w->start()) wakes_.push_back(std::move(w));
+  }
   apply_config(cfg);
   load_catalog();
   reload_ok_->Set(1);
@@ -107,6 +112,7 @@ void Daemon::stop() {
     server_.close();
     signals_.cancel();
     runner_->stop();
+    for (auto& w : wakes_) w->stop();
     watchdog_timer_.cancel();
     io_.stop();
   });
@@ -212,6 +218,9 @@ void Daemon::wait_signals() {
 }
 
 void Daemon::changed() {
+  if (!stopping_) {
+    for (auto& w : wakes_) w->poke();
+  }
   if (!ready_ && runner_ && runner_->all_reported()) {
     ready_ = true;
     log::info("first collection finished; ready");
@@ -317,6 +326,17 @@ void Daemon::add_routes() {
   });
   server_.route("/api/v1/jobs", {"GET"}, [this](const HttpRequest&) {
     return HttpResponse::json(200, render_jobs_json(*snapshot_));
+  });
+  server_.route("/api/v1/events/summary", {"GET"}, [this](const HttpRequest& req) {
+    std::string body;
+    std::string error;
+    if (!render_events_summary_json(*snapshot_, req.query, &body, &error)) {
+      return HttpResponse::json(400, nlohmann::json({{"error", error}}).dump());
+    }
+    return HttpResponse::json(200, std::move(body));
+  });
+  server_.route("/api/v1/events/checkpoints", {"GET"}, [this](const HttpRequest& req) {
+    return HttpResponse::json(200, render_event_checkpoints_json(*snapshot_, req.query));
   });
 }
 

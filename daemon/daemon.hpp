@@ -18,6 +18,7 @@
 
 #include "daemon/collector_runner.hpp"
 #include "daemon/http_server.hpp"
+#include "daemon/wake_watch.hpp"
 #include "daemon/worker_pool.hpp"
 #include "model/state.hpp"
 #include "store/store.hpp"
@@ -85,9 +86,12 @@ class Daemon {
   std::shared_ptr<const Clock> clock_;
   boost::asio::io_context io_;
   std::unique_ptr<WorkerPool> pool_;
-  std::unique_ptr<Store> store_;
+  // Shared with collectors that commit through it (manifest_tail): a job still
+  // blocked on a hung mount at shutdown keeps it alive until it returns.
+  std::shared_ptr<Store> store_;
   State state_;
   std::unique_ptr<CollectorRunner> runner_;
+  std::vector<std::unique_ptr<WakeWatch>> wakes_;  // collectors that ask to run early (inotify)
   HttpServer server_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer watchdog_timer_;
