@@ -268,18 +268,31 @@ bool LogTailer::verify(int fd, const EventIngest::CursorRow& row, std::uint64_t 
     auto h = size >= row.fp_len ? hash_range(fd, 0, row.fp_len) : std::nullopt;
     if (!h || *h != row.fp_hash) {
       *fingerprint_ok = false;
+      why_ = "its first " + std::to_string(row.fp_len) + " bytes differ (size " +
+             std::to_string(size) + ")";
       return false;
     }
   }
-  if (row.parse.offset > size) return false;
+  if (row.parse.offset > size) {
+    why_ = "it is shorter (" + std::to_string(size) + " bytes) than the read position";
+    return false;
+  }
   if (row.check_len > 0) {
     auto h = hash_range(fd, row.parse.offset - row.check_len, row.check_len);
-    if (!h || *h != row.check_hash) return false;
+    if (!h || *h != row.check_hash) {
+      why_ = "the " + std::to_string(row.check_len) + " bytes before the read position differ";
+      return false;
+    }
   }
   return true;
 }
 
-void LogTailer::reset(Open& o, FileChange change) {
+void LogTailer::reset(Open& o, std::optional<FileChange> change) {
+  if (change) {
+    log::info("event log rewritten; reading it again from the start",
+              {{"file", o.path}, {"change", to_string(*change)}, {"offset", o.row.parse.offset},
+               {"why", why_}});
+  }
   EventIngest::CursorRow to = fresh(o.id, o.path);
   if (ingest_->commit(o.has_row ? &o.row : nullptr, to, {}, cfg_.tier, change, 0)) {
     o.row = to;
@@ -311,7 +324,11 @@ void LogTailer::open_log(int fd, FileId id, const std::string& path, std::uint64
   const bool same = verify(fd, *row, size, &fingerprint_ok);
   auto& slot = open_.emplace(id, std::move(o)).first->second;
   if (!same) {
-    reset(slot, fingerprint_ok ? FileChange::kTruncated : FileChange::kReplaced);
+    // A log that left the glob was counted then (rotated or deleted); a new
+    // file that got its inode number is just a new file.
+    reset(slot, row->gone ? std::nullopt
+                          : std::optional(fingerprint_ok ? FileChange::kTruncated
+                                                         : FileChange::kReplaced));
     return;
   }
   slot.checked = true;
@@ -351,6 +368,7 @@ std::uint64_t LogTailer::drain(Open& o) {
     }
     const auto size = static_cast<std::uint64_t>(st.st_size);
     if (size < o.row.parse.offset) {
+      why_ = "it is shorter (" + std::to_string(size) + " bytes) than the read position";
       reset(o, FileChange::kTruncated);
       continue;
     }
@@ -477,6 +495,8 @@ void LogTailer::recover_orphans(const std::set<FileId>& present) {
         leave(o, FileChange::kRotated);
       } else {
         // Another file took the inode: nothing of the old log is left to read.
+        log::info("event log was replaced while ckptmon was not running",
+                  {{"file", row.path}, {"change", to_string(FileChange::kDeleted)}});
         EventIngest::CursorRow to = row;
         to.gone = true;
         ingest_->commit(&row, to, {}, cfg_.tier, FileChange::kDeleted, 0);
@@ -486,7 +506,8 @@ void LogTailer::recover_orphans(const std::set<FileId>& present) {
       EventIngest::CursorRow to = row;
       to.gone = true;
       ingest_->commit(&row, to, {}, cfg_.tier, FileChange::kDeleted, 0);
-      log::info("event log was removed while ckptmon was not running", {{"file", row.path}});
+      log::info("event log was removed while ckptmon was not running",
+                {{"file", row.path}, {"change", to_string(FileChange::kDeleted)}});
     }
   }
 }
@@ -510,6 +531,19 @@ LogTailer::Pass LogTailer::run() {
   bool listing_complete = glob_errors == 0 && (rc == 0 || rc == GLOB_NOMATCH);
   if (!listing_complete) {
     status.error = glob_first_error.empty() ? "glob failed" : glob_first_error;
+  }
+
+  // Watch every directory that may hold a match, so a log created in one
+  // wakes the tailer too (new directories appear by polling, or by a wake
+  // from the glob's root).
+  if (const std::string dirs = parent_dir(cfg_.glob); dirs.find_first_of("*?[") != std::string::npos) {
+    glob_t d{};
+    if (::glob(dirs.c_str(), GLOB_ONLYDIR, nullptr, &d) == 0) {
+      for (std::size_t i = 0; i < d.gl_pathc; ++i) pass.dirs.insert(d.gl_pathv[i]);
+    }
+    ::globfree(&d);
+  } else {
+    pass.dirs.insert(dirs);
   }
 
   std::set<FileId> present;

@@ -135,7 +135,7 @@ class LogTailer {
   void refuse(const std::string& path, const std::string& reason, TailStatus& status);
   EventIngest::CursorRow fresh(FileId id, const std::string& path) const;
   void open_log(int fd, FileId id, const std::string& path, std::uint64_t size);
-  void reset(Open& o, FileChange change);
+  void reset(Open& o, std::optional<FileChange> change);
   bool verify(int fd, const EventIngest::CursorRow& row, std::uint64_t size, bool* fingerprint_ok);
   std::uint64_t drain(Open& o);
   void leave(Open& o, FileChange change);
@@ -154,6 +154,7 @@ class LogTailer {
   std::set<FileId> searched_;  // positions looked for after a restart
   double now_ = 0;
   double last_gc_ = 0;
+  std::string why_;  // what the last failed verify() found, for the log
   log::RateLimiter log_limit_{5, 60};
 };
 

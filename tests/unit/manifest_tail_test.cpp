@@ -216,6 +216,31 @@ TEST_F(TailerTest, SameInodeWithOtherFirstBytesAfterARestartIsANewFile) {
   EXPECT_EQ(changes(FileChange::kReplaced), 1u);
 }
 
+TEST_F(TailerTest, ANewFileOnTheInodeOfALogThatLeftIsNotCountedTwice) {
+  // The log left the glob (counted as rotated); later its inode holds other
+  // content back inside the glob, as when a deleted log's inode is reused.
+  const fs::path log = logs_ / "events.jsonl";
+  const fs::path away = logs_ / "events.jsonl.old";
+  append(log, lines(0, 2));
+  tailer().run();
+  fs::rename(log, away);
+  tailer().run();
+  EXPECT_EQ(changes(FileChange::kRotated), 1u);
+  {
+    const int fd = ::open(away.c_str(), O_WRONLY | O_TRUNC);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+  }
+  append(away, lines(10, 3, "another-job"));
+  fs::rename(away, logs_ / "events-new.jsonl");
+  restart();
+  tailer().run();
+  EXPECT_EQ(ok(), 5u);
+  EXPECT_EQ(changes(FileChange::kRotated), 1u);
+  EXPECT_EQ(changes(FileChange::kReplaced), 0u);
+  EXPECT_EQ(changes(FileChange::kTruncated), 0u);
+}
+
 TEST_F(TailerTest, DeletedLogIsReadToItsEndThroughTheOpenDescriptor) {
   const fs::path log = logs_ / "events.jsonl";
   append(log, lines(0, 2));
