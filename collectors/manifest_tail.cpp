@@ -89,12 +89,21 @@ EventIngest::EventIngest(std::shared_ptr<Store> store, std::size_t steps_per_job
     : store_(std::move(store)), steps_per_job_(steps_per_job) {}
 
 void EventIngest::ensure_loaded() {
-  std::lock_guard lock(mu_);
-  if (!loaded_) load_locked();
+  {
+    std::lock_guard lock(mu_);
+    if (loaded_) return;
+  }
+  // Loaded on the store thread under mu_: nothing here ever waits for the
+  // store while holding mu_, because commits take mu_ on the store thread.
+  store_->call<bool>([this](sql::Db& db) {
+    std::lock_guard lock(mu_);
+    if (!loaded_) load_from(db);
+    return true;
+  });
 }
 
-void EventIngest::load_locked() {
-  auto loaded = store_->call<event_tables::Loaded>([](sql::Db& db) { return event_tables::load(db); });
+void EventIngest::load_from(sql::Db& db) {
+  auto loaded = event_tables::load(db);
   const auto tails = std::move(catalog_.tails);
   const std::uint64_t version = catalog_.version;
   catalog_ = std::move(loaded.catalog);
@@ -133,41 +142,67 @@ std::vector<EventIngest::CursorRow> EventIngest::cursors_of(const std::string& g
 bool EventIngest::commit(const CursorRow* from, const CursorRow& to,
                          std::span<const LineResult> lines, std::string_view tier,
                          std::optional<FileChange> change, std::uint64_t consumed) {
+  return commit_async(from != nullptr ? std::optional<CursorRow>(*from) : std::nullopt, to, lines,
+                      std::string(tier), change, consumed)
+             .get() >= 0;
+}
+
+std::future<std::int64_t> EventIngest::commit_async(std::optional<CursorRow> from, CursorRow to,
+                                            std::span<const LineResult> lines, std::string tier,
+                                            std::optional<FileChange> change,
+                                            std::uint64_t consumed) {
+  auto promise = std::make_shared<std::promise<std::int64_t>>();
+  auto done = promise->get_future();
+  // Folding the lines in and writing them happen on the store thread, so the
+  // caller can read and parse the next batch meanwhile.
+  store_->post([this, promise, from = std::move(from), to = std::move(to), lines,
+                tier = std::move(tier), change, consumed](sql::Db& db) {
+    try {
+      promise->set_value(apply(db, from ? &*from : nullptr, to, lines, tier, change, consumed));
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  });
+  return done;
+}
+
+std::int64_t EventIngest::apply(sql::Db& db, const CursorRow* from, const CursorRow& to,
+                                std::span<const LineResult> lines, std::string_view tier,
+                                std::optional<FileChange> change, std::uint64_t consumed) {
   std::lock_guard lock(mu_);
-  if (!loaded_) load_locked();
+  if (!loaded_) load_from(db);
   // Exactly once hinges on this: a batch applies only on top of the position
   // it was read from.
   const FileId from_id = from != nullptr ? FileId{from->dev, from->ino} : FileId{to.dev, to.ino};
   auto it = cursors_.find(from_id);
   if (from == nullptr) {
-    if (it != cursors_.end()) return false;
+    if (it != cursors_.end()) return -1;
   } else if (it == cursors_.end() || it->second.parse != from->parse ||
              it->second.fp_len != from->fp_len || it->second.fp_hash != from->fp_hash) {
-    return false;
+    return -1;
   }
   const FileId to_id{to.dev, to.ino};
+  const std::uint64_t rejected_before =
+      catalog_.totals.lines[static_cast<std::size_t>(LineStatus::kRejected)];
   EventAggregator agg(catalog_, steps_per_job_);
   for (const LineResult& l : lines) agg.add(l, tier);
   if (change) agg.count_change(*change);
   agg.count_bytes(consumed);
   try {
-    store_->call<bool>([&](sql::Db& db) {
-      sql::Transaction tx(db);
-      if (from_id != to_id) {
-        auto del = db.prepare("DELETE FROM manifest_cursors WHERE dev=?1 AND ino=?2");
-        del.bind(1, static_cast<std::int64_t>(from_id.dev))
-            .bind(2, static_cast<std::int64_t>(from_id.ino));
-        del.run();
-      }
-      event_tables::upsert_cursor(db, to);
-      event_tables::save_batch(db, catalog_, agg);
-      tx.commit();
-      return true;
-    });
+    sql::Transaction tx(db);
+    if (from_id != to_id) {
+      auto del = db.prepare("DELETE FROM manifest_cursors WHERE dev=?1 AND ino=?2");
+      del.bind(1, static_cast<std::int64_t>(from_id.dev))
+          .bind(2, static_cast<std::int64_t>(from_id.ino));
+      del.run();
+    }
+    event_tables::upsert_cursor(db, to);
+    event_tables::save_batch(db, catalog_, agg);
+    tx.commit();
   } catch (...) {
-    // The catalog holds the batch already: the store is the truth, read it back.
+    // The catalog holds the batch already: the database is the truth, read it back.
     try {
-      load_locked();
+      load_from(db);
     } catch (...) {
       loaded_ = false;
     }
@@ -177,14 +212,17 @@ bool EventIngest::commit(const CursorRow* from, const CursorRow& to,
   cursors_[to_id] = to;
   ++catalog_.version;
   ++commits_;
-  return true;
+  return static_cast<std::int64_t>(
+      catalog_.totals.lines[static_cast<std::size_t>(LineStatus::kRejected)] - rejected_before);
 }
 
 void EventIngest::forget_before(double cutoff) {
-  std::lock_guard lock(mu_);
-  store_->call<std::int64_t>(
-      [cutoff](sql::Db& db) { return event_tables::delete_cursors_before(db, cutoff); });
-  std::erase_if(cursors_, [&](const auto& kv) { return kv.second.last_seen < cutoff; });
+  store_->call<bool>([this, cutoff](sql::Db& db) {
+    std::lock_guard lock(mu_);
+    event_tables::delete_cursors_before(db, cutoff);
+    std::erase_if(cursors_, [&](const auto& kv) { return kv.second.last_seen < cutoff; });
+    return true;
+  });
 }
 
 void EventIngest::set_tail_status(const std::string& glob, TailStatus status) {
@@ -344,8 +382,8 @@ void LogTailer::open_log(int fd, FileId id, const std::string& path, std::uint64
   }
 }
 
-void LogTailer::log_rejected(const Open& o) {
-  for (const LineResult& l : chunk_.lines()) {
+void LogTailer::log_rejected(const Open& o, const ChunkResult& chunk) {
+  for (const LineResult& l : chunk.lines()) {
     if (l.status != LineStatus::kRejected) continue;
     const std::string reason(reject_reason_label(l.reason));
     if (auto dropped = log_limit_.allow("reject " + reason, now_)) {
@@ -360,45 +398,87 @@ void LogTailer::log_rejected(const Open& o) {
 
 std::uint64_t LogTailer::drain(Open& o) {
   std::uint64_t lines = 0;
+  // At most one batch is being committed (on the store thread) while the next
+  // one is read and parsed here. `next` is where reading goes on; o.row only
+  // moves once a commit has applied.
+  struct Pending {
+    std::future<std::int64_t> done;
+    EventIngest::CursorRow to;
+    std::size_t chunk = 0;
+  };
+  std::optional<Pending> pending;
+  EventIngest::CursorRow next = o.row;
+  std::size_t slot = 0;
+  auto settle = [&]() -> bool {
+    if (!pending) return true;
+    Pending p = std::move(*pending);
+    pending.reset();
+    const std::int64_t rejected = p.done.get();
+    if (rejected < 0) {
+      // Someone else moved this log on: take their position, stop for this pass.
+      auto r = ingest_->cursor(o.id);
+      o.has_row = r.has_value();
+      o.row = r ? *r : fresh(o.id, o.path);
+      o.checked = false;
+      return false;
+    }
+    o.row = std::move(p.to);
+    o.has_row = true;
+    lines += chunks_[p.chunk].lines().size();
+    if (rejected > 0) log_rejected(o, chunks_[p.chunk]);
+    return true;
+  };
+  struct Settle {  // never leave a commit running on this pass's buffers
+    std::optional<Pending>& p;
+    ~Settle() {
+      if (p && p->done.valid()) p->done.wait();
+    }
+  } guard{pending};
+
   while (true) {
     struct stat st {};
     if (::fstat(o.fd, &st) != 0) {
       log::warn("cannot stat event log", {{"file", o.path}, {"err", errno_text(errno)}});
-      return lines;
+      break;
     }
     const auto size = static_cast<std::uint64_t>(st.st_size);
-    if (size < o.row.parse.offset) {
+    if (size < next.parse.offset) {
+      if (!settle()) return lines;
       why_ = "it is shorter (" + std::to_string(size) + " bytes) than the read position";
       reset(o, FileChange::kTruncated);
+      next = o.row;
       continue;
     }
     if (!o.checked) {
       // Rewritten in place (copytruncate, then grown past the position)?
+      if (!settle()) return lines;
       o.checked = true;
       bool fingerprint_ok = true;
       if (!verify(o.fd, o.row, size, &fingerprint_ok)) {
         reset(o, FileChange::kTruncated);
+        next = o.row;
         continue;
       }
     }
-    if (size == o.row.parse.offset) return lines;
-    const std::size_t want =
-        static_cast<std::size_t>(std::min<std::uint64_t>(buf_.size(), size - o.row.parse.offset));
-    const ssize_t n = pread_full(o.fd, buf_.data(), want, o.row.parse.offset);
+    if (size == next.parse.offset) break;
+    const std::size_t want = static_cast<std::size_t>(
+        std::min<std::uint64_t>(buf_.size(), size - next.parse.offset));
+    const ssize_t n = pread_full(o.fd, buf_.data(), want, next.parse.offset);
     if (n < 0) {
       if (auto dropped = log_limit_.allow("read " + o.path, now_)) {
         log::warn("cannot read event log", {{"file", o.path}, {"err", errno_text(errno)},
                                             {"suppressed", *dropped}});
       }
-      return lines;
+      break;
     }
-    if (n == 0) return lines;
-    ParseCursor pc = o.row.parse;
-    parser_.parse_chunk(std::string_view(buf_.data(), static_cast<std::size_t>(n)), pc, chunk_);
-    const std::size_t consumed = chunk_.consumed;
-    if (consumed == 0) return lines;  // an incomplete last line: wait for its newline
+    if (n == 0) break;
+    ChunkResult& chunk = chunks_[slot];
+    ParseCursor pc = next.parse;
+    parser_.parse_chunk(std::string_view(buf_.data(), static_cast<std::size_t>(n)), pc, chunk);
+    const std::size_t consumed = chunk.consumed;
+    if (consumed == 0) break;  // an incomplete last line: wait for its newline
 
-    EventIngest::CursorRow to = o.row;
+    EventIngest::CursorRow to = next;
     to.parse = pc;
     to.path = o.path;
     to.glob = cfg_.glob;
@@ -409,33 +489,29 @@ std::uint64_t LogTailer::drain(Open& o) {
       to.check_hash = xxh64(buf_.data() + consumed - to.check_len, to.check_len);
     } else {
       auto h = hash_range(o.fd, pc.offset - to.check_len, to.check_len);
-      if (!h) return lines;
+      if (!h) break;
       to.check_hash = *h;
     }
     if (to.fp_len < kFingerprintBytes && pc.offset > to.fp_len) {
       to.fp_len = static_cast<std::uint32_t>(std::min<std::uint64_t>(kFingerprintBytes, pc.offset));
-      if (o.row.parse.offset == 0) {
+      if (next.parse.offset == 0) {
         to.fp_hash = xxh64(buf_.data(), to.fp_len);
       } else {
         auto h = hash_range(o.fd, 0, to.fp_len);
-        if (!h) return lines;
+        if (!h) break;
         to.fp_hash = *h;
       }
     }
-    if (!ingest_->commit(o.has_row ? &o.row : nullptr, to, chunk_.lines(), cfg_.tier,
-                         std::nullopt, consumed)) {
-      // Someone else moved this log on: take their position and stop for this pass.
-      auto r = ingest_->cursor(o.id);
-      o.has_row = r.has_value();
-      o.row = r ? *r : fresh(o.id, o.path);
-      o.checked = false;
-      return lines;
-    }
-    o.row = std::move(to);
-    o.has_row = true;
-    lines += chunk_.lines().size();
-    log_rejected(o);
+    if (!settle()) return lines;
+    const bool had_row = o.has_row;
+    pending = Pending{ingest_->commit_async(had_row ? std::optional(o.row) : std::nullopt, to,
+                                            chunk.lines(), cfg_.tier, std::nullopt, consumed),
+                      to, slot};
+    next = std::move(to);
+    slot ^= 1;
   }
+  settle();
+  return lines;
 }
 
 void LogTailer::leave(Open& o, FileChange change) {

@@ -9,8 +9,10 @@
 // transaction together with the new position, the aggregates derived from the
 // lines and the totals, and only then is anything advanced in memory.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,7 +39,9 @@ struct FileId {
 };
 
 // The event catalog, every log's committed read position, and the one
-// transaction per batch; shared by the tailers of every glob. Thread-safe.
+// transaction per batch; shared by the tailers of every glob. Batches are
+// folded in and written on the store thread, holding mu_ there; so nothing
+// may wait for the store while holding mu_. Thread-safe.
 class EventIngest {
  public:
   using CursorRow = event_tables::CursorRow;
@@ -63,6 +67,12 @@ class EventIngest {
   // catalog is reloaded from the store and the error rethrown.
   bool commit(const CursorRow* from, const CursorRow& to, std::span<const LineResult> lines,
               std::string_view tier, std::optional<FileChange> change, std::uint64_t consumed);
+  // The same, done on the store thread while the caller goes on; `lines` must
+  // stay valid until the future is ready. The future holds the number of
+  // rejected lines in the batch, or -1 when it did not apply.
+  std::future<std::int64_t> commit_async(std::optional<CursorRow> from, CursorRow to,
+                                 std::span<const LineResult> lines, std::string tier,
+                                 std::optional<FileChange> change, std::uint64_t consumed);
   // Drops positions of logs not seen since `cutoff`.
   void forget_before(double cutoff);
 
@@ -73,7 +83,11 @@ class EventIngest {
   std::uint64_t commits() const { return commits_.load(); }
 
  private:
-  void load_locked();
+  // Both run on the store thread with mu_ held.
+  void load_from(sql::Db& db);
+  std::int64_t apply(sql::Db& db, const CursorRow* from, const CursorRow& to,
+             std::span<const LineResult> lines, std::string_view tier,
+             std::optional<FileChange> change, std::uint64_t consumed);
 
   std::shared_ptr<Store> store_;
   std::size_t steps_per_job_;
@@ -140,7 +154,7 @@ class LogTailer {
   std::uint64_t drain(Open& o);
   void leave(Open& o, FileChange change);
   void recover_orphans(const std::set<FileId>& present);
-  void log_rejected(const Open& o);
+  void log_rejected(const Open& o, const ChunkResult& chunk);
 
   ManifestConfig cfg_;
   std::vector<std::string> earlier_;
@@ -148,7 +162,7 @@ class LogTailer {
   std::shared_ptr<EventIngest> ingest_;
   std::shared_ptr<const Clock> clock_;
   EventParser parser_;
-  ChunkResult chunk_;
+  std::array<ChunkResult, 2> chunks_;  // one being committed, one being parsed
   std::vector<char> buf_;
   std::map<FileId, Open> open_;
   std::set<FileId> searched_;  // positions looked for after a restart

@@ -140,7 +140,9 @@ void EventAggregator::clear() {
   touched_jobs_.clear();
   touched_restores_.clear();
   checks_.clear();
+  last_pack_ = nullptr;
   last_step_ = nullptr;
+  last_drain_ = nullptr;
   last_job_ = nullptr;
 }
 
@@ -202,6 +204,7 @@ EventStep* EventAggregator::step_for(std::string_view tier, std::string_view job
   }
   last_key_ = it->first;
   last_step_ = &it->second;
+  last_pack_ = nullptr;
   return last_step_;
 }
 
@@ -221,6 +224,7 @@ void EventAggregator::evict_beyond(std::string_view tier, std::string_view job) 
     --n;
   }
   last_step_ = nullptr;  // may have pointed at an evicted entry
+  last_drain_ = nullptr;
 }
 
 void EventAggregator::observe_duration(EventStep& s, EventJob& j) {
@@ -242,18 +246,28 @@ void EventAggregator::pair_pause(EventStep& s, double seconds, EventJob& j) {
 
 namespace {
 
-DrainProgress& drain_for(EventStep& s, const Event& e) {
-  if (e.from_tier.empty() && e.to_tier.empty() && s.drains.size() == 1) {
-    return s.drains.begin()->second;
-  }
-  return s.drains[e.from_tier + ">" + e.to_tier];
-}
 
 std::string restore_key(const Event& e) {
   return std::to_string(e.step.value_or(-1)) + "/" + std::to_string(e.rank.value_or(-1));
 }
 
 }  // namespace
+
+DrainProgress& EventAggregator::drain_for(EventStep& s, const Event& e) {
+  if (e.from_tier.empty() && e.to_tier.empty() && s.drains.size() == 1) {
+    return s.drains.begin()->second;
+  }
+  // Every shard_drained of a checkpoint names the same pair: skip building the key.
+  if (last_drain_ != nullptr && last_drain_step_ == &s && last_drain_from_ == e.from_tier &&
+      last_drain_to_ == e.to_tier) {
+    return *last_drain_;
+  }
+  last_drain_ = &s.drains[e.from_tier + ">" + e.to_tier];
+  last_drain_step_ = &s;
+  last_drain_from_ = e.from_tier;
+  last_drain_to_ = e.to_tier;
+  return *last_drain_;
+}
 
 void EventAggregator::apply(const Event& e, std::string_view tier) {
   EventJob& j = job_for(tier, e.job);
@@ -340,9 +354,8 @@ void EventAggregator::apply(const Event& e, std::string_view tier) {
       }
       if (!e.checksum.empty()) {
         ++s.checksummed_shards;
-        checks_.push_back(
-            ShardCheck{std::string(tier), e.job, *e.step, rank, e.path, e.bytes.value_or(0),
-                       e.checksum});
+        if (last_pack_ == nullptr) last_pack_ = &checks_[last_key_];
+        last_pack_->add(rank, e.bytes.value_or(0), e.checksum, e.path);
       }
       break;
     }
@@ -411,6 +424,109 @@ void EventAggregator::apply(const Event& e, std::string_view tier) {
     default:
       break;
   }
+}
+
+// --- shard packs -------------------------------------------------------------------
+
+namespace {
+
+// Writes `v` as LEB128 at `p`; returns the end.
+char* put_varint(char* p, std::uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+bool get_varint(std::string_view& in, std::uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (in.empty()) return false;
+    const auto b = static_cast<unsigned char>(in.front());
+    in.remove_prefix(1);
+    v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+
+}  // namespace
+
+void ShardPack::add(std::int64_t rank, std::uint64_t bytes, const Checksum& sum,
+                    std::string_view path) {
+  // This runs for every checksummed shard of a catch-up: one append per shard.
+  const std::size_t limit = std::min(path.size(), last_path_.size());
+  const auto common = static_cast<std::size_t>(
+      std::mismatch(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(limit),
+                    last_path_.begin())
+          .first -
+      path.begin());
+  char head[3 * 10 + 1 + 32 + 2 * 10];
+  char* p = head;
+  // Zigzag, so rank -1 (none given) stays one byte.
+  p = put_varint(p, (static_cast<std::uint64_t>(rank) << 1) ^ static_cast<std::uint64_t>(rank >> 63));
+  p = put_varint(p, bytes);
+  *p++ = static_cast<char>(sum.algo);
+  const std::size_t n = std::min<std::size_t>(sum.hex.size() / 2, 32);
+  // The parser checked the digits and wrote them in lower case; a table
+  // avoids a mispredicted branch per digit (digests are random).
+  static constexpr auto kNibble = [] {
+    std::array<std::uint8_t, 256> t{};
+    for (int c = 0; c < 10; ++c) t[static_cast<std::size_t>('0' + c)] = static_cast<std::uint8_t>(c);
+    for (int c = 0; c < 6; ++c) {
+      t[static_cast<std::size_t>('a' + c)] = static_cast<std::uint8_t>(10 + c);
+      t[static_cast<std::size_t>('A' + c)] = static_cast<std::uint8_t>(10 + c);
+    }
+    return t;
+  }();
+  const auto* h = reinterpret_cast<const unsigned char*>(sum.hex.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    *p++ = static_cast<char>((kNibble[h[2 * i]] << 4) | kNibble[h[2 * i + 1]]);
+  }
+  p = put_varint(p, common);
+  p = put_varint(p, path.size() - common);
+  data_.append(head, static_cast<std::size_t>(p - head));
+  data_.append(path.substr(common));
+  last_path_.assign(path);
+  ++count_;
+}
+
+bool ShardPack::unpack(std::string_view in, std::vector<ShardCheck>& out) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string last;
+  while (!in.empty()) {
+    ShardCheck s;
+    std::uint64_t zz = 0;
+    std::uint64_t common = 0;
+    std::uint64_t suffix = 0;
+    if (!get_varint(in, zz) || !get_varint(in, s.bytes) || in.empty()) return false;
+    s.rank = static_cast<std::int64_t>(zz >> 1) ^ -static_cast<std::int64_t>(zz & 1);
+    const auto algo = static_cast<unsigned char>(in.front());
+    in.remove_prefix(1);
+    if (algo == 0 || algo > static_cast<unsigned char>(ChecksumAlgo::kXxh64)) return false;
+    s.checksum.algo = static_cast<ChecksumAlgo>(algo);
+    const std::size_t n = checksum_hex_length(s.checksum.algo) / 2;
+    if (in.size() < n) return false;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto b = static_cast<unsigned char>(in[i]);
+      s.checksum.hex += kDigits[b >> 4];
+      s.checksum.hex += kDigits[b & 15];
+    }
+    in.remove_prefix(n);
+    if (!get_varint(in, common) || !get_varint(in, suffix) || common > last.size() ||
+        suffix > in.size()) {
+      return false;
+    }
+    s.path = last.substr(0, common);
+    s.path.append(in.substr(0, suffix));
+    in.remove_prefix(suffix);
+    last = s.path;
+    out.push_back(std::move(s));
+  }
+  return true;
 }
 
 // --- JSON --------------------------------------------------------------------------

@@ -206,23 +206,42 @@ std::vector<double> duration_buckets();
 std::vector<double> pause_buckets();
 std::vector<double> restore_buckets();
 
+// A shard whose event carries a checksum, for the integrity verifier.
+struct ShardCheck {
+  std::string tier;
+  std::string job;
+  std::int64_t step = 0;
+  std::int64_t rank = -1;
+  std::string path;
+  std::uint64_t bytes = 0;
+  Checksum checksum;
+};
+
+// Shards of one checkpoint to verify, packed: per shard its rank and bytes
+// as varints, the algorithm, the raw digest, and the path front-coded against
+// the previous one (shards of a checkpoint share their directory). About 30
+// bytes a shard, so queueing millions during a catch-up stays cheap.
+class ShardPack {
+ public:
+  void add(std::int64_t rank, std::uint64_t bytes, const Checksum& sum, std::string_view path);
+  std::size_t count() const { return count_; }
+  const std::string& data() const { return data_; }
+  // Appends the shards in `data` to `out` (tier, job and step left empty);
+  // false when `data` is malformed.
+  static bool unpack(std::string_view data, std::vector<ShardCheck>& out);
+
+ private:
+  std::string data_;
+  std::string last_path_;
+  std::size_t count_ = 0;
+};
+
 // Applies parsed lines to an EventCatalog and remembers which entries it
 // touched, so the caller can write exactly those to the store. Lines are
 // counted in the totals whatever their status. Not thread-safe.
 class EventAggregator {
  public:
   explicit EventAggregator(EventCatalog& cat, std::size_t steps_per_job = kEventStepsPerJob);
-
-  // A shard whose event carries a checksum, for the verifier.
-  struct ShardCheck {
-    std::string tier;
-    std::string job;
-    std::int64_t step = 0;
-    std::int64_t rank = -1;
-    std::string path;
-    std::uint64_t bytes = 0;
-    Checksum checksum;
-  };
 
   // `tier` applies to events that do not name their own.
   void add(const LineResult& line, std::string_view tier);
@@ -236,7 +255,8 @@ class EventAggregator {
     return touched_jobs_;
   }
   const std::set<std::string>& touched_restores() const { return touched_restores_; }
-  const std::vector<ShardCheck>& checks() const { return checks_; }
+  // Checksummed shards by checkpoint, for the verifier's queue.
+  const std::map<StepKey, ShardPack>& checks() const { return checks_; }
   void clear();
 
  private:
@@ -246,6 +266,7 @@ class EventAggregator {
   void evict_beyond(std::string_view tier, std::string_view job);
   void apply(const Event& e, std::string_view tier);
   void observe_duration(EventStep& s, EventJob& j);
+  DrainProgress& drain_for(EventStep& s, const Event& e);
   void pair_pause(EventStep& s, double seconds, EventJob& j);
 
   EventCatalog& cat_;
@@ -258,7 +279,12 @@ class EventAggregator {
   std::set<StepKey> touched_steps_;
   std::set<std::pair<std::string, std::string>> touched_jobs_;
   std::set<std::string> touched_restores_;
-  std::vector<ShardCheck> checks_;
+  std::map<StepKey, ShardPack> checks_;
+  ShardPack* last_pack_ = nullptr;  // checks_ entry of last_step_, once it has one
+  DrainProgress* last_drain_ = nullptr;
+  const EventStep* last_drain_step_ = nullptr;
+  std::string last_drain_from_;
+  std::string last_drain_to_;
 };
 
 // JSON forms for the state database and the API.

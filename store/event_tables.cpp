@@ -18,21 +18,6 @@ std::string dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-template <typename T>
-void put(std::string& out, T v) {
-  char buf[sizeof(T)];
-  std::memcpy(buf, &v, sizeof(T));
-  out.append(buf, sizeof(T));
-}
-
-template <typename T>
-bool get(std::string_view& in, T& v) {
-  if (in.size() < sizeof(T)) return false;
-  std::memcpy(&v, in.data(), sizeof(T));
-  in.remove_prefix(sizeof(T));
-  return true;
-}
-
 void add_total(sql::Stmt& st, std::string_view kind, std::string_view label, std::uint64_t v) {
   st.bind(1, kind).bind(2, label).bind(3, to_db(v));
   st.run();
@@ -211,25 +196,17 @@ void save_batch(sql::Db& db, const EventCatalog& cat, const EventAggregator& agg
       up.run();
     }
   }
-  const auto& checks = agg.checks();
-  if (!checks.empty()) {
+  if (!agg.checks().empty()) {
     auto ins = db.prepare(
         "INSERT INTO integrity_queue(tier, job, step, next_index, count, shards) "
         "VALUES(?1,?2,?3,0,?4,?5)");
-    std::size_t i = 0;
-    while (i < checks.size()) {
-      std::size_t j = i + 1;
-      while (j < checks.size() && checks[j].step == checks[i].step &&
-             checks[j].job == checks[i].job && checks[j].tier == checks[i].tier) {
-        ++j;
-      }
-      ins.bind(1, std::string_view(checks[i].tier))
-          .bind(2, std::string_view(checks[i].job))
-          .bind(3, checks[i].step)
-          .bind(4, static_cast<std::int64_t>(j - i))
-          .bind_blob(5, encode_shards(checks, i, j - i));
+    for (const auto& [k, pack] : agg.checks()) {
+      ins.bind(1, std::string_view(k.tier))
+          .bind(2, std::string_view(k.job))
+          .bind(3, k.step)
+          .bind(4, static_cast<std::int64_t>(pack.count()))
+          .bind_blob(5, pack.data());
       ins.run();
-      i = j;
     }
   }
   const ManifestTotals& t = cat.totals;
@@ -251,43 +228,6 @@ void save_batch(sql::Db& db, const EventCatalog& cat, const EventAggregator& agg
 
 // --- integrity ---------------------------------------------------------------------
 
-std::string encode_shards(const std::vector<EventAggregator::ShardCheck>& shards,
-                          std::size_t first, std::size_t count) {
-  std::string out;
-  for (std::size_t i = first; i < first + count && i < shards.size(); ++i) {
-    const auto& s = shards[i];
-    put<std::int64_t>(out, s.rank);
-    put<std::uint64_t>(out, s.bytes);
-    put<std::uint8_t>(out, static_cast<std::uint8_t>(s.checksum.algo));
-    put<std::uint8_t>(out, static_cast<std::uint8_t>(s.checksum.hex.size()));
-    out += s.checksum.hex;
-    put<std::uint32_t>(out, static_cast<std::uint32_t>(s.path.size()));
-    out += s.path;
-  }
-  return out;
-}
-
-bool decode_shards(std::string_view in, std::vector<EventAggregator::ShardCheck>& out) {
-  while (!in.empty()) {
-    EventAggregator::ShardCheck s;
-    std::uint8_t algo = 0;
-    std::uint8_t hex_len = 0;
-    std::uint32_t path_len = 0;
-    if (!get(in, s.rank) || !get(in, s.bytes) || !get(in, algo) || !get(in, hex_len)) return false;
-    if (algo > static_cast<std::uint8_t>(ChecksumAlgo::kXxh64) || in.size() < hex_len) {
-      return false;
-    }
-    s.checksum.algo = static_cast<ChecksumAlgo>(algo);
-    s.checksum.hex.assign(in.substr(0, hex_len));
-    in.remove_prefix(hex_len);
-    if (!get(in, path_len) || in.size() < path_len) return false;
-    s.path.assign(in.substr(0, path_len));
-    in.remove_prefix(path_len);
-    out.push_back(std::move(s));
-  }
-  return true;
-}
-
 std::vector<QueuedShards> load_queue(sql::Db& db, std::size_t limit) {
   std::vector<QueuedShards> out;
   auto st = db.prepare(
@@ -300,7 +240,7 @@ std::vector<QueuedShards> load_queue(sql::Db& db, std::size_t limit) {
     q.job = st.text(2);
     q.step = st.int64(3);
     q.next_index = static_cast<std::size_t>(st.int64(4));
-    if (!decode_shards(st.blob(5), q.shards)) {
+    if (!ShardPack::unpack(st.blob(5), q.shards)) {
       log::error("integrity queue entry unreadable; dropped", {{"id", q.id}});
       q.shards.clear();
       q.next_index = 0;

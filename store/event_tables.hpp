@@ -58,7 +58,7 @@ struct QueuedShards {
   std::string job;
   std::int64_t step = 0;
   std::size_t next_index = 0;  // shards before it are verified already
-  std::vector<EventAggregator::ShardCheck> shards;
+  std::vector<ShardCheck> shards;
 };
 
 std::vector<QueuedShards> load_queue(sql::Db& db, std::size_t limit);
@@ -88,10 +88,5 @@ void record_manifest(sql::Db& db, const ManifestCandidate& c, std::size_t next_i
 void prune_integrity(sql::Db& db);
 
 IntegrityStatus load_integrity(sql::Db& db);
-
-// Binary form of queued shards (exposed for tests).
-std::string encode_shards(const std::vector<EventAggregator::ShardCheck>& shards,
-                          std::size_t first, std::size_t count);
-bool decode_shards(std::string_view blob, std::vector<EventAggregator::ShardCheck>& out);
 
 }  // namespace ckptmon::event_tables

@@ -68,12 +68,46 @@ TEST(EventCatalog, OneSaveGivesDurationSkewSlowestRankAndShardTotals) {
   EXPECT_EQ(j.duration.count, 1u);
   EXPECT_DOUBLE_EQ(j.duration.sum, 20.5);
   ASSERT_EQ(feed.agg().checks().size(), 1u);
-  EXPECT_EQ(feed.agg().checks()[0].rank, 1);
-  EXPECT_EQ(feed.agg().checks()[0].path, "/ckpt/s10/r1");
+  const ShardPack& pack = feed.agg().checks().at(StepKey{"rapid", "llama", 10});
+  std::vector<ShardCheck> shards;
+  ASSERT_TRUE(ShardPack::unpack(pack.data(), shards));
+  ASSERT_EQ(shards.size(), 1u);
+  EXPECT_EQ(shards[0].rank, 1);
+  EXPECT_EQ(shards[0].path, "/ckpt/s10/r1");
+  EXPECT_EQ(shards[0].bytes, 200u);
+  EXPECT_EQ(shards[0].checksum.to_string(), "crc32c:e3069283");
   // A repeated commit (a retried writer) is not a second observation.
   feed(ev("checkpoint_commit", 1021.0, ",\"step\":10,\"files\":4,\"bytes\":600"));
   EXPECT_EQ(j.duration.count, 1u);
   EXPECT_DOUBLE_EQ(*cat.find("rapid", "llama", 10)->duration(), 20.5);
+}
+
+TEST(ShardPack, RoundTripsAndFrontCodesPaths) {
+  ShardPack pack;
+  const std::string sha = "sha256:" + std::string(64, 'f');
+  pack.add(0, 5, *parse_checksum("crc32c:0A0b0c0D"), "/nvme/ckpt/llama/step-0001000/__0_0.distcp");
+  pack.add(-1, 1ull << 40, *parse_checksum(sha), "/nvme/ckpt/llama/step-0001000/__1_0.distcp");
+  pack.add(2147483647, 0, *parse_checksum("xxh64:0123456789abcdef"), "x");
+  EXPECT_EQ(pack.count(), 3u);
+  std::vector<ShardCheck> out;
+  ASSERT_TRUE(ShardPack::unpack(pack.data(), out));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].rank, 0);
+  EXPECT_EQ(out[0].bytes, 5u);
+  EXPECT_EQ(out[0].checksum.to_string(), "crc32c:0a0b0c0d");
+  EXPECT_EQ(out[1].rank, -1);
+  EXPECT_EQ(out[1].bytes, 1ull << 40);
+  EXPECT_EQ(out[1].checksum.to_string(), sha);
+  EXPECT_EQ(out[1].path, "/nvme/ckpt/llama/step-0001000/__1_0.distcp");
+  EXPECT_EQ(out[2].rank, 2147483647);
+  EXPECT_EQ(out[2].path, "x");
+  // The second path costs only its differing tail.
+  EXPECT_LT(pack.data().size(), 2 * 45u + 8 + 32 + 8 + 20);
+  for (std::size_t cut = 0; cut < pack.data().size(); ++cut) {
+    std::vector<ShardCheck> partial;
+    const bool ok = ShardPack::unpack(std::string_view(pack.data()).substr(0, cut), partial);
+    EXPECT_TRUE(!ok || partial.size() < 3) << cut;
+  }
 }
 
 TEST(EventCatalog, CommitReadBeforeStartIsObservedWhenTheStartArrives) {
