@@ -159,7 +159,7 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
     loaded_ = true;
     publish();
   }
-  auto out_of_time = [&] { return clock_->now() - started >= budget_seconds; };
+  auto out_of_time = [&] { return stopping_ || clock_->now() - started >= budget_seconds; };
   auto note = [&](const std::string& tier, IntegrityResult r, const std::string& path,
                   const std::string& detail) {
     ++status_.totals[tier][r];
@@ -307,6 +307,10 @@ IntegrityCollector::IntegrityCollector(std::shared_ptr<const Clock> clock,
   }
 }
 
+IntegrityCollector::~IntegrityCollector() {
+  if (verifier_) verifier_->stop();
+}
+
 void IntegrityCollector::configure(const Config& cfg) {
   enabled_ = cfg.integrity.enabled && verifier_ != nullptr;
   interval_ = cfg.integrity.interval;
@@ -323,8 +327,12 @@ std::vector<std::string> IntegrityCollector::targets() const {
 
 Job IntegrityCollector::prepare(const std::string& /*target*/) {
   auto verifier = verifier_;
-  return [verifier]() -> Update {
-    verifier->run(15 * 60);
+  // A run lasts about one interval, so the next one finds it done; the first
+  // only loads what earlier runs found.
+  const double budget = first_ ? 0.0 : to_seconds(interval_);
+  first_ = false;
+  return [verifier, budget]() -> Update {
+    verifier->run(budget);
     auto snap = verifier->snapshot();
     return [snap](State& state) {
       if (snap && (!state.integrity || snap->version > state.integrity->version)) {

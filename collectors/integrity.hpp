@@ -7,6 +7,7 @@
 // Progress is committed to the state database file by file, so a restart
 // neither repeats nor skips a count.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -70,6 +71,8 @@ class IntegrityVerifier {
   // until there is no work left or `budget_seconds` have passed.
   Pass run(double budget_seconds);
   std::shared_ptr<const IntegrityStatus> snapshot() const;
+  // Any thread: a run in progress returns after its current file (shutdown).
+  void stop() { stopping_ = true; }
 
  private:
   void publish();
@@ -87,11 +90,13 @@ class IntegrityVerifier {
   mutable std::mutex mu_;  // guards snapshot_ and the pending settings
   std::shared_ptr<const IntegrityStatus> snapshot_;
   log::RateLimiter log_limit_{5, 60};
+  std::atomic<bool> stopping_{false};
 };
 
 class IntegrityCollector final : public Collector {
  public:
   IntegrityCollector(std::shared_ptr<const Clock> clock, std::shared_ptr<Store> store);
+  ~IntegrityCollector() override;
   std::string_view name() const override { return "integrity"; }
   void configure(const Config& cfg) override;
   Duration interval() const override { return interval_; }
@@ -102,6 +107,7 @@ class IntegrityCollector final : public Collector {
  private:
   std::shared_ptr<IntegrityVerifier> verifier_;
   bool enabled_ = false;
+  bool first_ = true;  // the first run only loads, so readiness does not wait for verification
   Duration interval_ = std::chrono::seconds(30);
 };
 

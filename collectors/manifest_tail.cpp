@@ -460,7 +460,7 @@ std::uint64_t LogTailer::drain(Open& o) {
         continue;
       }
     }
-    if (size == next.parse.offset) break;
+    if (size == next.parse.offset || stopping_) break;
     const std::size_t want = static_cast<std::size_t>(
         std::min<std::uint64_t>(buf_.size(), size - next.parse.offset));
     const ssize_t n = pread_full(o.fd, buf_.data(), want, next.parse.offset);
@@ -681,7 +681,7 @@ LogTailer::Pass LogTailer::run() {
   for (auto& [id, o] : open_) order.push_back(&o);
   std::sort(order.begin(), order.end(), [](const Open* a, const Open* b) { return a->path < b->path; });
   for (Open* o : order) {
-    o->checked = o->checked && o->has_row;
+    if (stopping_) break;
     pass.lines += drain(*o);
     struct stat st {};
     if (::fstat(o->fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) > o->row.parse.offset) {
@@ -756,7 +756,10 @@ ManifestTailCollector::ManifestTailCollector(std::shared_ptr<const Clock> clock,
   if (store) ingest_ = std::make_shared<EventIngest>(std::move(store));
 }
 
-ManifestTailCollector::~ManifestTailCollector() = default;
+ManifestTailCollector::~ManifestTailCollector() {
+  // Jobs still running hold their tailers: let them finish their batch and go.
+  for (auto& [_, t] : tailers_) t->stop();
+}
 
 int ManifestTailCollector::wake_fd() const { return ingest_ ? watches_->fd() : -1; }
 

@@ -130,6 +130,9 @@ class LogTailer {
   };
   // Blocking: expands the glob and reads every log to its end.
   Pass run();
+  // Any thread: makes a pass in progress return after its current batch
+  // (shutdown; a catch-up can take minutes).
+  void stop() { stopping_ = true; }
 
   const ManifestConfig& config() const { return cfg_; }
   const std::vector<std::string>& earlier_globs() const { return earlier_; }
@@ -169,6 +172,7 @@ class LogTailer {
   double now_ = 0;
   double last_gc_ = 0;
   std::string why_;  // what the last failed verify() found, for the log
+  std::atomic<bool> stopping_{false};
   log::RateLimiter log_limit_{5, 60};
 };
 

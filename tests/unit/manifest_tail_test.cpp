@@ -359,6 +359,45 @@ TEST_F(TailerTest, EventsWithoutATierGetTheGlobsTier) {
   EXPECT_EQ(snap->find("rapid", "llama", 7), nullptr);
 }
 
+TEST_F(TailerTest, AStoppedTailerReadsNoFurther) {
+  append(logs_ / "events.jsonl", lines(0, 3));
+  tailer().stop();
+  tailer().run();
+  EXPECT_EQ(ok(), 0u);
+}
+
+TEST_F(TailerTest, TheCollectorPublishesTheCatalogIntoState) {
+  fs::create_directories(logs_ / "a");
+  append(logs_ / "a" / "events.jsonl", lines(0, 2));
+  Config cfg;
+  TierConfig t;
+  t.name = "rapid";
+  t.path = (dir_.path() / "tier").string();
+  cfg.tiers.push_back(t);
+  cfg.manifests.push_back(ManifestConfig{(logs_ / "*" / "events*.jsonl").string(), "rapid"});
+  cfg.manifests.push_back(ManifestConfig{(logs_ / "*.jsonl").string(), ""});
+  cfg.global.tail_interval = std::chrono::milliseconds(250);
+  ManifestTailCollector c(clock_, store_);
+  c.configure(cfg);
+  EXPECT_EQ(c.interval(), std::chrono::milliseconds(250));
+  EXPECT_EQ(c.targets(), (std::vector<std::string>{cfg.manifests[0].glob, cfg.manifests[1].glob}));
+  EXPECT_GE(c.wake_fd(), 0);
+  State state;
+  for (const auto& target : c.targets()) c.prepare(target)()(state);
+  ASSERT_TRUE(state.events);
+  EXPECT_EQ(state.events->totals.lines[static_cast<std::size_t>(LineStatus::kOk)], 2u);
+  EXPECT_NE(state.events->find("rapid", "llama", 100), nullptr);
+  // An older snapshot arriving late never replaces a newer one.
+  auto newer = state.events;
+  auto older = std::make_shared<EventCatalog>(*newer);
+  older->version = newer->version - 1;
+  Update stale = [older](State& s) {
+    if (!s.events || older->version > s.events->version) s.events = older;
+  };
+  stale(state);
+  EXPECT_EQ(state.events, newer);
+}
+
 TEST(GlobRoot, StopsAtTheFirstWildcardComponent) {
   EXPECT_EQ(glob_root("/lustre/ckpt/*/events*.jsonl"), "/lustre/ckpt");
   EXPECT_EQ(glob_root("/a/b/events.jsonl"), "/a/b");
