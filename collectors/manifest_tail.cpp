@@ -547,8 +547,11 @@ void LogTailer::recover_orphans(const std::set<FileId>& present) {
               static_cast<std::uint64_t>(st.st_ino) != row.ino) {
             continue;
           }
-          found = ::openat(dfd, de->d_name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
           found_path = dir + "/" + de->d_name;
+          // Another glob that comes first reads it now (the configuration changed).
+          if (owned(found_path)) {
+            found = ::openat(dfd, de->d_name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+          }
           break;
         }
         ::closedir(d);  // closes dfd
@@ -556,6 +559,7 @@ void LogTailer::recover_orphans(const std::set<FileId>& present) {
         ::close(dfd);
       }
     }
+    if (found < 0 && !found_path.empty()) continue;  // there, but not ours to read
     Open o;
     o.id = id;
     o.path = found_path.empty() ? row.path : found_path;
