@@ -403,7 +403,10 @@ void event_families(const State& state, std::vector<prometheus::MetricFamily>& o
                          "Files re-read by the integrity verifier, by result (ok, mismatch, "
                          "missing, error).",
                          MetricType::Counter);
-    for (const auto& [tier, c] : state.integrity->totals) {
+    // Every configured tier gets its series from the start, at 0.
+    std::map<std::string, IntegrityCounts> totals = state.integrity->totals;
+    for (const auto& [tier, _] : state.tiers) totals.try_emplace(tier);
+    for (const auto& [tier, c] : totals) {
       for (std::size_t i = 0; i < kIntegrityResultCount; ++i) {
         checks.add({{"tier", tier}, {"result", std::string(to_string(static_cast<IntegrityResult>(i)))}},
                    static_cast<double>(c.by_result[i]));
