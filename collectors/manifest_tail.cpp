@@ -11,6 +11,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
+
+#include <nlohmann/json.hpp>
 
 #include "store/store.hpp"
 #include "util/digest.hpp"
@@ -222,6 +225,52 @@ void EventIngest::forget_before(double cutoff) {
     event_tables::delete_cursors_before(db, cutoff);
     std::erase_if(cursors_, [&](const auto& kv) { return kv.second.last_seen < cutoff; });
     return true;
+  });
+}
+
+std::size_t EventIngest::fold_idle_jobs(double cutoff) {
+  return store_->call<std::size_t>([this, cutoff](sql::Db& db) {
+    std::lock_guard lock(mu_);
+    if (!loaded_) load_from(db);
+    std::vector<StepKey> folded;
+    for (auto& [key, job] : catalog_.jobs) {
+      if (job.last_event_ts >= cutoff) continue;
+      auto lo = catalog_.steps.lower_bound(StepKeyLess::View{
+          key.first, key.second, std::numeric_limits<std::int64_t>::min()});
+      while (lo != catalog_.steps.end() && lo->first.tier == key.first &&
+             lo->first.job == key.second) {
+        if (lo->second.last_rank >= 0) ++job.slow_ranks[lo->second.last_rank];
+        job.evicted_through = std::max(job.evicted_through, lo->first.step);
+        folded.push_back(lo->first);
+        lo = catalog_.steps.erase(lo);
+      }
+    }
+    if (folded.empty()) return std::size_t{0};
+    try {
+      sql::Transaction tx(db);
+      auto del = db.prepare("DELETE FROM event_steps WHERE tier=?1 AND job=?2 AND step=?3");
+      auto up = db.prepare(
+          "INSERT INTO event_jobs(tier, job, data) VALUES(?1,?2,?3) "
+          "ON CONFLICT(tier, job) DO UPDATE SET data=excluded.data");
+      std::set<std::pair<std::string, std::string>> jobs;
+      for (const StepKey& k : folded) {
+        del.bind(1, std::string_view(k.tier)).bind(2, std::string_view(k.job)).bind(3, k.step);
+        del.run();
+        jobs.emplace(k.tier, k.job);
+      }
+      for (const auto& k : jobs) {
+        up.bind(1, std::string_view(k.first))
+            .bind(2, std::string_view(k.second))
+            .bind(3, to_json(catalog_.jobs.at(k)).dump());
+        up.run();
+      }
+      tx.commit();
+    } catch (...) {
+      load_from(db);
+      throw;
+    }
+    ++catalog_.version;
+    return folded.size();
   });
 }
 
@@ -705,6 +754,7 @@ LogTailer::Pass LogTailer::run() {
   if (now_ - last_gc_ > 3600) {
     last_gc_ = now_;
     ingest_->forget_before(now_ - opts_.forget_after_seconds);
+    ingest_->fold_idle_jobs(now_ - opts_.forget_after_seconds);
   }
   return pass;
 }

@@ -75,6 +75,10 @@ class EventIngest {
                                  std::optional<FileChange> change, std::uint64_t consumed);
   // Drops positions of logs not seen since `cutoff`.
   void forget_before(double cutoff);
+  // Folds the kept checkpoints of jobs without events since `cutoff` (event
+  // time) into their job figures, so finished jobs cost a few hundred bytes.
+  // Returns how many checkpoints were folded.
+  std::size_t fold_idle_jobs(double cutoff);
 
   void set_tail_status(const std::string& glob, TailStatus status);
   // The catalog as of the last commit; copied only when something changed.

@@ -359,6 +359,21 @@ TEST_F(TailerTest, EventsWithoutATierGetTheGlobsTier) {
   EXPECT_EQ(snap->find("rapid", "llama", 7), nullptr);
 }
 
+TEST_F(TailerTest, IdleJobsAreFoldedIntoTheirJobFigures) {
+  append(logs_ / "events.jsonl", lines(0, 3, "old-job"));
+  tailer().run();
+  EXPECT_EQ(ingest_->snapshot()->steps.size(), 3u);
+  EXPECT_EQ(ingest_->fold_idle_jobs(1714564800.0), 0u) << "events after the cutoff stay";
+  EXPECT_EQ(ingest_->fold_idle_jobs(1800000000.0), 3u);
+  auto snap = ingest_->snapshot();
+  EXPECT_TRUE(snap->steps.empty());
+  EXPECT_EQ(snap->jobs.at({"rapid", "old-job"}).evicted_through, 102);
+  restart();
+  tailer().run();
+  EXPECT_TRUE(ingest_->snapshot()->steps.empty()) << "the fold is persisted";
+  EXPECT_EQ(ok(), 3u);
+}
+
 TEST_F(TailerTest, AStoppedTailerReadsNoFurther) {
   append(logs_ / "events.jsonl", lines(0, 3));
   tailer().stop();
