@@ -86,7 +86,7 @@ Rate bare_parse_many(const std::string& file) {
 
 // (b) The tailer: a fresh state database, one pass over the backlog.
 Rate tailer_catch_up(const fs::path& dir, const std::string& glob, std::size_t read_bytes,
-                       std::uint64_t* commits) {
+                     std::uint64_t* commits) {
   fs::remove_all(dir / "state");
   std::string error;
   std::shared_ptr<ckptmon::Store> store = ckptmon::Store::open((dir / "state").string(), &error);
@@ -120,11 +120,12 @@ Rate tailer_catch_up(const fs::path& dir, const std::string& glob, std::size_t r
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
-  const std::size_t read_bytes =
-      argc > 2 ? static_cast<std::size_t>(std::atoll(argv[2])) : ckptmon::TailerOptions{}.read_bytes;
+  const std::size_t read_bytes = argc > 2 ? static_cast<std::size_t>(std::atoll(argv[2]))
+                                          : ckptmon::TailerOptions{}.read_bytes;
   ckptmon::log::init(spdlog::level::warn, ckptmon::log::Format::kLogfmt);
 
-  const fs::path dir = fs::temp_directory_path() / ("ckptmon-tail-bench-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ckptmon-tail-bench-" + std::to_string(::getpid()));
   fs::create_directories(dir / "logs");
   const std::string file = (dir / "logs" / "events.jsonl").string();
   {
@@ -143,8 +144,8 @@ int main(int argc, char** argv) {
   }
   struct utsname u {};
   ::uname(&u);
-  std::printf("machine: %s, %ld CPUs, %s %s\n", cpu_model().c_str(), ::sysconf(_SC_NPROCESSORS_ONLN),
-              u.sysname, u.release);
+  std::printf("machine: %s, %ld CPUs, %s %s\n", cpu_model().c_str(),
+              ::sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release);
   std::printf("backlog: %zu lines, %.1f MB in %s; %d repetitions; %zu-byte reads, %llu commits\n",
               kLines, static_cast<double>(fs::file_size(file)) / 1e6, file.c_str(), reps,
               std::max(read_bytes, ckptmon::TailerOptions{}.max_line_bytes + 2),

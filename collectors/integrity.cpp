@@ -64,9 +64,9 @@ void ByteRateLimiter::acquire(std::uint64_t bytes) {
 
 // --- one file ----------------------------------------------------------------------
 
-IntegrityResult verify_file(const std::string& path, const Checksum& want,
-                            ByteRateLimiter& limiter, std::vector<char>& buf,
-                            std::uint64_t* bytes_read, std::string* detail) {
+IntegrityResult verify_file(const std::string& path, const Checksum& want, ByteRateLimiter& limiter,
+                            std::vector<char>& buf, std::uint64_t* bytes_read,
+                            std::string* detail) {
   auto digest = Digest::make(want.algo);
   if (!digest) {
     *detail = "no checksum algorithm";
@@ -166,9 +166,11 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
     ++pass.files;
     if (r == IntegrityResult::kOk) return;
     if (auto dropped = log_limit_.allow(std::string(to_string(r)), clock_->now())) {
-      log::warn("checkpoint file failed verification",
-                {{"tier", tier}, {"file", path}, {"result", to_string(r)}, {"detail", detail},
-                 {"suppressed", *dropped}});
+      log::warn("checkpoint file failed verification", {{"tier", tier},
+                                                        {"file", path},
+                                                        {"result", to_string(r)},
+                                                        {"detail", detail},
+                                                        {"suppressed", *dropped}});
     }
   };
 
@@ -220,9 +222,8 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
   // One batch per run: a checkpoint seen too recently to judge is left for later.
   std::vector<event_tables::ManifestCandidate> candidates;
   if (pass.finished && !out_of_time()) {
-    candidates = store_->call<std::vector<event_tables::ManifestCandidate>>([](sql::Db& db) {
-      return event_tables::manifest_candidates(db, kManifestFramework, 256);
-    });
+    candidates = store_->call<std::vector<event_tables::ManifestCandidate>>(
+        [](sql::Db& db) { return event_tables::manifest_candidates(db, kManifestFramework, 256); });
   }
   for (const auto& c : candidates) {
     if (!pass.finished || out_of_time()) {
@@ -300,8 +301,8 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
 IntegrityCollector::IntegrityCollector(std::shared_ptr<const Clock> clock,
                                        std::shared_ptr<Store> store) {
   if (store) {
-    verifier_ = std::make_shared<IntegrityVerifier>(
-        std::move(store), std::move(clock), [](double seconds) {
+    verifier_ =
+        std::make_shared<IntegrityVerifier>(std::move(store), std::move(clock), [](double seconds) {
           std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
         });
   }

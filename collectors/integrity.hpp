@@ -49,9 +49,8 @@ class ByteRateLimiter {
 
 // Re-reads one file and compares its digest with `want`. `buf` is reused
 // between calls. Never throws for outside reasons: those are kError.
-IntegrityResult verify_file(const std::string& path, const Checksum& want,
-                            ByteRateLimiter& limiter, std::vector<char>& buf,
-                            std::uint64_t* bytes_read, std::string* detail);
+IntegrityResult verify_file(const std::string& path, const Checksum& want, ByteRateLimiter& limiter,
+                            std::vector<char>& buf, std::uint64_t* bytes_read, std::string* detail);
 
 // The work of the verifier; one run at a time (not thread-safe).
 class IntegrityVerifier {
@@ -83,8 +82,8 @@ class IntegrityVerifier {
   ByteRateLimiter limiter_;
   std::map<std::string, std::string> tier_roots_;
   std::vector<char> buf_;
-  double pending_rate_ = 0;                              // guarded by mu_
-  std::map<std::string, std::string> pending_roots_;     // guarded by mu_
+  double pending_rate_ = 0;                           // guarded by mu_
+  std::map<std::string, std::string> pending_roots_;  // guarded by mu_
   bool loaded_ = false;
   IntegrityStatus status_;
   mutable std::mutex mu_;  // guards snapshot_ and the pending settings

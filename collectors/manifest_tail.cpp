@@ -151,9 +151,10 @@ bool EventIngest::commit(const CursorRow* from, const CursorRow& to,
 }
 
 std::future<std::int64_t> EventIngest::commit_async(std::optional<CursorRow> from, CursorRow to,
-                                            std::span<const LineResult> lines, std::string tier,
-                                            std::optional<FileChange> change,
-                                            std::uint64_t consumed) {
+                                                    std::span<const LineResult> lines,
+                                                    std::string tier,
+                                                    std::optional<FileChange> change,
+                                                    std::uint64_t consumed) {
   auto promise = std::make_shared<std::promise<std::int64_t>>();
   auto done = promise->get_future();
   // Folding the lines in and writing them happen on the store thread, so the
@@ -235,8 +236,8 @@ std::size_t EventIngest::fold_idle_jobs(double cutoff) {
     std::vector<StepKey> folded;
     for (auto& [key, job] : catalog_.jobs) {
       if (job.last_event_ts >= cutoff) continue;
-      auto lo = catalog_.steps.lower_bound(StepKeyLess::View{
-          key.first, key.second, std::numeric_limits<std::int64_t>::min()});
+      auto lo = catalog_.steps.lower_bound(
+          StepKeyLess::View{key.first, key.second, std::numeric_limits<std::int64_t>::min()});
       while (lo != catalog_.steps.end() && lo->first.tier == key.first &&
              lo->first.job == key.second) {
         if (lo->second.last_rank >= 0) ++job.slow_ranks[lo->second.last_rank];
@@ -308,9 +309,8 @@ TailerOptions sane(TailerOptions o) {
 
 }  // namespace
 
-LogTailer::LogTailer(ManifestConfig cfg, std::vector<std::string> earlier_globs,
-                     TailerOptions opts, std::shared_ptr<EventIngest> ingest,
-                     std::shared_ptr<const Clock> clock)
+LogTailer::LogTailer(ManifestConfig cfg, std::vector<std::string> earlier_globs, TailerOptions opts,
+                     std::shared_ptr<EventIngest> ingest, std::shared_ptr<const Clock> clock)
     : cfg_(std::move(cfg)),
       earlier_(std::move(earlier_globs)),
       opts_(sane(opts)),
@@ -377,7 +377,9 @@ bool LogTailer::verify(int fd, const EventIngest::CursorRow& row, std::uint64_t 
 void LogTailer::reset(Open& o, std::optional<FileChange> change) {
   if (change) {
     log::info("event log rewritten; reading it again from the start",
-              {{"file", o.path}, {"change", to_string(*change)}, {"offset", o.row.parse.offset},
+              {{"file", o.path},
+               {"change", to_string(*change)},
+               {"offset", o.row.parse.offset},
                {"why", why_}});
   }
   EventIngest::CursorRow to = fresh(o.id, o.path);
@@ -510,13 +512,13 @@ std::uint64_t LogTailer::drain(Open& o) {
       }
     }
     if (size == next.parse.offset || stopping_) break;
-    const std::size_t want = static_cast<std::size_t>(
-        std::min<std::uint64_t>(buf_.size(), size - next.parse.offset));
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(buf_.size(), size - next.parse.offset));
     const ssize_t n = pread_full(o.fd, buf_.data(), want, next.parse.offset);
     if (n < 0) {
       if (auto dropped = log_limit_.allow("read " + o.path, now_)) {
-        log::warn("cannot read event log", {{"file", o.path}, {"err", errno_text(errno)},
-                                            {"suppressed", *dropped}});
+        log::warn("cannot read event log",
+                  {{"file", o.path}, {"err", errno_text(errno)}, {"suppressed", *dropped}});
       }
       break;
     }
@@ -665,7 +667,8 @@ LogTailer::Pass LogTailer::run() {
   // Watch every directory that may hold a match, so a log created in one
   // wakes the tailer too (new directories appear by polling, or by a wake
   // from the glob's root).
-  if (const std::string dirs = parent_dir(cfg_.glob); dirs.find_first_of("*?[") != std::string::npos) {
+  if (const std::string dirs = parent_dir(cfg_.glob);
+      dirs.find_first_of("*?[") != std::string::npos) {
     glob_t d{};
     if (::glob(dirs.c_str(), GLOB_ONLYDIR, nullptr, &d) == 0) {
       for (std::size_t i = 0; i < d.gl_pathc; ++i) pass.dirs.insert(d.gl_pathv[i]);
@@ -732,7 +735,8 @@ LogTailer::Pass LogTailer::run() {
 
   std::vector<Open*> order;
   for (auto& [id, o] : open_) order.push_back(&o);
-  std::sort(order.begin(), order.end(), [](const Open* a, const Open* b) { return a->path < b->path; });
+  std::sort(order.begin(), order.end(),
+            [](const Open* a, const Open* b) { return a->path < b->path; });
   for (Open* o : order) {
     if (stopping_) break;
     pass.lines += drain(*o);
@@ -761,8 +765,7 @@ LogTailer::Pass LogTailer::run() {
 
 // --- the collector -----------------------------------------------------------------
 
-ManifestTailCollector::Watches::Watches()
-    : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+ManifestTailCollector::Watches::Watches() : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
   if (fd_ < 0) {
     log::warn("inotify unavailable; event logs are polled only", {{"err", errno_text(errno)}});
   }

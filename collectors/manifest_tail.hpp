@@ -71,8 +71,8 @@ class EventIngest {
   // stay valid until the future is ready. The future holds the number of
   // rejected lines in the batch, or -1 when it did not apply.
   std::future<std::int64_t> commit_async(std::optional<CursorRow> from, CursorRow to,
-                                 std::span<const LineResult> lines, std::string tier,
-                                 std::optional<FileChange> change, std::uint64_t consumed);
+                                         std::span<const LineResult> lines, std::string tier,
+                                         std::optional<FileChange> change, std::uint64_t consumed);
   // Drops positions of logs not seen since `cutoff`.
   void forget_before(double cutoff);
   // Folds the kept checkpoints of jobs without events since `cutoff` (event
@@ -90,8 +90,8 @@ class EventIngest {
   // Both run on the store thread with mu_ held.
   void load_from(sql::Db& db);
   std::int64_t apply(sql::Db& db, const CursorRow* from, const CursorRow& to,
-             std::span<const LineResult> lines, std::string_view tier,
-             std::optional<FileChange> change, std::uint64_t consumed);
+                     std::span<const LineResult> lines, std::string_view tier,
+                     std::optional<FileChange> change, std::uint64_t consumed);
 
   std::shared_ptr<Store> store_;
   std::size_t steps_per_job_;
@@ -212,7 +212,7 @@ class ManifestTailCollector final : public Collector {
     int fd_ = -1;
     std::mutex mu_;
     std::map<std::string, std::set<std::string>> wanted_;  // by glob
-    std::map<std::string, int> watching_;                   // dir -> watch descriptor
+    std::map<std::string, int> watching_;                  // dir -> watch descriptor
   };
 
  private:

@@ -99,8 +99,7 @@ struct ManifestMarks {
 void read_manifests(const YamlField& f, std::vector<ManifestConfig>& out,
                     std::vector<ManifestMarks>& marks, ErrorSink& sink) {
   if (!f.value.IsSequence()) {
-    sink.add(f.mark(), f.path,
-             "expected a list of {glob, tier} entries, got " + describe(f.value));
+    sink.add(f.mark(), f.path, "expected a list of {glob, tier} entries, got " + describe(f.value));
     return;
   }
   for (std::size_t i = 0; i < f.value.size(); ++i) {

@@ -105,7 +105,7 @@ struct ManifestConfig {
 struct IntegrityConfig {
   bool enabled = true;
   std::uint64_t bytes_per_second = 50ull * 1024 * 1024;  // read budget of the verifier
-  Duration interval = std::chrono::seconds(30);           // how often it looks for new work
+  Duration interval = std::chrono::seconds(30);          // how often it looks for new work
 };
 
 struct Config {

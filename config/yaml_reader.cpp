@@ -193,8 +193,7 @@ std::optional<std::uint64_t> read_byte_size(const YamlField& f, ErrorSink& sink,
   if (f.value.IsScalar()) v = parse_byte_size(f.value.Scalar());
   if (!v) {
     sink.add(f.mark(), f.path,
-             "expected a size such as 64KiB, 50MiB or a number of bytes, got " +
-                 describe(f.value));
+             "expected a size such as 64KiB, 50MiB or a number of bytes, got " + describe(f.value));
     return std::nullopt;
   }
   if (*v < min || *v > max) {

@@ -356,7 +356,7 @@ void event_families(const State& state, std::vector<prometheus::MetricFamily>& o
                           MetricType::Gauge);
     double n_files = 0;
     double n_backlog = 0;
-    std::map<std::string, double> by_reason{{"fifo", 0}, {"device", 0}, {"socket", 0},
+    std::map<std::string, double> by_reason{{"fifo", 0},    {"device", 0},    {"socket", 0},
                                             {"symlink", 0}, {"directory", 0}, {"unreadable", 0}};
     for (const auto& [_, tail] : ev.tails) {
       n_files += static_cast<double>(tail.files);
@@ -408,8 +408,9 @@ void event_families(const State& state, std::vector<prometheus::MetricFamily>& o
     for (const auto& [tier, _] : state.tiers) totals.try_emplace(tier);
     for (const auto& [tier, c] : totals) {
       for (std::size_t i = 0; i < kIntegrityResultCount; ++i) {
-        checks.add({{"tier", tier}, {"result", std::string(to_string(static_cast<IntegrityResult>(i)))}},
-                   static_cast<double>(c.by_result[i]));
+        checks.add(
+            {{"tier", tier}, {"result", std::string(to_string(static_cast<IntegrityResult>(i)))}},
+            static_cast<double>(c.by_result[i]));
       }
     }
     FamilyBuilder pending("ckptmon_integrity_pending_shards",

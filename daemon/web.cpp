@@ -278,8 +278,8 @@ std::string render_tiers_json(const Snapshot& snap) {
 }
 
 bool render_events_summary_json(const Snapshot& snap,
-                                 const std::map<std::string, std::string>& query,
-                                 std::string* body, std::string* error) {
+                                const std::map<std::string, std::string>& query, std::string* body,
+                                std::string* error) {
   const std::string tier = query_value(query, "tier");
   const std::string job = query_value(query, "job");
   std::size_t top = 5;
@@ -327,8 +327,8 @@ bool render_events_summary_json(const Snapshot& snap,
       std::int64_t latest = -1;
       auto lo = ev.steps.lower_bound(
           StepKeyLess::View{key.first, key.second, std::numeric_limits<std::int64_t>::min()});
-      for (auto it = lo; it != ev.steps.end() && it->first.tier == key.first &&
-                         it->first.job == key.second;
+      for (auto it = lo;
+           it != ev.steps.end() && it->first.tier == key.first && it->first.job == key.second;
            ++it) {
         ++kept;
         if (it->second.committed) {
@@ -345,30 +345,32 @@ bool render_events_summary_json(const Snapshot& snap,
       for (auto it = j.recent_failures.rbegin(); it != j.recent_failures.rend(); ++it) {
         recent.push_back({{"step", it->step}, {"ts", it->ts}, {"reason", it->reason}});
       }
-      jobs.push_back({{"tier", key.first},
-                      {"job", key.second},
-                      {"checkpoints", kept},
-                      {"committed", committed},
-                      {"failed", failed},
-                      {"latest_committed_step", latest >= 0 ? nlohmann::json(latest) : nlohmann::json()},
-                      {"failures_total", j.failures},
-                      {"recent_failures", std::move(recent)},
-                      {"slow_ranks", std::move(slow)},
-                      {"durations", {{"count", j.duration.count}, {"sum_seconds", j.duration.sum}}},
-                      {"pauses", {{"count", j.pause.count}, {"sum_seconds", j.pause.sum}}},
-                      {"cleanups", j.cleanups},
-                      {"cleanup_bytes", j.cleanup_bytes},
-                      {"last_event_ts", opt(j.last_event_ts)}});
+      jobs.push_back(
+          {{"tier", key.first},
+           {"job", key.second},
+           {"checkpoints", kept},
+           {"committed", committed},
+           {"failed", failed},
+           {"latest_committed_step", latest >= 0 ? nlohmann::json(latest) : nlohmann::json()},
+           {"failures_total", j.failures},
+           {"recent_failures", std::move(recent)},
+           {"slow_ranks", std::move(slow)},
+           {"durations", {{"count", j.duration.count}, {"sum_seconds", j.duration.sum}}},
+           {"pauses", {{"count", j.pause.count}, {"sum_seconds", j.pause.sum}}},
+           {"cleanups", j.cleanups},
+           {"cleanup_bytes", j.cleanup_bytes},
+           {"last_event_ts", opt(j.last_event_ts)}});
     }
     out["jobs"] = std::move(jobs);
     nlohmann::json restores = nlohmann::json::array();
     for (const auto& [name, r] : ev.restores) {
       if (!job.empty() && name != job) continue;
-      nlohmann::json o{{"job", name},
-                       {"restores", r.restores},
-                       {"failed", r.failed},
-                       {"last_ok_ts", opt(r.last_ok_ts)},
-                       {"durations", {{"count", r.duration.count}, {"sum_seconds", r.duration.sum}}}};
+      nlohmann::json o{
+          {"job", name},
+          {"restores", r.restores},
+          {"failed", r.failed},
+          {"last_ok_ts", opt(r.last_ok_ts)},
+          {"durations", {{"count", r.duration.count}, {"sum_seconds", r.duration.sum}}}};
       if (r.last) {
         o["last"] = {{"step", r.last->step},
                      {"tier", r.last->tier},
@@ -391,7 +393,8 @@ bool render_events_summary_json(const Snapshot& snap,
     nlohmann::json failed = nlohmann::json::array();
     for (const auto& [k, c] : in.steps) {
       if (!c.failed()) continue;
-      failed.push_back({{"tier", k.tier}, {"job", k.job}, {"step", k.step}, {"results", counts_json(c)}});
+      failed.push_back(
+          {{"tier", k.tier}, {"job", k.job}, {"step", k.step}, {"results", counts_json(c)}});
     }
     for (const auto& [k, c] : in.checkpoints) {
       if (!c.failed()) continue;
@@ -420,8 +423,8 @@ std::string render_event_checkpoints_json(const Snapshot& snap,
       j["step"] = k.step;
       if (snap.state.integrity) {
         auto it = snap.state.integrity->steps.find(k);
-        j["integrity"] = it == snap.state.integrity->steps.end() ? nlohmann::json()
-                                                                 : counts_json(it->second);
+        j["integrity"] =
+            it == snap.state.integrity->steps.end() ? nlohmann::json() : counts_json(it->second);
       }
       arr.push_back(std::move(j));
     }

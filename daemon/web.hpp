@@ -35,8 +35,8 @@ std::string render_jobs_json(const Snapshot& snap);
 // (tier, job) failures and the ranks that finish last most often (top-k),
 // restores, integrity results. Returns false with `error` for a bad `top`.
 bool render_events_summary_json(const Snapshot& snap,
-                                 const std::map<std::string, std::string>& query,
-                                 std::string* body, std::string* error);
+                                const std::map<std::string, std::string>& query, std::string* body,
+                                std::string* error);
 
 // /api/v1/events/checkpoints?tier=&job= : every checkpoint the event logs
 // describe, step by step (the newest 64 per tier and job).

@@ -78,20 +78,28 @@ EventRestores::EventRestores() : duration(restore_buckets()) {}
 
 std::string_view to_string(FileChange c) {
   switch (c) {
-    case FileChange::kTruncated: return "truncated";
-    case FileChange::kRotated: return "rotated";
-    case FileChange::kDeleted: return "deleted";
-    case FileChange::kReplaced: return "replaced";
+    case FileChange::kTruncated:
+      return "truncated";
+    case FileChange::kRotated:
+      return "rotated";
+    case FileChange::kDeleted:
+      return "deleted";
+    case FileChange::kReplaced:
+      return "replaced";
   }
   return "unknown";
 }
 
 std::string_view to_string(IntegrityResult r) {
   switch (r) {
-    case IntegrityResult::kOk: return "ok";
-    case IntegrityResult::kMismatch: return "mismatch";
-    case IntegrityResult::kMissing: return "missing";
-    case IntegrityResult::kError: return "error";
+    case IntegrityResult::kOk:
+      return "ok";
+    case IntegrityResult::kMismatch:
+      return "mismatch";
+    case IntegrityResult::kMissing:
+      return "missing";
+    case IntegrityResult::kError:
+      return "error";
   }
   return "error";
 }
@@ -106,8 +114,8 @@ std::vector<std::pair<std::int64_t, std::uint64_t>> EventCatalog::slow_ranks(
     const std::string& tier, const std::string& job, std::size_t k) const {
   std::map<std::int64_t, std::uint64_t> counts;
   if (auto it = jobs.find({tier, job}); it != jobs.end()) counts = it->second.slow_ranks;
-  auto lo = steps.lower_bound(
-      StepKeyLess::View{tier, job, std::numeric_limits<std::int64_t>::min()});
+  auto lo =
+      steps.lower_bound(StepKeyLess::View{tier, job, std::numeric_limits<std::int64_t>::min()});
   for (auto it = lo; it != steps.end() && it->first.tier == tier && it->first.job == job; ++it) {
     if (it->second.last_rank >= 0) ++counts[it->second.last_rank];
   }
@@ -176,8 +184,8 @@ EventRestores& EventAggregator::restores_for(std::string_view job) {
   return it->second;
 }
 
-EventStep* EventAggregator::step_for(std::string_view tier, std::string_view job,
-                                     std::int64_t step, bool create) {
+EventStep* EventAggregator::step_for(std::string_view tier, std::string_view job, std::int64_t step,
+                                     bool create) {
   if (last_step_ != nullptr && last_key_.step == step && last_key_.job == job &&
       last_key_.tier == tier) {
     return last_step_;
@@ -245,7 +253,6 @@ void EventAggregator::pair_pause(EventStep& s, double seconds, EventJob& j) {
 }
 
 namespace {
-
 
 std::string restore_key(const Event& e) {
   return std::to_string(e.step.value_or(-1)) + "/" + std::to_string(e.rank.value_or(-1));
@@ -452,7 +459,6 @@ bool get_varint(std::string_view& in, std::uint64_t& v) {
   return false;
 }
 
-
 }  // namespace
 
 void ShardPack::add(std::int64_t rank, std::uint64_t bytes, const Checksum& sum,
@@ -467,7 +473,8 @@ void ShardPack::add(std::int64_t rank, std::uint64_t bytes, const Checksum& sum,
   char head[3 * 10 + 1 + 32 + 2 * 10];
   char* p = head;
   // Zigzag, so rank -1 (none given) stays one byte.
-  p = put_varint(p, (static_cast<std::uint64_t>(rank) << 1) ^ static_cast<std::uint64_t>(rank >> 63));
+  p = put_varint(p,
+                 (static_cast<std::uint64_t>(rank) << 1) ^ static_cast<std::uint64_t>(rank >> 63));
   p = put_varint(p, bytes);
   *p++ = static_cast<char>(sum.algo);
   const std::size_t n = std::min<std::size_t>(sum.hex.size() / 2, 32);
@@ -475,7 +482,8 @@ void ShardPack::add(std::int64_t rank, std::uint64_t bytes, const Checksum& sum,
   // avoids a mispredicted branch per digit (digests are random).
   static constexpr auto kNibble = [] {
     std::array<std::uint8_t, 256> t{};
-    for (int c = 0; c < 10; ++c) t[static_cast<std::size_t>('0' + c)] = static_cast<std::uint8_t>(c);
+    for (int c = 0; c < 10; ++c)
+      t[static_cast<std::size_t>('0' + c)] = static_cast<std::uint8_t>(c);
     for (int c = 0; c < 6; ++c) {
       t[static_cast<std::size_t>('a' + c)] = static_cast<std::uint8_t>(10 + c);
       t[static_cast<std::size_t>('A' + c)] = static_cast<std::uint8_t>(10 + c);
@@ -554,10 +562,8 @@ nlohmann::json to_json(const EventStep& s) {
   j["failure_reason"] = s.failure_reason;
   nlohmann::json drains = nlohmann::json::object();
   for (const auto& [k, d] : s.drains) {
-    nlohmann::json o{{"start_ts", d.start_ts},
-                     {"done_ts", d.done_ts},
-                     {"bytes", d.bytes},
-                     {"shards", d.shards}};
+    nlohmann::json o{
+        {"start_ts", d.start_ts}, {"done_ts", d.done_ts}, {"bytes", d.bytes}, {"shards", d.shards}};
     o["ok"] = d.ok ? nlohmann::json(*d.ok) : nlohmann::json();
     drains[k] = std::move(o);
   }
@@ -636,9 +642,8 @@ EventJob event_job_from_json(const nlohmann::json& j) {
   job.failures = j.value("failures", std::uint64_t{0});
   if (auto it = j.find("recent_failures"); it != j.end() && it->is_array()) {
     for (const auto& x : *it) {
-      job.recent_failures.push_back(EventFailure{x.value("step", std::int64_t{0}),
-                                                 x.value("ts", 0.0),
-                                                 x.value("reason", std::string())});
+      job.recent_failures.push_back(EventFailure{
+          x.value("step", std::int64_t{0}), x.value("ts", 0.0), x.value("reason", std::string())});
     }
   }
   if (auto it = j.find("slow_ranks"); it != j.end()) {
@@ -659,8 +664,11 @@ nlohmann::json to_json(const EventRestores& r) {
   j["failed"] = r.failed;
   j["last_ok_ts"] = r.last_ok_ts;
   if (r.last) {
-    nlohmann::json l{{"step", r.last->step}, {"tier", r.last->tier}, {"ts", r.last->ts},
-                     {"bytes", r.last->bytes}, {"ok", r.last->ok}};
+    nlohmann::json l{{"step", r.last->step},
+                     {"tier", r.last->tier},
+                     {"ts", r.last->ts},
+                     {"bytes", r.last->bytes},
+                     {"ok", r.last->ok}};
     l["duration"] = r.last->duration ? nlohmann::json(*r.last->duration) : nlohmann::json();
     j["last"] = std::move(l);
   }
@@ -682,7 +690,8 @@ EventRestores event_restores_from_json(const nlohmann::json& j) {
     rec.ts = it->value("ts", 0.0);
     rec.bytes = it->value("bytes", std::uint64_t{0});
     rec.ok = it->value("ok", false);
-    if (auto d = it->find("duration"); d != it->end() && d->is_number()) rec.duration = d->get<double>();
+    if (auto d = it->find("duration"); d != it->end() && d->is_number())
+      rec.duration = d->get<double>();
     r.last = std::move(rec);
   }
   r.pending_starts = j.value("pending_starts", std::map<std::string, double>{});

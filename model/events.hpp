@@ -56,8 +56,8 @@ struct StepKeyLess {
 
 // Copying to the next tier, per (from_tier, to_tier) of one checkpoint.
 struct DrainProgress {
-  double start_ts = 0;  // drain_start; 0 = not seen
-  double done_ts = 0;   // drain_done; 0 = not seen
+  double start_ts = 0;       // drain_start; 0 = not seen
+  double done_ts = 0;        // drain_done; 0 = not seen
   std::uint64_t bytes = 0;   // sum of shard_drained bytes
   std::uint64_t shards = 0;  // shard_drained events
   std::optional<bool> ok;    // from drain_done
@@ -65,7 +65,7 @@ struct DrainProgress {
 
 // One checkpoint (tier, job, step) as its events describe it.
 struct EventStep {
-  double start_ts = 0;  // earliest checkpoint_start; 0 = none seen
+  double start_ts = 0;   // earliest checkpoint_start; 0 = none seen
   double commit_ts = 0;  // earliest checkpoint_commit; 0 = none seen
   bool committed = false;
   std::uint64_t commit_files = 0;
@@ -91,7 +91,7 @@ struct EventStep {
   std::string failure_reason;
 
   std::map<std::string, DrainProgress> drains;  // key: "from_tier>to_tier"
-  std::uint64_t cleanups = 0;  // cleanup events naming this step
+  std::uint64_t cleanups = 0;                   // cleanup events naming this step
   std::uint64_t cleanup_bytes = 0;
   double last_event_ts = 0;
 
@@ -114,9 +114,9 @@ struct EventFailure {
 // Figures of one (tier, job) over all its checkpoints, including those no
 // longer kept step by step.
 struct EventJob {
-  HistogramData duration;  // ckpt_checkpoint_duration_seconds
-  HistogramData pause;     // ckpt_checkpoint_pause_seconds
-  std::uint64_t failures = 0;  // checkpoints with a checkpoint_failed event
+  HistogramData duration;                     // ckpt_checkpoint_duration_seconds
+  HistogramData pause;                        // ckpt_checkpoint_pause_seconds
+  std::uint64_t failures = 0;                 // checkpoints with a checkpoint_failed event
   std::vector<EventFailure> recent_failures;  // oldest first, at most kRecentFailures
   // How often each rank finished last, over the steps no longer kept
   // (EventCatalog::slow_ranks adds the kept ones).
@@ -142,7 +142,7 @@ struct RestoreRecord {
 
 // Restores of one job (a job restores from whichever tier holds its checkpoint).
 struct EventRestores {
-  HistogramData duration;  // ckpt_restore_duration_seconds
+  HistogramData duration;      // ckpt_restore_duration_seconds
   std::uint64_t restores = 0;  // restore_done events
   std::uint64_t failed = 0;    // restore_done with ok=false
   double last_ok_ts = 0;       // ckpt_last_restore_timestamp_seconds
@@ -178,10 +178,11 @@ struct ManifestTotals {
 
 // What one glob's last pass saw (not persisted).
 struct TailStatus {
-  std::uint64_t files = 0;          // regular files tailed
-  std::uint64_t backlog_bytes = 0;  // bytes written but not read yet (incomplete last lines included)
+  std::uint64_t files = 0;  // regular files tailed
+  std::uint64_t backlog_bytes =
+      0;  // bytes written but not read yet (incomplete last lines included)
   std::map<std::string, std::uint64_t> refused;  // matches that are not regular files, by reason
-  std::string error;                // the glob could not be expanded (completely)
+  std::string error;                             // the glob could not be expanded (completely)
 
   bool operator==(const TailStatus&) const = default;
 };
@@ -192,7 +193,7 @@ struct EventCatalog {
   std::map<std::string, EventRestores> restores;                 // by job
   ManifestTotals totals;
   std::map<std::string, TailStatus> tails;  // by glob
-  std::uint64_t version = 0;  // grows with every committed batch
+  std::uint64_t version = 0;                // grows with every committed batch
 
   const EventStep* find(std::string_view tier, std::string_view job, std::int64_t step) const;
   // How often each rank of (tier, job) finished last, kept steps included,
@@ -314,11 +315,12 @@ struct IntegrityCounts {
 };
 
 struct IntegrityStatus {
-  std::map<std::string, IntegrityCounts> totals;  // by tier: ckpt_integrity_checks_total
+  std::map<std::string, IntegrityCounts> totals;          // by tier: ckpt_integrity_checks_total
   std::map<StepKey, IntegrityCounts, StepKeyLess> steps;  // shards from events with checksums
-  std::map<std::pair<std::string, std::string>, IntegrityCounts> checkpoints;  // (tier, path): integrity.json
-  std::uint64_t pending_shards = 0;       // queued, not verified yet
-  std::uint64_t verified_bytes = 0;       // since start
+  std::map<std::pair<std::string, std::string>, IntegrityCounts>
+      checkpoints;                   // (tier, path): integrity.json
+  std::uint64_t pending_shards = 0;  // queued, not verified yet
+  std::uint64_t verified_bytes = 0;  // since start
   std::uint64_t version = 0;
 
   // Whether verification found `c` broken, by its event checksums or its integrity.json.

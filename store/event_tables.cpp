@@ -92,9 +92,9 @@ Loaded load(sql::Db& db) {
       auto j = parse(st.text(1), "event_restores");
       if (j.is_null()) continue;
       std::string job = st.text(0);
-      read([&](const nlohmann::json& x) {
-        out.catalog.restores[job] = event_restores_from_json(x);
-      }, j, "event_restores");
+      read(
+          [&](const nlohmann::json& x) { out.catalog.restores[job] = event_restores_from_json(x); },
+          j, "event_restores");
     }
   }
   {
@@ -272,10 +272,14 @@ void add_result(sql::Db& db, const std::string& tier, IntegrityResult r) {
 
 const char* result_column(IntegrityResult r) {
   switch (r) {
-    case IntegrityResult::kOk: return "ok";
-    case IntegrityResult::kMismatch: return "mismatch";
-    case IntegrityResult::kMissing: return "missing";
-    case IntegrityResult::kError: return "error";
+    case IntegrityResult::kOk:
+      return "ok";
+    case IntegrityResult::kMismatch:
+      return "mismatch";
+    case IntegrityResult::kMissing:
+      return "missing";
+    case IntegrityResult::kError:
+      return "error";
   }
   return "error";
 }
@@ -384,15 +388,15 @@ IntegrityStatus load_integrity(sql::Db& db) {
     return c;
   };
   {
-    auto st = db.prepare(
-        "SELECT tier, job, step, ok, mismatch, missing, error FROM integrity_steps");
+    auto st =
+        db.prepare("SELECT tier, job, step, ok, mismatch, missing, error FROM integrity_steps");
     while (st.step()) {
       out.steps[StepKey{st.text(0), st.text(1), st.int64(2)}] = counts(st, 3);
     }
   }
   {
-    auto st = db.prepare(
-        "SELECT tier, path, ok, mismatch, missing, error FROM integrity_checkpoints");
+    auto st =
+        db.prepare("SELECT tier, path, ok, mismatch, missing, error FROM integrity_checkpoints");
     while (st.step()) out.checkpoints[{st.text(0), st.text(1)}] = counts(st, 2);
   }
   out.pending_shards = queued_shards(db);

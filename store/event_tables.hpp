@@ -19,8 +19,8 @@ namespace ckptmon::event_tables {
 struct CursorRow {
   std::uint64_t dev = 0;
   std::uint64_t ino = 0;
-  std::string path;  // where the file was last seen
-  std::string glob;  // the manifest glob that tails it
+  std::string path;              // where the file was last seen
+  std::string glob;              // the manifest glob that tails it
   std::uint32_t fp_len = 0;      // the fingerprint covers the first fp_len bytes
   std::uint64_t fp_hash = 0;     // XXH64 of them
   ParseCursor parse;             // offset, line number, skipping an over-long line

@@ -98,10 +98,14 @@ class Sha256 final : public Digest {
 
 std::unique_ptr<Digest> Digest::make(ChecksumAlgo algo) {
   switch (algo) {
-    case ChecksumAlgo::kCrc32c: return std::make_unique<Crc32c>();
-    case ChecksumAlgo::kSha256: return std::make_unique<Sha256>();
-    case ChecksumAlgo::kXxh64: return std::make_unique<Xxh64>();
-    case ChecksumAlgo::kNone: break;
+    case ChecksumAlgo::kCrc32c:
+      return std::make_unique<Crc32c>();
+    case ChecksumAlgo::kSha256:
+      return std::make_unique<Sha256>();
+    case ChecksumAlgo::kXxh64:
+      return std::make_unique<Xxh64>();
+    case ChecksumAlgo::kNone:
+      break;
   }
   return nullptr;
 }

@@ -122,8 +122,8 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
                                                 {"TB", 1e12}}};
   double factor = 1;
   if (!unit.empty()) {
-    auto it = std::find_if(kUnits.begin(), kUnits.end(),
-                           [&](const Unit& u) { return u.name == unit; });
+    auto it =
+        std::find_if(kUnits.begin(), kUnits.end(), [&](const Unit& u) { return u.name == unit; });
     if (it == kUnits.end()) return std::nullopt;
     factor = it->factor;
   }

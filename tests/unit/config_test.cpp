@@ -49,7 +49,8 @@ TEST(Config, DefaultsWhenGlobalIsAbsent) {
 }
 
 TEST(Config, ReadsManifestsAndTailerKnobs) {
-  LoadResult r = parse_config(R"(global: {tail_interval: 250ms, tail_timeout: 2m, max_line_bytes: 1MiB}
+  LoadResult r =
+      parse_config(R"(global: {tail_interval: 250ms, tail_timeout: 2m, max_line_bytes: 1MiB}
 tiers:
   - {name: staging, path: /nvme, role: staging}
   - {name: rapid, path: /lustre/ckpt, role: rapid}
@@ -58,7 +59,7 @@ manifests:
   - glob: /nvme/*/events.jsonl
 integrity: {bytes_per_second: 1.5GiB, enabled: false, interval: 1m}
 )",
-                              "ok.yml");
+                   "ok.yml");
   ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].to_string());
   const Config& c = *r.config;
   EXPECT_EQ(c.global.tail_interval, std::chrono::milliseconds(250));
@@ -130,7 +131,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadCase{"unknown_top_level_key",
                 "tierz: []\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
-                {"bad.yml:1:1: tierz: unknown key (expected one of: global, tiers, manifests, integrity)"}},
+                {"bad.yml:1:1: tierz: unknown key (expected one of: global, tiers, manifests, "
+                 "integrity)"}},
         BadCase{"unknown_global_key",
                 "global:\n  scan_intervall: 15s\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:2:3: global.scan_intervall: unknown key (expected one of: state_dir, "
@@ -185,11 +187,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"tiers_not_a_list",
                 "tiers: {name: a}\n",
                 {"bad.yml:1:8: tiers: expected a list of tiers, got a mapping"}},
-        BadCase{"tiers_missing", "global: {}\n",
-                {"bad.yml:1:1: tiers: required key is missing"}},
-        BadCase{"empty_tiers", "tiers: []\n",
-                {"bad.yml:1:8: tiers: expected at least one tier"}},
-        BadCase{"top_level_not_a_mapping", "- a\n- b\n",
+        BadCase{"tiers_missing", "global: {}\n", {"bad.yml:1:1: tiers: required key is missing"}},
+        BadCase{"empty_tiers", "tiers: []\n", {"bad.yml:1:8: tiers: expected at least one tier"}},
+        BadCase{"top_level_not_a_mapping",
+                "- a\n- b\n",
                 {"bad.yml:1:1: (top level): expected a mapping, got a list"}},
         BadCase{"duplicate_key",
                 "tiers:\n  - {name: a, path: /a, path: /b, role: rapid}\n",
@@ -220,38 +221,43 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"namespace_bad_regex",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    namespaces:\n      "
                 "'(': {owner: x}\n",
-                {"bad.yml:6:7: tiers[0].namespaces.(: invalid regex: Mismatched '(' and ')' in regular expression"}},
+                {"bad.yml:6:7: tiers[0].namespaces.(: invalid regex: Mismatched '(' and ')' in "
+                 "regular expression"}},
         BadCase{"namespace_unknown_key",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    namespaces:\n      "
                 "x: {user: bob}\n",
                 {"bad.yml:6:11: tiers[0].namespaces.x.user: unknown key (expected one of: "
                  "owner, group, residency)"}},
-        BadCase{"invalid_yaml", "tiers:\n  - {name: a, path: /a\n",
+        BadCase{"invalid_yaml",
+                "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},
         BadCase{"manifests_not_a_list",
                 "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests: {glob: /x}\n",
                 {"bad.yml:3:12: manifests: expected a list of {glob, tier} entries, got a "
                  "mapping"}},
         BadCase{"manifest_relative_glob",
-                "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests:\n  - {glob: 'ckpt/*.jsonl'}\n",
+                "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests:\n  - {glob: "
+                "'ckpt/*.jsonl'}\n",
                 {"bad.yml:4:12: manifests[0].glob: expected an absolute path, got "
                  "\"ckpt/*.jsonl\""}},
         BadCase{"manifest_missing_glob",
                 "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests:\n  - {tier: a}\n",
                 {"bad.yml:4:5: manifests[0].glob: required key is missing"}},
         BadCase{"manifest_unknown_tier",
-                "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests:\n  - {glob: /l/*.jsonl, tier: "
+                "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests:\n  - {glob: /l/*.jsonl, "
+                "tier: "
                 "b}\n",
                 {"bad.yml:4:30: manifests[0].tier: names no tier: \"b\" (tiers are: a)"}},
         BadCase{"manifest_unknown_key",
                 "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests:\n  - {glob: /l/*.jsonl, "
                 "tiers: a}\n",
                 {"bad.yml:4:24: manifests[0].tiers: unknown key (expected one of: glob, tier)"}},
-        BadCase{"manifest_duplicate_glob",
-                "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests:\n  - {glob: /l/*.jsonl}\n  - "
-                "{glob: /l/*.jsonl, tier: a}\n",
-                {"bad.yml:5:12: manifests[1].glob: duplicate glob \"/l/*.jsonl\" (first given at "
-                 "line 4)"}},
+        BadCase{
+            "manifest_duplicate_glob",
+            "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests:\n  - {glob: /l/*.jsonl}\n  - "
+            "{glob: /l/*.jsonl, tier: a}\n",
+            {"bad.yml:5:12: manifests[1].glob: duplicate glob \"/l/*.jsonl\" (first given at "
+             "line 4)"}},
         BadCase{"max_line_bytes_not_a_size",
                 "global: {max_line_bytes: lots}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:1:26: global.max_line_bytes: expected a size such as 64KiB, 50MiB or a "
@@ -262,10 +268,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"tail_interval_too_short",
                 "global: {tail_interval: 1ms}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:1:25: global.tail_interval: must be at least 10ms, got \"1ms\""}},
-        BadCase{"integrity_rate_unit",
-                "tiers:\n  - {name: a, path: /a, role: rapid}\nintegrity: {bytes_per_second: 50Mb}\n",
-                {"bad.yml:3:31: integrity.bytes_per_second: expected a size such as 64KiB, 50MiB "
-                 "or a number of bytes, got \"50Mb\""}},
+        BadCase{
+            "integrity_rate_unit",
+            "tiers:\n  - {name: a, path: /a, role: rapid}\nintegrity: {bytes_per_second: 50Mb}\n",
+            {"bad.yml:3:31: integrity.bytes_per_second: expected a size such as 64KiB, 50MiB "
+             "or a number of bytes, got \"50Mb\""}},
         BadCase{"integrity_enabled_not_bool",
                 "tiers:\n  - {name: a, path: /a, role: rapid}\nintegrity: {enabled: yes}\n",
                 {"bad.yml:3:22: integrity.enabled: expected true or false, got \"yes\""}},

@@ -42,8 +42,8 @@ std::string shard(int step, int rank, double start, double end, std::uint64_t by
   return ev("shard_written", end,
             ",\"step\":" + std::to_string(step) + ",\"rank\":" + std::to_string(rank) +
                 ",\"path\":\"/ckpt/s" + std::to_string(step) + "/r" + std::to_string(rank) +
-                "\",\"bytes\":" + std::to_string(bytes) + ",\"start_ts\":" +
-                std::to_string(start) + (checksum.empty() ? "" : ",\"checksum\":\"" + checksum + "\""));
+                "\",\"bytes\":" + std::to_string(bytes) + ",\"start_ts\":" + std::to_string(start) +
+                (checksum.empty() ? "" : ",\"checksum\":\"" + checksum + "\""));
 }
 
 TEST(EventCatalog, OneSaveGivesDurationSkewSlowestRankAndShardTotals) {
@@ -161,8 +161,7 @@ TEST(EventCatalog, RestoresPairInAnyOrderAndOnlySuccessesAreTimed) {
   EventCatalog cat;
   Feed feed(cat);
   feed(ev("restore_done", 5090.0, ",\"step\":100,\"bytes\":42,\"ok\":true,\"tier\":\"capacity\"") +
-       ev("restore_start", 5000.0, ",\"step\":100") +
-       ev("restore_start", 6000.0, ",\"step\":100") +
+       ev("restore_start", 5000.0, ",\"step\":100") + ev("restore_start", 6000.0, ",\"step\":100") +
        ev("restore_done", 6010.0, ",\"step\":100,\"bytes\":0,\"ok\":false"));
   const EventRestores& r = cat.restores.at("llama");
   EXPECT_EQ(r.restores, 2u);
@@ -316,14 +315,17 @@ bool has_sample(const std::string& text, const std::string& sample) {
 TEST(EventMerge, LatestCheckpointFiguresComeFromItsEventsWhenPresent) {
   State st = state_with_events();
   const std::string text = serialize(state_families(st));
-  EXPECT_TRUE(has_sample(text,
-                         "ckpt_last_checkpoint_completion_skew_seconds{tier=\"rapid\",job=\"llama\"} 2.5"))
+  EXPECT_TRUE(has_sample(
+      text, "ckpt_last_checkpoint_completion_skew_seconds{tier=\"rapid\",job=\"llama\"} 2.5"))
       << text;
-  EXPECT_TRUE(has_sample(text,
-                         "ckpt_last_checkpoint_duration_seconds{tier=\"rapid\",job=\"llama\"} 18"));
-  EXPECT_TRUE(has_sample(text, "ckpt_checkpoint_duration_seconds_count{tier=\"rapid\",job=\"llama\"} 1"));
-  EXPECT_TRUE(has_sample(text, "ckpt_checkpoint_duration_seconds_bucket{tier=\"rapid\",job=\"llama\",le=\"20\"} 1"));
-  EXPECT_TRUE(has_sample(text, "ckpt_checkpoint_duration_seconds_bucket{tier=\"rapid\",job=\"llama\",le=\"10\"} 0"));
+  EXPECT_TRUE(
+      has_sample(text, "ckpt_last_checkpoint_duration_seconds{tier=\"rapid\",job=\"llama\"} 18"));
+  EXPECT_TRUE(
+      has_sample(text, "ckpt_checkpoint_duration_seconds_count{tier=\"rapid\",job=\"llama\"} 1"));
+  EXPECT_TRUE(has_sample(
+      text, "ckpt_checkpoint_duration_seconds_bucket{tier=\"rapid\",job=\"llama\",le=\"20\"} 1"));
+  EXPECT_TRUE(has_sample(
+      text, "ckpt_checkpoint_duration_seconds_bucket{tier=\"rapid\",job=\"llama\",le=\"10\"} 0"));
   EXPECT_TRUE(has_sample(text, "ckptmon_manifest_lines_total{result=\"ok\"} 4"));
   EXPECT_TRUE(has_sample(text, "ckptmon_manifest_errors_total{reason=\"too_long\"} 0"));
 
@@ -349,7 +351,8 @@ TEST(EventMerge, ACheckpointThatFailedVerificationIsNotRestorable) {
   st.integrity = integ;
   text = serialize(state_families(st));
   EXPECT_TRUE(has_sample(text, "ckpt_restorable_step{job=\"llama\"} 10")) << text;
-  EXPECT_TRUE(has_sample(text, "ckpt_integrity_checks_total{tier=\"rapid\",result=\"mismatch\"} 1"));
+  EXPECT_TRUE(
+      has_sample(text, "ckpt_integrity_checks_total{tier=\"rapid\",result=\"mismatch\"} 1"));
   EXPECT_TRUE(has_sample(text, "ckpt_integrity_checks_total{tier=\"rapid\",result=\"missing\"} 0"));
   EXPECT_EQ(checkpoint_json(scanned(20), &st)["restorable"], false);
   // An integrity.json result on the checkpoint's path counts the same way.

@@ -87,9 +87,10 @@ TEST(VerifyFile, OkMismatchMissingAndAFifoWithoutBlocking) {
   std::uint64_t bytes = 0;
   std::string detail;
   write_file(dir.path() / "a", "abc");
-  EXPECT_EQ(verify_file((dir.path() / "a").string(), *parse_checksum(std::string("sha256:") + kSha256Abc),
-                        lim, buf, &bytes, &detail),
-            IntegrityResult::kOk);
+  EXPECT_EQ(
+      verify_file((dir.path() / "a").string(), *parse_checksum(std::string("sha256:") + kSha256Abc),
+                  lim, buf, &bytes, &detail),
+      IntegrityResult::kOk);
   EXPECT_EQ(bytes, 3u);
   EXPECT_EQ(verify_file((dir.path() / "a").string(), *parse_checksum("xxh64:0000000000000000"), lim,
                         buf, &bytes, &detail),
@@ -132,9 +133,7 @@ class VerifierTest : public ::testing::Test {
     m.tier = "rapid";
     LogTailer(m, {}, TailerOptions{}, ingest, clock_).run();
   }
-  std::uint64_t total(IntegrityResult r) {
-    return verifier_->snapshot()->totals.at("rapid")[r];
-  }
+  std::uint64_t total(IntegrityResult r) { return verifier_->snapshot()->totals.at("rapid")[r]; }
 
   testing::TempDir dir_;
   fs::path tier_;
@@ -160,7 +159,7 @@ TEST_F(VerifierTest, ShardsWithChecksumsAreVerifiedAtTheRateAndAMismatchFailsThe
   tail(shard_line(0, ckpt + "/r0", std::string("sha256:") + kSha256Abc) +
        shard_line(1, ckpt + "/r1", std::string("crc32c:") + kCrc32c123456789) +
        shard_line(2, ckpt + "/r2", std::string("xxh64:") + kXxh64Abc) +
-       shard_line(3, ckpt + "/r3", std::string("xxh64:") + kXxh64Abc) +  // never written
+       shard_line(3, ckpt + "/r3", std::string("xxh64:") + kXxh64Abc) +   // never written
        shard_line(4, "j/step-7/r4", std::string("xxh64:") + kXxh64Abc));  // relative to the tier
   const double start = clock_->now();
   auto pass = verifier_->run(1e9);

@@ -27,8 +27,8 @@ std::string event(const std::string& job, int step, int seq) {
   // `seq` is an unknown field: it makes every line (and every file's first
   // bytes) distinct, as real timestamps would.
   return "{\"v\":1,\"ts\":" + std::to_string(1714564800 + step) +
-         ",\"event\":\"checkpoint_start\",\"job\":\"" + job + "\",\"step\":" +
-         std::to_string(step) + ",\"seq\":" + std::to_string(seq) + "}\n";
+         ",\"event\":\"checkpoint_start\",\"job\":\"" + job +
+         "\",\"step\":" + std::to_string(step) + ",\"seq\":" + std::to_string(seq) + "}\n";
 }
 
 void append(const fs::path& p, const std::string& text) {
@@ -72,7 +72,8 @@ class TailerTest : public ::testing::Test {
       ManifestConfig m;
       m.glob = (logs_ / "*.jsonl").string();
       m.tier = "rapid";
-      tailer_ = std::make_unique<LogTailer>(m, std::vector<std::string>{}, options_, ingest_, clock_);
+      tailer_ =
+          std::make_unique<LogTailer>(m, std::vector<std::string>{}, options_, ingest_, clock_);
     }
     return *tailer_;
   }
@@ -82,9 +83,7 @@ class TailerTest : public ::testing::Test {
     return snap_->totals;
   }
   std::uint64_t ok() { return totals().lines[static_cast<std::size_t>(LineStatus::kOk)]; }
-  std::uint64_t changes(FileChange c) {
-    return totals().file_changes[static_cast<std::size_t>(c)];
-  }
+  std::uint64_t changes(FileChange c) { return totals().file_changes[static_cast<std::size_t>(c)]; }
   const TailStatus& status() {
     snap_ = ingest_->snapshot();
     return snap_->tails.at((logs_ / "*.jsonl").string());
@@ -127,7 +126,7 @@ TEST_F(TailerTest, RenameRotationReadsTheOldFileToItsEndThenTheNewOneFromZero) {
   append(log, lines(0, 2));
   tailer().run();
   EXPECT_EQ(ok(), 2u);
-  append(log, lines(2, 1));  // written just before the rotation, not read yet
+  append(log, lines(2, 1));                   // written just before the rotation, not read yet
   fs::rename(log, logs_ / "events.jsonl.1");  // out of the glob
   append(log, lines(3, 2));
   tailer().run();
