@@ -11,6 +11,12 @@ namespace {
 
 constexpr int kSchemaVersion = 2;
 
+bool table_exists(sql::Db& db, std::string_view name) {
+  auto st = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
+  st.bind(1, name);
+  return st.step();
+}
+
 void migrate(sql::Db& db) {
   const int v = db.user_version();
   if (v > kSchemaVersion) {
@@ -34,7 +40,9 @@ void migrate(sql::Db& db) {
     db.set_user_version(1);
     tx.commit();
   }
-  if (v < 2) {
+  // Checked by table as well as by version: a database that reached a later
+  // version from a build without these tables must still get them.
+  if (v < 2 || !table_exists(db, "manifest_cursors")) {
     // Event logs (collectors/manifest_tail.cpp, store/event_tables.cpp): the
     // read position of every log, committed in the same transaction as the
     // aggregates and totals derived from the lines up to it; and the
@@ -74,7 +82,7 @@ void migrate(sql::Db& db) {
     db.exec(R"(CREATE TABLE IF NOT EXISTS integrity_totals(
   tier TEXT NOT NULL, result TEXT NOT NULL, value INTEGER NOT NULL,
   PRIMARY KEY(tier, result)) WITHOUT ROWID)");
-    db.set_user_version(2);
+    if (v < 2) db.set_user_version(2);
     tx.commit();
   }
 }

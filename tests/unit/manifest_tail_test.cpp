@@ -412,6 +412,24 @@ TEST_F(TailerTest, TheCollectorPublishesTheCatalogIntoState) {
   EXPECT_EQ(state.events, newer);
 }
 
+TEST(EventTables, AreCreatedInADatabaseThatHasItsVersionButNotThem) {
+  // As a database written by a build without the tailer would be.
+  testing::TempDir dir;
+  std::string error;
+  ASSERT_TRUE(Store::open(dir.str(), &error)) << error;
+  {
+    sql::Db db(dir.str() + "/ckptmon.db");
+    db.exec("DROP TABLE manifest_cursors");
+  }
+  auto store = Store::open(dir.str(), &error);
+  ASSERT_TRUE(store) << error;
+  const bool present = store->call<bool>([](sql::Db& db) {
+    auto st = db.prepare("SELECT COUNT(*) FROM manifest_cursors");
+    return st.step();
+  });
+  EXPECT_TRUE(present);
+}
+
 TEST(GlobRoot, StopsAtTheFirstWildcardComponent) {
   EXPECT_EQ(glob_root("/lustre/ckpt/*/events*.jsonl"), "/lustre/ckpt");
   EXPECT_EQ(glob_root("/a/b/events.jsonl"), "/a/b");
