@@ -39,9 +39,14 @@ class Collector {
   // Loop thread. The target's job threw `error`.
   virtual void on_failure(const std::string& /*target*/, const std::string& /*error*/,
                           State& /*state*/) {}
+  // A descriptor that becomes readable when the collector wants to run before
+  // its interval is up (inotify), or -1. The daemon reads and discards what
+  // arrives on it (never touching storage on the loop) and runs the collector.
+  virtual int wake_fd() const { return -1; }
 };
 
 class DirWatcher;
+class Store;
 
 struct CollectorEnv {
   // Shared so that a job still blocked on a hung mount at shutdown never
@@ -49,6 +54,9 @@ struct CollectorEnv {
   std::shared_ptr<const Clock> clock;
   // inotify on local tiers; null where the daemon does not watch (scan command).
   std::shared_ptr<DirWatcher> watcher;
+  // The state database, for collectors that commit what they read together
+  // with where they read it (manifest_tail); null in tools without one.
+  std::shared_ptr<Store> store;
 };
 
 // Every collector the daemon runs, in a fixed order (collectors/registry.cpp).

@@ -4,6 +4,8 @@
 #include <array>
 
 #include "collectors/collector.hpp"
+#include "collectors/integrity.hpp"
+#include "collectors/manifest_tail.hpp"
 #include "collectors/tier_stats.hpp"
 #include "collectors/tree_scan.hpp"
 
@@ -23,6 +25,14 @@ constexpr std::array kCollectors{
     Entry{"tree_scan",
           [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
             return std::make_shared<TreeScanCollector>(env.clock, env.watcher);
+          }},
+    Entry{"manifest_tail",
+          [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
+            return std::make_shared<ManifestTailCollector>(env.clock, env.store);
+          }},
+    Entry{"integrity",
+          [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
+            return std::make_shared<IntegrityCollector>(env.clock, env.store);
           }},
 };
 

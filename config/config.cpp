@@ -68,6 +68,78 @@ void read_global(YamlMap& m, GlobalConfig& g, ErrorSink& sink) {
   if (auto f = m.get("worker_threads"); f.present()) {
     if (auto v = read_int(f, sink, 1, 1024)) g.worker_threads = static_cast<int>(*v);
   }
+  if (auto f = m.get("tail_interval"); f.present()) {
+    if (auto v = read_duration(f, sink)) {
+      if (v->count() < 10) {
+        sink.add(f.mark(), f.path, "must be at least 10ms, got " + describe(f.value));
+      } else {
+        g.tail_interval = *v;
+      }
+    }
+  }
+  if (auto f = m.get("tail_timeout"); f.present()) {
+    if (auto v = read_duration(f, sink)) {
+      if (v->count() < 100) {
+        sink.add(f.mark(), f.path, "must be at least 100ms, got " + describe(f.value));
+      } else {
+        g.tail_timeout = *v;
+      }
+    }
+  }
+  if (auto f = m.get("max_line_bytes"); f.present()) {
+    if (auto v = read_byte_size(f, sink, 1024, 64ull * 1024 * 1024)) g.max_line_bytes = *v;
+  }
+  m.finish();
+}
+
+struct ManifestMarks {
+  YAML::Mark glob;
+  YAML::Mark tier;
+};
+
+void read_manifests(const YamlField& f, std::vector<ManifestConfig>& out,
+                    std::vector<ManifestMarks>& marks, ErrorSink& sink) {
+  if (!f.value.IsSequence()) {
+    sink.add(f.mark(), f.path, "expected a list of {glob, tier} entries, got " + describe(f.value));
+    return;
+  }
+  for (std::size_t i = 0; i < f.value.size(); ++i) {
+    YamlMap m(f.value[i], "manifests[" + std::to_string(i) + "]", sink);
+    if (!m.ok()) continue;
+    ManifestConfig mc;
+    ManifestMarks mk;
+    if (auto g = m.require("glob"); g.present()) {
+      mk.glob = g.mark();
+      if (auto v = read_abs_path(g, sink)) mc.glob = *v;
+    }
+    if (auto t = m.get("tier"); t.present()) {
+      mk.tier = t.mark();
+      if (auto v = read_string(t, sink)) mc.tier = *v;
+    }
+    m.finish();
+    out.push_back(std::move(mc));
+    marks.push_back(mk);
+  }
+}
+
+void read_integrity(YamlMap& m, IntegrityConfig& c, ErrorSink& sink) {
+  if (auto f = m.get("enabled"); f.present()) {
+    if (auto v = read_bool(f, sink)) c.enabled = *v;
+  }
+  if (auto f = m.get("bytes_per_second"); f.present()) {
+    if (auto v = read_byte_size(f, sink, 1024, 1024ull * 1024 * 1024 * 1024)) {
+      c.bytes_per_second = *v;
+    }
+  }
+  if (auto f = m.get("interval"); f.present()) {
+    if (auto v = read_duration(f, sink)) {
+      if (v->count() < 100) {
+        sink.add(f.mark(), f.path, "must be at least 100ms, got " + describe(f.value));
+      } else {
+        c.interval = *v;
+      }
+    }
+  }
   m.finish();
 }
 
@@ -349,6 +421,12 @@ LoadResult parse_config(std::string_view text, const std::string& file) {
       YamlMap am(alerting.value, alerting.path, sink);
       if (am.ok()) read_alerting(am, cfg.alerting, sink);
     }
+    std::vector<ManifestMarks> manifest_marks;
+    if (auto f = top.get("manifests"); f.present()) {
+      read_manifests(f, cfg.manifests, manifest_marks, sink);
+    }
+    YamlMap integrity(top.get("integrity").value, "integrity", sink);
+    if (integrity.ok()) read_integrity(integrity, cfg.integrity, sink);
     top.finish();
 
     // Cross-references, once every tier is known.
@@ -374,6 +452,25 @@ LoadResult parse_config(std::string_view text, const std::string& file) {
                  "names no tier: " + json_quote(t.drains_to) + " (tiers are: " + names + ")");
       } else if (t.drains_to == t.name) {
         sink.add(marks[i].drains_to, key, "a tier cannot drain to itself");
+      }
+    }
+    std::map<std::string, std::size_t> globs;
+    for (std::size_t i = 0; i < cfg.manifests.size(); ++i) {
+      const auto& mc = cfg.manifests[i];
+      const std::string key = "manifests[" + std::to_string(i) + "]";
+      if (!mc.glob.empty()) {
+        auto [it, inserted] = globs.emplace(mc.glob, i);
+        if (!inserted) {
+          sink.add(manifest_marks[i].glob, key + ".glob",
+                   "duplicate glob " + json_quote(mc.glob) + " (first given at line " +
+                       std::to_string(manifest_marks[it->second].glob.line + 1) + ")");
+        }
+      }
+      if (!mc.tier.empty() && !first.contains(mc.tier)) {
+        std::string names;
+        for (const auto& [n, _] : first) names += (names.empty() ? "" : ", ") + n;
+        sink.add(manifest_marks[i].tier, key + ".tier",
+                 "names no tier: " + json_quote(mc.tier) + " (tiers are: " + names + ")");
       }
     }
   }

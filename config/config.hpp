@@ -86,6 +86,29 @@ struct GlobalConfig {
   // Upper bound on threads doing blocking file-system work. A probe stuck on a
   // hung mount holds one thread until the kernel returns.
   int worker_threads = 16;
+  // Event logs (manifests) are polled this often; inotify wakes the tailer
+  // sooner where it works (local file systems).
+  Duration tail_interval = std::chrono::seconds(1);
+  // Deadline for one pass of the tailer over one manifest glob.
+  Duration tail_timeout = std::chrono::minutes(5);
+  // Event lines longer than this (newline not counted) are skipped and
+  // counted as too_long.
+  std::uint64_t max_line_bytes = 64 * 1024;
+};
+
+// Checkpoint event logs to tail (docs/events.md): every regular file matching
+// `glob` (glob(7), absolute). Events without a `tier` field belong to `tier`.
+struct ManifestConfig {
+  std::string glob;
+  std::string tier;  // empty: events must name their tier
+};
+
+// The background verifier that re-reads shards whose events carry checksums
+// and the files listed in Megatron integrity.json manifests.
+struct IntegrityConfig {
+  bool enabled = true;
+  std::uint64_t bytes_per_second = 50ull * 1024 * 1024;  // read budget of the verifier
+  Duration interval = std::chrono::seconds(30);          // how often it looks for new work
 };
 
 struct Config {
@@ -94,6 +117,8 @@ struct Config {
   std::vector<TierConfig> tiers;
   HistoryPolicy history;    // top-level `history`: how tier samples age
   AlertingConfig alerting;  // top-level `alerting`: thresholds, Alertmanager
+  std::vector<ManifestConfig> manifests;
+  IntegrityConfig integrity;
 
   const TierConfig* find_tier(std::string_view name) const;
 };

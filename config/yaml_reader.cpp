@@ -187,6 +187,24 @@ std::optional<std::string> read_enum(const YamlField& f, ErrorSink& sink,
   return std::nullopt;
 }
 
+std::optional<std::uint64_t> read_byte_size(const YamlField& f, ErrorSink& sink, std::uint64_t min,
+                                            std::uint64_t max) {
+  std::optional<std::uint64_t> v;
+  if (f.value.IsScalar()) v = parse_byte_size(f.value.Scalar());
+  if (!v) {
+    sink.add(f.mark(), f.path,
+             "expected a size such as 64KiB, 50MiB or a number of bytes, got " + describe(f.value));
+    return std::nullopt;
+  }
+  if (*v < min || *v > max) {
+    sink.add(f.mark(), f.path,
+             "must be from " + format_byte_size(min) + " to " + format_byte_size(max) + ", got " +
+                 describe(f.value));
+    return std::nullopt;
+  }
+  return v;
+}
+
 std::optional<std::string> read_abs_path(const YamlField& f, ErrorSink& sink) {
   if (!f.value.IsScalar() || f.value.Scalar().empty() || f.value.Scalar().front() != '/') {
     sink.add(f.mark(), f.path, "expected an absolute path, got " + describe(f.value));

@@ -88,6 +88,9 @@ std::optional<double> read_double(const YamlField& f, ErrorSink& sink, double mi
 std::optional<bool> read_bool(const YamlField& f, ErrorSink& sink);
 std::optional<std::string> read_enum(const YamlField& f, ErrorSink& sink,
                                      std::initializer_list<std::string_view> allowed);
+// A size such as 64KiB, 50MiB or a plain number of bytes, from `min` to `max`.
+std::optional<std::uint64_t> read_byte_size(const YamlField& f, ErrorSink& sink, std::uint64_t min,
+                                            std::uint64_t max);
 // A string that must be an absolute path.
 std::optional<std::string> read_abs_path(const YamlField& f, ErrorSink& sink);
 

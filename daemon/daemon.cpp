@@ -56,6 +56,7 @@ Daemon::~Daemon() {
   server_.close();
   rescans_.clear();
   if (inotify_) inotify_->release();  // the watcher owns the descriptor
+  wakes_.clear();
   // The runner closes its inbox first, so jobs still blocked on a hung mount
   // drop their results; then the pool detaches those threads.
   runner_.reset();
@@ -79,7 +80,11 @@ bool Daemon::start(std::string* error) {
   if (!store_) return false;
   pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
   runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, [this] { changed(); });
-  runner_->set_collectors(make_collectors(CollectorEnv{clock_, watcher_}));
+  runner_->set_collectors(make_collectors(CollectorEnv{clock_, watcher_, store_}));
+  for (const auto& c : runner_->collectors()) {
+    auto w = std::make_unique<WakeWatch>(io_, c, *runner_, state_);
+    if (w->start()) wakes_.push_back(std::move(w));
+  }
   rules_ = std::make_unique<RulesCycle>(
       io_, clock_, store_.get(), state_, [this] { return ready_; }, [this] { changed(); });
 
@@ -137,6 +142,7 @@ void Daemon::stop() {
     for (auto& [_, t] : rescans_) t->cancel();
     if (inotify_) inotify_->cancel();
     rules_->stop();
+    for (auto& w : wakes_) w->stop();
     watchdog_timer_.cancel();
     io_.stop();
   });
@@ -277,6 +283,9 @@ void Daemon::rescan_soon(const std::string& tier) {
 }
 
 void Daemon::changed() {
+  if (!stopping_) {
+    for (auto& w : wakes_) w->poke();
+  }
   if (!ready_ && runner_ && runner_->all_reported()) {
     ready_ = true;
     log::info("first collection finished; ready");
@@ -392,6 +401,17 @@ void Daemon::add_routes() {
     static const std::vector<AlertInstance> kNone;
     const auto& rules = snapshot_->rules;
     return HttpResponse::json(200, alerts_json(rules ? rules->active : kNone));
+  });
+  server_.route("/api/v1/events/summary", {"GET"}, [this](const HttpRequest& req) {
+    std::string body;
+    std::string error;
+    if (!render_events_summary_json(*snapshot_, req.query, &body, &error)) {
+      return HttpResponse::json(400, nlohmann::json({{"error", error}}).dump());
+    }
+    return HttpResponse::json(200, std::move(body));
+  });
+  server_.route("/api/v1/events/checkpoints", {"GET"}, [this](const HttpRequest& req) {
+    return HttpResponse::json(200, render_event_checkpoints_json(*snapshot_, req.query));
   });
 }
 

@@ -21,6 +21,7 @@
 #include "daemon/collector_runner.hpp"
 #include "daemon/http_server.hpp"
 #include "daemon/rules_cycle.hpp"
+#include "daemon/wake_watch.hpp"
 #include "daemon/worker_pool.hpp"
 #include "model/state.hpp"
 #include "store/store.hpp"
@@ -97,7 +98,9 @@ class Daemon {
   std::shared_ptr<const Clock> clock_;
   boost::asio::io_context io_;
   std::unique_ptr<WorkerPool> pool_;
-  std::unique_ptr<Store> store_;
+  // Shared with collectors that commit through it (manifest_tail): a job still
+  // blocked on a hung mount at shutdown keeps it alive until it returns.
+  std::shared_ptr<Store> store_;
   State state_;
   std::unique_ptr<CollectorRunner> runner_;
   std::shared_ptr<DirWatcher> watcher_ = std::make_shared<DirWatcher>();
@@ -105,6 +108,7 @@ class Daemon {
   std::map<std::string, std::unique_ptr<boost::asio::steady_timer>> rescans_;
   std::unique_ptr<RulesCycle> rules_;
   std::string self_url_;  // http://address:port the server listens on
+  std::vector<std::unique_ptr<WakeWatch>> wakes_;  // collectors that ask to run early (inotify)
   HttpServer server_;
   std::unique_ptr<WebSecurity> web_;  // guards server_; goes before it
   boost::asio::signal_set signals_;

@@ -39,6 +39,11 @@ std::vector<prometheus::MetricFamily> state_families(const State& state);
 // figure: rule_families() renders it.
 void catalog_families(const State& state, std::vector<prometheus::MetricFamily>& out);
 
+// What the event logs and the integrity verifier tell: line and error
+// totals, save and pause durations, failures, restores, integrity checks.
+// Part of state_families().
+void event_families(const State& state, std::vector<prometheus::MetricFamily>& out);
+
 // process_* metrics of this process, the way every Prometheus client names
 // them: CPU, resident memory, open and maximum file descriptors, start time.
 std::vector<prometheus::MetricFamily> process_families(const std::string& proc_path,

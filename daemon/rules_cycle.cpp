@@ -162,11 +162,6 @@ void RulesCycle::tick() {
   if (running_) arm(interval_);
 }
 
-void RulesCycle::set_drained_totals(std::map<DrainKey, double> totals) {
-  history_.drained_totals = std::move(totals);
-}
-
-void RulesCycle::set_verifications(Verifications verified) { verified_ = std::move(verified); }
 
 void RulesCycle::sample_tiers(double now, HistoryWrite& write) {
   for (const auto& [name, t] : state_.tiers) {
@@ -201,6 +196,34 @@ void RulesCycle::sample_tiers(double now, HistoryWrite& write) {
   std::erase_if(sampled_probe_, [&](const auto& kv) { return !state_.tiers.contains(kv.first); });
 }
 
+Verifications verifications_of(const State& state, std::span<const Checkpoint> checkpoints) {
+  Verifications out;
+  if (!state.integrity) return out;
+  for (const Checkpoint& c : checkpoints) {
+    if (c.state != CkptState::kCommitted) continue;
+    if (state.integrity->failed(c.tier, c.job, c.step, c.path)) {
+      out[CheckpointKey{c.tier, c.job, c.step}] = false;
+    } else if (state.integrity->passed(c.tier, c.job, c.step, c.path)) {
+      out.emplace(CheckpointKey{c.tier, c.job, c.step}, true);
+    }
+  }
+  return out;
+}
+
+std::map<DrainKey, double> drained_totals_of(const State& state) {
+  std::map<DrainKey, double> out;
+  if (!state.events) return out;
+  for (const auto& [key, step] : state.events->steps) {
+    for (const auto& [route, progress] : step.drains) {
+      const auto sep = route.find('>');
+      if (sep == std::string::npos) continue;
+      out[DrainKey{route.substr(0, sep), route.substr(sep + 1), key.job}] +=
+          static_cast<double>(progress.bytes);
+    }
+  }
+  return out;
+}
+
 void RulesCycle::evaluate() {
   const auto started = std::chrono::steady_clock::now();
   const double cpu_started = thread_cpu_seconds();
@@ -220,8 +243,9 @@ void RulesCycle::evaluate() {
       checkpoints.insert(checkpoints.end(), cat.checkpoints.begin(), cat.checkpoints.end());
     }
 
-    RuleFigures figures =
-        evaluate_rules(state_.tiers, checkpoints, history_, verified_, policy_, now);
+    history_.drained_totals = drained_totals_of(state_);
+    RuleFigures figures = evaluate_rules(state_.tiers, checkpoints, history_,
+                                         verifications_of(state_, checkpoints), policy_, now);
     record_drain_samples(history_.drain, figures.drain, now, drain_keep_seconds_);
     for (const DrainFigures& d : figures.drain) {
       // The sample record_drain_samples() just appended.

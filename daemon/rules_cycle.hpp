@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,15 @@ struct RulesOutput {
 
 // Builds the rules' policy from a configuration.
 RulesPolicy rules_policy(const Config& cfg);
+
+// What the integrity verifier found for `checkpoints` (State::integrity):
+// false for a checkpoint that failed, true for one that passed; absent for
+// the ones not verified.
+Verifications verifications_of(const State& state, std::span<const Checkpoint> checkpoints);
+
+// Cumulative bytes the event logs report drained (shard_drained), per drain
+// source, target and job, over the checkpoints the event catalog keeps.
+std::map<DrainKey, double> drained_totals_of(const State& state);
 
 class RulesCycle {
  public:
@@ -77,12 +87,6 @@ class RulesCycle {
   std::uint64_t cycles() const { return cycles_; }
   double last_duration_seconds() const { return last_duration_; }
 
-  // Inputs other parts of the daemon own: cumulative drained bytes from the
-  // event log (shard_drained), and integrity verification results. Each
-  // replaces the previous value and is used from the next cycle on.
-  void set_drained_totals(std::map<DrainKey, double> totals);
-  void set_verifications(Verifications verified);
-
  private:
   void arm(Duration after);
   void tick();
@@ -104,7 +108,6 @@ class RulesCycle {
   double tier_keep_seconds_ = 6 * 3600;  // longest trend window of any tier
   double drain_keep_seconds_ = 15 * 60;  // longest drain rate window of any tier
   RulesHistory history_;
-  Verifications verified_;
   std::map<std::string, double> sampled_probe_;  // tier -> last_success already sampled
   AlertEvaluator evaluator_;
   bool saved_active_ = false;  // the store holds a non-empty active set

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <charconv>
+#include <limits>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -116,7 +118,67 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
   return h;
 }
 
-nlohmann::json checkpoint_json(const Checkpoint& c) {
+namespace {
+
+nlohmann::json opt(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); }
+
+nlohmann::json counts_json(const IntegrityCounts& c) {
+  nlohmann::json j = nlohmann::json::object();
+  for (std::size_t i = 0; i < kIntegrityResultCount; ++i) {
+    j[std::string(to_string(static_cast<IntegrityResult>(i)))] = c.by_result[i];
+  }
+  return j;
+}
+
+nlohmann::json event_step_json(const EventStep& s) {
+  nlohmann::json j;
+  j["start_ts"] = opt(s.start_ts);
+  j["commit_ts"] = opt(s.commit_ts);
+  j["committed"] = s.committed;
+  j["commit_files"] = s.commit_files;
+  j["commit_bytes"] = s.commit_bytes;
+  j["duration_seconds"] = s.duration() ? nlohmann::json(*s.duration()) : nlohmann::json();
+  j["shards"] = s.shards;
+  j["shard_bytes"] = s.shard_bytes;
+  j["checksummed_shards"] = s.checksummed_shards;
+  j["first_shard_start"] = opt(s.first_shard_start);
+  j["first_shard_end"] = opt(s.first_shard_end);
+  j["last_shard_end"] = opt(s.last_shard_end);
+  j["completion_skew_seconds"] =
+      s.completion_skew() ? nlohmann::json(*s.completion_skew()) : nlohmann::json();
+  j["slowest_rank"] = s.last_rank >= 0 ? nlohmann::json(s.last_rank) : nlohmann::json();
+  j["pauses"] = s.pauses;
+  j["pause_max_seconds"] = s.pauses > 0 ? nlohmann::json(s.pause_max) : nlohmann::json();
+  j["failed"] = s.failed;
+  j["failure_reason"] = s.failed ? nlohmann::json(s.failure_reason) : nlohmann::json();
+  j["failed_ts"] = opt(s.failed_ts);
+  nlohmann::json drains = nlohmann::json::array();
+  for (const auto& [key, d] : s.drains) {
+    const auto gt = key.find('>');
+    nlohmann::json o{{"from_tier", key.substr(0, gt)},
+                     {"to_tier", gt == std::string::npos ? "" : key.substr(gt + 1)},
+                     {"bytes", d.bytes},
+                     {"shards", d.shards},
+                     {"start_ts", opt(d.start_ts)},
+                     {"done_ts", opt(d.done_ts)}};
+    o["ok"] = d.ok ? nlohmann::json(*d.ok) : nlohmann::json();
+    drains.push_back(std::move(o));
+  }
+  j["drains"] = std::move(drains);
+  j["cleanups"] = s.cleanups;
+  j["cleanup_bytes"] = s.cleanup_bytes;
+  j["last_event_ts"] = opt(s.last_event_ts);
+  return j;
+}
+
+std::string query_value(const std::map<std::string, std::string>& q, const char* k) {
+  auto it = q.find(k);
+  return it == q.end() ? std::string() : it->second;
+}
+
+}  // namespace
+
+nlohmann::json checkpoint_json(const Checkpoint& c, const State* state) {
   nlohmann::json j;
   j["tier"] = c.tier;
   j["job"] = c.job;
@@ -145,6 +207,18 @@ nlohmann::json checkpoint_json(const Checkpoint& c) {
   }
   if (c.first_seen > 0) j["first_seen"] = c.first_seen;
   if (c.last_seen > 0) j["last_seen"] = c.last_seen;
+  if (state != nullptr) {
+    if (const EventStep* ev = state->event_step(c)) {
+      j["events"] = event_step_json(*ev);
+      if (auto skew = ev->completion_skew()) j["completion_skew_seconds"] = *skew;
+      if (!j.contains("save_duration_seconds")) {
+        if (auto d = ev->duration()) j["save_duration_seconds"] = *d;
+      }
+    }
+    const bool failed = state->integrity_failed(c);
+    j["integrity_failed"] = failed;
+    j["restorable"] = c.state == CkptState::kCommitted && !failed;
+  }
   return j;
 }
 
@@ -171,7 +245,7 @@ bool render_checkpoints_json(const Snapshot& snap, const std::map<std::string, s
     for (const auto& c : cat.checkpoints) {
       if (!job.empty() && c.job != job) continue;
       if (want && c.state != *want) continue;
-      arr.push_back(checkpoint_json(c));
+      arr.push_back(checkpoint_json(c, &snap.state));
     }
   }
   *body = arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -263,6 +337,161 @@ std::string render_tiers_json(const Snapshot& snap) {
       j["device"] = t.stats.device;
     }
     arr.push_back(std::move(j));
+  }
+  return arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+bool render_events_summary_json(const Snapshot& snap,
+                                const std::map<std::string, std::string>& query, std::string* body,
+                                std::string* error) {
+  const std::string tier = query_value(query, "tier");
+  const std::string job = query_value(query, "job");
+  std::size_t top = 5;
+  if (const std::string t = query_value(query, "top"); !t.empty()) {
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), top);
+    if (ec != std::errc() || p != t.data() + t.size() || top < 1 || top > 100) {
+      *error = "top must be an integer from 1 to 100, got \"" + t + "\"";
+      return false;
+    }
+  }
+  nlohmann::json out;
+  const State& st = snap.state;
+  if (st.events) {
+    const EventCatalog& ev = *st.events;
+    nlohmann::json lines = nlohmann::json::object();
+    for (std::size_t i = 0; i < ev.totals.lines.size(); ++i) {
+      lines[std::string(line_status_label(static_cast<LineStatus>(i)))] = ev.totals.lines[i];
+    }
+    nlohmann::json errors = nlohmann::json::object();
+    for (RejectReason r : kAllRejectReasons) {
+      errors[std::string(reject_reason_label(r))] = ev.totals.errors[static_cast<std::size_t>(r)];
+    }
+    nlohmann::json changes = nlohmann::json::object();
+    for (std::size_t i = 0; i < kFileChangeCount; ++i) {
+      changes[std::string(to_string(static_cast<FileChange>(i)))] = ev.totals.file_changes[i];
+    }
+    out["lines"] = std::move(lines);
+    out["errors"] = std::move(errors);
+    out["file_changes"] = std::move(changes);
+    out["read_bytes"] = ev.totals.bytes;
+    out["stale_events"] = ev.totals.stale_events;
+    nlohmann::json logs = nlohmann::json::array();
+    for (const auto& [glob, t] : ev.tails) {
+      logs.push_back({{"glob", glob},
+                      {"files", t.files},
+                      {"backlog_bytes", t.backlog_bytes},
+                      {"refused", t.refused},
+                      {"error", t.error.empty() ? nlohmann::json() : nlohmann::json(t.error)}});
+    }
+    out["logs"] = std::move(logs);
+    nlohmann::json jobs = nlohmann::json::array();
+    for (const auto& [key, j] : ev.jobs) {
+      if ((!tier.empty() && key.first != tier) || (!job.empty() && key.second != job)) continue;
+      std::uint64_t kept = 0, committed = 0, failed = 0;
+      std::int64_t latest = -1;
+      auto lo = ev.steps.lower_bound(
+          StepKeyLess::View{key.first, key.second, std::numeric_limits<std::int64_t>::min()});
+      for (auto it = lo;
+           it != ev.steps.end() && it->first.tier == key.first && it->first.job == key.second;
+           ++it) {
+        ++kept;
+        if (it->second.committed) {
+          ++committed;
+          latest = std::max(latest, it->first.step);
+        }
+        if (it->second.failed) ++failed;
+      }
+      nlohmann::json slow = nlohmann::json::array();
+      for (const auto& [rank, n] : ev.slow_ranks(key.first, key.second, top)) {
+        slow.push_back({{"rank", rank}, {"times_last", n}});
+      }
+      nlohmann::json recent = nlohmann::json::array();
+      for (auto it = j.recent_failures.rbegin(); it != j.recent_failures.rend(); ++it) {
+        recent.push_back({{"step", it->step}, {"ts", it->ts}, {"reason", it->reason}});
+      }
+      jobs.push_back(
+          {{"tier", key.first},
+           {"job", key.second},
+           {"checkpoints", kept},
+           {"committed", committed},
+           {"failed", failed},
+           {"latest_committed_step", latest >= 0 ? nlohmann::json(latest) : nlohmann::json()},
+           {"failures_total", j.failures},
+           {"recent_failures", std::move(recent)},
+           {"slow_ranks", std::move(slow)},
+           {"durations", {{"count", j.duration.count}, {"sum_seconds", j.duration.sum}}},
+           {"pauses", {{"count", j.pause.count}, {"sum_seconds", j.pause.sum}}},
+           {"cleanups", j.cleanups},
+           {"cleanup_bytes", j.cleanup_bytes},
+           {"last_event_ts", opt(j.last_event_ts)}});
+    }
+    out["jobs"] = std::move(jobs);
+    nlohmann::json restores = nlohmann::json::array();
+    for (const auto& [name, r] : ev.restores) {
+      if (!job.empty() && name != job) continue;
+      nlohmann::json o{
+          {"job", name},
+          {"restores", r.restores},
+          {"failed", r.failed},
+          {"last_ok_ts", opt(r.last_ok_ts)},
+          {"durations", {{"count", r.duration.count}, {"sum_seconds", r.duration.sum}}}};
+      if (r.last) {
+        o["last"] = {{"step", r.last->step},
+                     {"tier", r.last->tier},
+                     {"ts", r.last->ts},
+                     {"bytes", r.last->bytes},
+                     {"ok", r.last->ok},
+                     {"duration_seconds",
+                      r.last->duration ? nlohmann::json(*r.last->duration) : nlohmann::json()}};
+      } else {
+        o["last"] = nullptr;
+      }
+      restores.push_back(std::move(o));
+    }
+    out["restores"] = std::move(restores);
+  }
+  if (st.integrity) {
+    const IntegrityStatus& in = *st.integrity;
+    nlohmann::json totals = nlohmann::json::object();
+    for (const auto& [t, c] : in.totals) totals[t] = counts_json(c);
+    nlohmann::json failed = nlohmann::json::array();
+    for (const auto& [k, c] : in.steps) {
+      if (!c.failed()) continue;
+      failed.push_back(
+          {{"tier", k.tier}, {"job", k.job}, {"step", k.step}, {"results", counts_json(c)}});
+    }
+    for (const auto& [k, c] : in.checkpoints) {
+      if (!c.failed()) continue;
+      failed.push_back({{"tier", k.first}, {"path", k.second}, {"results", counts_json(c)}});
+    }
+    out["integrity"] = {{"totals", std::move(totals)},
+                        {"pending_shards", in.pending_shards},
+                        {"failed", std::move(failed)}};
+  }
+  *body = out.is_null() ? std::string("{}")
+                        : out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return true;
+}
+
+std::string render_event_checkpoints_json(const Snapshot& snap,
+                                          const std::map<std::string, std::string>& query) {
+  const std::string tier = query_value(query, "tier");
+  const std::string job = query_value(query, "job");
+  nlohmann::json arr = nlohmann::json::array();
+  if (snap.state.events) {
+    for (const auto& [k, s] : snap.state.events->steps) {
+      if ((!tier.empty() && k.tier != tier) || (!job.empty() && k.job != job)) continue;
+      nlohmann::json j = event_step_json(s);
+      j["tier"] = k.tier;
+      j["job"] = k.job;
+      j["step"] = k.step;
+      if (snap.state.integrity) {
+        auto it = snap.state.integrity->steps.find(k);
+        j["integrity"] =
+            it == snap.state.integrity->steps.end() ? nlohmann::json() : counts_json(it->second);
+      }
+      arr.push_back(std::move(j));
+    }
   }
   return arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }

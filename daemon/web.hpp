@@ -14,8 +14,10 @@ namespace ckptmon {
 std::string render_landing_page(const Snapshot& snap, bool ready, bool last_reload_ok);
 std::string render_tiers_json(const Snapshot& snap);
 
-// One checkpoint as `ckptmon scan --format json` and /api/v1/checkpoints show it.
-nlohmann::json checkpoint_json(const Checkpoint& c);
+// One checkpoint as `ckptmon scan --format json` and /api/v1/checkpoints show
+// it; with `state`, merged with what the event log and the integrity verifier
+// say about it (save duration and skew from events when present).
+nlohmann::json checkpoint_json(const Checkpoint& c, const State* state = nullptr);
 
 // /api/v1/checkpoints?tier=&job=&state= : every filter optional. Returns false
 // with `error` for an unknown state value.
@@ -28,5 +30,17 @@ bool render_findings_json(const Snapshot& snap, const std::map<std::string, std:
 
 // /api/v1/jobs: per (tier, job) counts, bytes and the newest committed step.
 std::string render_jobs_json(const Snapshot& snap);
+
+// /api/v1/events/summary?tier=&job=&top= : line totals, tailed logs, per
+// (tier, job) failures and the ranks that finish last most often (top-k),
+// restores, integrity results. Returns false with `error` for a bad `top`.
+bool render_events_summary_json(const Snapshot& snap,
+                                const std::map<std::string, std::string>& query, std::string* body,
+                                std::string* error);
+
+// /api/v1/events/checkpoints?tier=&job= : every checkpoint the event logs
+// describe, step by step (the newest 64 per tier and job).
+std::string render_event_checkpoints_json(const Snapshot& snap,
+                                          const std::map<std::string, std::string>& query);
 
 }  // namespace ckptmon

@@ -15,6 +15,15 @@ double CollectorStatus::duration_seconds() const {
   return d;
 }
 
+const EventStep* State::event_step(const Checkpoint& c) const {
+  if (!events || c.step < 0) return nullptr;
+  return events->find(c.tier, c.job, c.step);
+}
+
+bool State::integrity_failed(const Checkpoint& c) const {
+  return integrity && integrity->failed(c.tier, c.job, c.step, c.path);
+}
+
 void State::apply_config(std::shared_ptr<const Config> cfg) {
   std::map<std::string, TierState> next;
   for (const auto& t : cfg->tiers) {

@@ -11,6 +11,7 @@
 
 #include "config/config.hpp"
 #include "model/catalog.hpp"
+#include "model/events.hpp"
 
 namespace ckptmon {
 
@@ -58,6 +59,15 @@ struct State {
   std::map<std::string, TierState> tiers;  // by tier name, the same set as config->tiers
   std::map<std::string, CollectorStatus> collectors;
   std::map<std::string, TierCatalog> catalogs;  // by tier name
+  // What the checkpoint event logs said (manifest_tail) and what the
+  // integrity verifier found; immutable snapshots, null until first loaded.
+  std::shared_ptr<const EventCatalog> events;
+  std::shared_ptr<const IntegrityStatus> integrity;
+
+  // The event-log view of a checkpoint the scanner found, or null.
+  const EventStep* event_step(const Checkpoint& c) const;
+  // Whether the integrity verifier found `c` broken (then it is not restorable).
+  bool integrity_failed(const Checkpoint& c) const;
 
   // Aligns `tiers` and `catalogs` with a new configuration: keeps what is
   // known about tiers that stay, adds new ones as not probed yet, drops

@@ -9,7 +9,7 @@ build_pkgs=(
   prometheus-cpp-dev libboost-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libsqlite3-dev libyaml-cpp-dev libcli11-dev libsystemd-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libssl-dev libcrypt-dev
+  libisal-dev libxxhash-dev libssl-dev libcrypt-dev
 )
 # Real neighbours used by the integration tests (openssl makes their TLS
 # certificates), the fuzzer toolchain and the

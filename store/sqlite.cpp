@@ -56,6 +56,10 @@ Stmt& Stmt::bind(int i, std::string_view v) {
   sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   return *this;
 }
+Stmt& Stmt::bind_blob(int i, std::string_view bytes) {
+  sqlite3_bind_blob64(st_, i, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+  return *this;
+}
 Stmt& Stmt::bind_null(int i) {
   sqlite3_bind_null(st_, i);
   return *this;
@@ -82,6 +86,13 @@ void Stmt::reset() {
 std::string Stmt::text(int col) const {
   const unsigned char* p = sqlite3_column_text(st_, col);
   return p != nullptr ? std::string(reinterpret_cast<const char*>(p),
+                                    static_cast<std::size_t>(sqlite3_column_bytes(st_, col)))
+                      : std::string();
+}
+
+std::string Stmt::blob(int col) const {
+  const void* p = sqlite3_column_blob(st_, col);
+  return p != nullptr ? std::string(static_cast<const char*>(p),
                                     static_cast<std::size_t>(sqlite3_column_bytes(st_, col)))
                       : std::string();
 }

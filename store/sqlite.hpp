@@ -51,6 +51,7 @@ class Stmt {
   Stmt& bind(int i, double v);
   Stmt& bind(int i, std::string_view v);
   Stmt& bind_null(int i);
+  Stmt& bind_blob(int i, std::string_view bytes);
   // Steps once: true while a row is available.
   bool step();
   // Runs to completion (INSERT/UPDATE/DELETE) and resets for reuse.
@@ -60,6 +61,7 @@ class Stmt {
   std::int64_t int64(int col) const { return sqlite3_column_int64(st_, col); }
   double real(int col) const { return sqlite3_column_double(st_, col); }
   std::string text(int col) const;
+  std::string blob(int col) const;
   bool is_null(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
 
  private:

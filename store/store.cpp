@@ -12,6 +12,12 @@ namespace {
 
 constexpr int kSchemaVersion = 3;
 
+bool table_exists(sql::Db& db, std::string_view name) {
+  auto st = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
+  st.bind(1, name);
+  return st.step();
+}
+
 void migrate(sql::Db& db) {
   const int v = db.user_version();
   if (v > kSchemaVersion) {
@@ -33,6 +39,51 @@ void migrate(sql::Db& db) {
   skew_observed INTEGER NOT NULL, deleted_at REAL,
   PRIMARY KEY(tier, path)) WITHOUT ROWID)");
     db.set_user_version(1);
+    tx.commit();
+  }
+  // Checked by table as well as by version: a database that reached a later
+  // version from a build without these tables must still get them.
+  if (v < 2 || !table_exists(db, "manifest_cursors")) {
+    // Event logs (collectors/manifest_tail.cpp, store/event_tables.cpp): the
+    // read position of every log, committed in the same transaction as the
+    // aggregates and totals derived from the lines up to it; and the
+    // integrity verifier's queue and results (collectors/integrity.cpp).
+    sql::Transaction tx(db);
+    db.exec(R"(CREATE TABLE IF NOT EXISTS manifest_cursors(
+  dev INTEGER NOT NULL, ino INTEGER NOT NULL, path TEXT NOT NULL, glob TEXT NOT NULL,
+  fp_len INTEGER NOT NULL, fp_hash INTEGER NOT NULL,
+  offset INTEGER NOT NULL, line INTEGER NOT NULL, skipping INTEGER NOT NULL,
+  check_len INTEGER NOT NULL, check_hash INTEGER NOT NULL,
+  gone INTEGER NOT NULL, last_seen REAL NOT NULL,
+  PRIMARY KEY(dev, ino)) WITHOUT ROWID)");
+    db.exec(R"(CREATE TABLE IF NOT EXISTS manifest_totals(
+  kind TEXT NOT NULL, label TEXT NOT NULL, value INTEGER NOT NULL,
+  PRIMARY KEY(kind, label)) WITHOUT ROWID)");
+    db.exec(R"(CREATE TABLE IF NOT EXISTS event_steps(
+  tier TEXT NOT NULL, job TEXT NOT NULL, step INTEGER NOT NULL, data TEXT NOT NULL,
+  PRIMARY KEY(tier, job, step)) WITHOUT ROWID)");
+    db.exec(R"(CREATE TABLE IF NOT EXISTS event_jobs(
+  tier TEXT NOT NULL, job TEXT NOT NULL, data TEXT NOT NULL,
+  PRIMARY KEY(tier, job)) WITHOUT ROWID)");
+    db.exec(R"(CREATE TABLE IF NOT EXISTS event_restores(
+  job TEXT NOT NULL PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID)");
+    db.exec(R"(CREATE TABLE IF NOT EXISTS integrity_queue(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, tier TEXT NOT NULL, job TEXT NOT NULL,
+  step INTEGER NOT NULL, next_index INTEGER NOT NULL, count INTEGER NOT NULL,
+  shards BLOB NOT NULL))");
+    db.exec(R"(CREATE TABLE IF NOT EXISTS integrity_steps(
+  tier TEXT NOT NULL, job TEXT NOT NULL, step INTEGER NOT NULL,
+  ok INTEGER NOT NULL, mismatch INTEGER NOT NULL, missing INTEGER NOT NULL, error INTEGER NOT NULL,
+  PRIMARY KEY(tier, job, step)) WITHOUT ROWID)");
+    db.exec(R"(CREATE TABLE IF NOT EXISTS integrity_checkpoints(
+  tier TEXT NOT NULL, path TEXT NOT NULL, job TEXT NOT NULL, step INTEGER NOT NULL,
+  next_index INTEGER NOT NULL, done INTEGER NOT NULL,
+  ok INTEGER NOT NULL, mismatch INTEGER NOT NULL, missing INTEGER NOT NULL, error INTEGER NOT NULL,
+  PRIMARY KEY(tier, path)) WITHOUT ROWID)");
+    db.exec(R"(CREATE TABLE IF NOT EXISTS integrity_totals(
+  tier TEXT NOT NULL, result TEXT NOT NULL, value INTEGER NOT NULL,
+  PRIMARY KEY(tier, result)) WITHOUT ROWID)");
+    if (v < 2) db.set_user_version(2);
     tx.commit();
   }
   // Version 3: tier samples and the alert history (store/history.hpp).

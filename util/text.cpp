@@ -1,6 +1,8 @@
 #include "util/text.hpp"
 
+#include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -96,6 +98,61 @@ std::string human_bytes(double bytes) {
     std::snprintf(buf.data(), buf.size(), "%.1f %s", v, kUnits[i]);
   }
   return buf.data();
+}
+
+std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+  const std::string_view number = text.substr(0, i);
+  const std::string_view unit = text.substr(i);
+  if (number.empty() || number.front() == '.' || number.back() == '.') return std::nullopt;
+  struct Unit {
+    std::string_view name;
+    double factor;
+  };
+  static constexpr std::array<Unit, 10> kUnits{{{"B", 1},
+                                                {"KiB", 1024.0},
+                                                {"MiB", 1024.0 * 1024},
+                                                {"GiB", 1024.0 * 1024 * 1024},
+                                                {"TiB", 1024.0 * 1024 * 1024 * 1024},
+                                                {"kB", 1e3},
+                                                {"KB", 1e3},
+                                                {"MB", 1e6},
+                                                {"GB", 1e9},
+                                                {"TB", 1e12}}};
+  double factor = 1;
+  if (!unit.empty()) {
+    auto it =
+        std::find_if(kUnits.begin(), kUnits.end(), [&](const Unit& u) { return u.name == unit; });
+    if (it == kUnits.end()) return std::nullopt;
+    factor = it->factor;
+  }
+  if (number.find('.') == std::string_view::npos) {
+    std::uint64_t v = 0;
+    auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
+    if (ec != std::errc() || ptr != number.data() + number.size()) return std::nullopt;
+    const auto f = static_cast<std::uint64_t>(factor);
+    if (v != 0 && f > UINT64_MAX / v) return std::nullopt;
+    return v * f;
+  }
+  if (std::count(number.begin(), number.end(), '.') != 1) return std::nullopt;
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
+  if (ec != std::errc() || ptr != number.data() + number.size()) return std::nullopt;
+  const double bytes = v * factor;
+  // 2^64 is exactly representable; anything at or above it does not fit.
+  if (!(bytes < 18446744073709551616.0)) return std::nullopt;
+  return static_cast<std::uint64_t>(bytes);
+}
+
+std::string format_byte_size(std::uint64_t bytes) {
+  constexpr std::array<const char*, 5> kUnits{"B", "KiB", "MiB", "GiB", "TiB"};
+  std::size_t i = 0;
+  while (bytes != 0 && bytes % 1024 == 0 && i + 1 < kUnits.size()) {
+    bytes /= 1024;
+    ++i;
+  }
+  return std::to_string(bytes) + kUnits[i];
 }
 
 }  // namespace ckptmon

@@ -1,6 +1,8 @@
 #pragma once
 // Small text helpers shared by the logger, the web pages and the parsers.
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,5 +24,14 @@ std::string_view trim(std::string_view s);
 
 // Formats a number for humans: 1.5 GiB, 10 KiB, 312 B.
 std::string human_bytes(double bytes);
+
+// Parses a size as written in configuration: a plain number of bytes
+// ("65536") or a number with a unit, binary (KiB, MiB, GiB, TiB) or decimal
+// (B, kB, MB, GB, TB), e.g. "64KiB", "1.5GiB". Returns nullopt for anything
+// else, a negative value or one that does not fit 64 bits.
+std::optional<std::uint64_t> parse_byte_size(std::string_view text);
+
+// The shortest exact form of `bytes` in binary units ("64KiB", "1536B").
+std::string format_byte_size(std::uint64_t bytes);
 
 }  // namespace ckptmon

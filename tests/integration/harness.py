@@ -6,6 +6,7 @@ environment. Everything a test starts or mounts is registered here and torn
 down in reverse order, also when the test fails.
 """
 
+import atexit
 import http.client
 import json
 import os
@@ -270,8 +271,23 @@ def tier_yaml(name, path, role="rapid", drains_to=None):
     return f"  - {{name: {name}, path: {json.dumps(path)}, role: {role}{extra}}}\n"
 
 
-def config_yaml(tiers, scan_interval="500ms", probe_timeout="2s", state_dir="/tmp"):
-    """`tiers`: lines from tier_yaml()."""
+_STATE_DIRS = []
+
+
+def _remove_state_dirs():
+    for d in _STATE_DIRS:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+atexit.register(_remove_state_dirs)
+
+
+def config_yaml(tiers, scan_interval="500ms", probe_timeout="2s", state_dir=None):
+    """`tiers`: lines from tier_yaml(). Without `state_dir`, a fresh one per
+    call: tests never share a state database."""
+    if state_dir is None:
+        state_dir = tempfile.mkdtemp(prefix="ckptmon-state-")
+        _STATE_DIRS.append(state_dir)
     return ("global:\n"
             f"  state_dir: {state_dir}\n"
             f"  scan_interval: {scan_interval}\n"

@@ -1,5 +1,7 @@
 #include "config/config.hpp"
 
+#include "util/text.hpp"
+
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -46,6 +48,63 @@ TEST(Config, DefaultsWhenGlobalIsAbsent) {
   EXPECT_EQ(r.config->global.proc_path, "/proc");
 }
 
+TEST(Config, ReadsManifestsAndTailerKnobs) {
+  LoadResult r =
+      parse_config(R"(global: {tail_interval: 250ms, tail_timeout: 2m, max_line_bytes: 1MiB}
+tiers:
+  - {name: staging, path: /nvme, role: staging}
+  - {name: rapid, path: /lustre/ckpt, role: rapid}
+manifests:
+  - {glob: "/lustre/ckpt/*/events*.jsonl", tier: rapid}
+  - glob: /nvme/*/events.jsonl
+integrity: {bytes_per_second: 1.5GiB, enabled: false, interval: 1m}
+)",
+                   "ok.yml");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].to_string());
+  const Config& c = *r.config;
+  EXPECT_EQ(c.global.tail_interval, std::chrono::milliseconds(250));
+  EXPECT_EQ(c.global.tail_timeout, std::chrono::minutes(2));
+  EXPECT_EQ(c.global.max_line_bytes, 1024u * 1024u);
+  ASSERT_EQ(c.manifests.size(), 2u);
+  EXPECT_EQ(c.manifests[0].glob, "/lustre/ckpt/*/events*.jsonl");
+  EXPECT_EQ(c.manifests[0].tier, "rapid");
+  EXPECT_EQ(c.manifests[1].glob, "/nvme/*/events.jsonl");
+  EXPECT_EQ(c.manifests[1].tier, "");
+  EXPECT_FALSE(c.integrity.enabled);
+  EXPECT_EQ(c.integrity.bytes_per_second, 1610612736u);  // 1.5 * 2^30
+  EXPECT_EQ(c.integrity.interval, std::chrono::minutes(1));
+}
+
+TEST(Config, TailerDefaults) {
+  LoadResult r = parse_config("tiers:\n  - {name: a, path: /a, role: capacity}\n", "ok.yml");
+  ASSERT_TRUE(r.config);
+  EXPECT_EQ(r.config->global.tail_interval, std::chrono::seconds(1));
+  EXPECT_EQ(r.config->global.tail_timeout, std::chrono::minutes(5));
+  EXPECT_EQ(r.config->global.max_line_bytes, 65536u);
+  EXPECT_TRUE(r.config->manifests.empty());
+  EXPECT_TRUE(r.config->integrity.enabled);
+  EXPECT_EQ(r.config->integrity.bytes_per_second, 50u * 1024 * 1024);
+  EXPECT_EQ(r.config->integrity.interval, std::chrono::seconds(30));
+}
+
+TEST(ByteSize, ParsesUnitsAndRejectsTheRest) {
+  EXPECT_EQ(parse_byte_size("65536"), 65536u);
+  EXPECT_EQ(parse_byte_size("64KiB"), 65536u);
+  EXPECT_EQ(parse_byte_size("50MiB"), 52428800u);
+  EXPECT_EQ(parse_byte_size("2GB"), 2000000000u);
+  EXPECT_EQ(parse_byte_size("1kB"), 1000u);
+  EXPECT_EQ(parse_byte_size("0.5KiB"), 512u);
+  EXPECT_EQ(parse_byte_size("16EiB"), std::nullopt);  // unknown unit
+  EXPECT_EQ(parse_byte_size("18446744073709551616"), std::nullopt);
+  EXPECT_EQ(parse_byte_size("17179869184GiB"), std::nullopt);  // 2^64 bytes
+  for (const char* bad : {"", "MiB", "-1", "1.", ".5", "1..2KiB", "1 MiB", "1mib", "0x10"}) {
+    EXPECT_EQ(parse_byte_size(bad), std::nullopt) << bad;
+  }
+  EXPECT_EQ(format_byte_size(65536), "64KiB");
+  EXPECT_EQ(format_byte_size(1536), "1536B");
+  EXPECT_EQ(format_byte_size(64ull << 20), "64MiB");
+}
+
 TEST(Config, EveryRoleIsAccepted) {
   for (const char* role : {"staging", "rapid", "milestone", "capacity", "deletion"}) {
     LoadResult r = parse_config(std::string("tiers:\n  - {name: a, path: /a, role: ") + role + "}\n",
@@ -73,11 +132,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_top_level_key",
                 "tierz: []\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:1:1: tierz: unknown key (expected one of: global, tiers, history, "
-                 "alerting)"}},
+                 "alerting, manifests, integrity)"}},
         BadCase{"unknown_global_key",
                 "global:\n  scan_intervall: 15s\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:2:3: global.scan_intervall: unknown key (expected one of: state_dir, "
-                 "scan_interval, probe_timeout, scan_timeout, proc_path, worker_threads)"}},
+                 "scan_interval, probe_timeout, scan_timeout, proc_path, worker_threads, "
+                 "tail_interval, tail_timeout, max_line_bytes)"}},
         BadCase{"unknown_tier_key",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain_to: b\n",
                 {"bad.yml:5:5: tiers[0].drain_to: unknown key (expected one of: name, path, role, "
@@ -128,11 +188,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"tiers_not_a_list",
                 "tiers: {name: a}\n",
                 {"bad.yml:1:8: tiers: expected a list of tiers, got a mapping"}},
-        BadCase{"tiers_missing", "global: {}\n",
-                {"bad.yml:1:1: tiers: required key is missing"}},
-        BadCase{"empty_tiers", "tiers: []\n",
-                {"bad.yml:1:8: tiers: expected at least one tier"}},
-        BadCase{"top_level_not_a_mapping", "- a\n- b\n",
+        BadCase{"tiers_missing", "global: {}\n", {"bad.yml:1:1: tiers: required key is missing"}},
+        BadCase{"empty_tiers", "tiers: []\n", {"bad.yml:1:8: tiers: expected at least one tier"}},
+        BadCase{"top_level_not_a_mapping",
+                "- a\n- b\n",
                 {"bad.yml:1:1: (top level): expected a mapping, got a list"}},
         BadCase{"duplicate_key",
                 "tiers:\n  - {name: a, path: /a, path: /b, role: rapid}\n",
@@ -163,7 +222,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"namespace_bad_regex",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    namespaces:\n      "
                 "'(': {owner: x}\n",
-                {"bad.yml:6:7: tiers[0].namespaces.(: invalid regex: Mismatched '(' and ')' in regular expression"}},
+                {"bad.yml:6:7: tiers[0].namespaces.(: invalid regex: Mismatched '(' and ')' in "
+                 "regular expression"}},
         BadCase{"namespace_unknown_key",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    namespaces:\n      "
                 "x: {user: bob}\n",
@@ -209,6 +269,55 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointBandwidthShortfall)"}},
         BadCase{"invalid_yaml", "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},
+        BadCase{"manifests_not_a_list",
+                "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests: {glob: /x}\n",
+                {"bad.yml:3:12: manifests: expected a list of {glob, tier} entries, got a "
+                 "mapping"}},
+        BadCase{"manifest_relative_glob",
+                "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests:\n  - {glob: "
+                "'ckpt/*.jsonl'}\n",
+                {"bad.yml:4:12: manifests[0].glob: expected an absolute path, got "
+                 "\"ckpt/*.jsonl\""}},
+        BadCase{"manifest_missing_glob",
+                "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests:\n  - {tier: a}\n",
+                {"bad.yml:4:5: manifests[0].glob: required key is missing"}},
+        BadCase{"manifest_unknown_tier",
+                "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests:\n  - {glob: /l/*.jsonl, "
+                "tier: "
+                "b}\n",
+                {"bad.yml:4:30: manifests[0].tier: names no tier: \"b\" (tiers are: a)"}},
+        BadCase{"manifest_unknown_key",
+                "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests:\n  - {glob: /l/*.jsonl, "
+                "tiers: a}\n",
+                {"bad.yml:4:24: manifests[0].tiers: unknown key (expected one of: glob, tier)"}},
+        BadCase{
+            "manifest_duplicate_glob",
+            "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests:\n  - {glob: /l/*.jsonl}\n  - "
+            "{glob: /l/*.jsonl, tier: a}\n",
+            {"bad.yml:5:12: manifests[1].glob: duplicate glob \"/l/*.jsonl\" (first given at "
+             "line 4)"}},
+        BadCase{"max_line_bytes_not_a_size",
+                "global: {max_line_bytes: lots}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+                {"bad.yml:1:26: global.max_line_bytes: expected a size such as 64KiB, 50MiB or a "
+                 "number of bytes, got \"lots\""}},
+        BadCase{"max_line_bytes_too_small",
+                "global: {max_line_bytes: 100}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+                {"bad.yml:1:26: global.max_line_bytes: must be from 1KiB to 64MiB, got \"100\""}},
+        BadCase{"tail_interval_too_short",
+                "global: {tail_interval: 1ms}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+                {"bad.yml:1:25: global.tail_interval: must be at least 10ms, got \"1ms\""}},
+        BadCase{
+            "integrity_rate_unit",
+            "tiers:\n  - {name: a, path: /a, role: rapid}\nintegrity: {bytes_per_second: 50Mb}\n",
+            {"bad.yml:3:31: integrity.bytes_per_second: expected a size such as 64KiB, 50MiB "
+             "or a number of bytes, got \"50Mb\""}},
+        BadCase{"integrity_enabled_not_bool",
+                "tiers:\n  - {name: a, path: /a, role: rapid}\nintegrity: {enabled: yes}\n",
+                {"bad.yml:3:22: integrity.enabled: expected true or false, got \"yes\""}},
+        BadCase{"integrity_unknown_key",
+                "tiers:\n  - {name: a, path: /a, role: rapid}\nintegrity: {rate: 1MiB}\n",
+                {"bad.yml:3:13: integrity.rate: unknown key (expected one of: enabled, "
+                 "bytes_per_second, interval)"}},
         BadCase{"several_errors_at_once",
                 "global: {scan_interval: 1x}\ntiers:\n  - {name: a, role: slow}\n",
                 {"bad.yml:1:25: global.scan_interval: expected a duration such as 500ms, 15s, "

@@ -1,0 +1,868 @@
+#include "collectors/manifest_tail.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <glob.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "store/store.hpp"
+#include "util/digest.hpp"
+
+namespace ckptmon {
+namespace {
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// pread until `n` bytes or end of file; -1 on error.
+ssize_t pread_full(int fd, char* buf, std::size_t n, std::uint64_t offset) {
+  std::size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::pread(fd, buf + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (r == 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  return static_cast<ssize_t>(got);
+}
+
+// XXH64 of `len` bytes at `offset`; nullopt when they cannot all be read.
+std::optional<std::uint64_t> hash_range(int fd, std::uint64_t offset, std::uint32_t len) {
+  std::vector<char> b(len);
+  if (pread_full(fd, b.data(), len, offset) != static_cast<ssize_t>(len)) return std::nullopt;
+  return xxh64(b.data(), len);
+}
+
+std::string refusal_reason(mode_t mode) {
+  if (S_ISFIFO(mode)) return "fifo";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "device";
+  if (S_ISSOCK(mode)) return "socket";
+  if (S_ISLNK(mode)) return "symlink";
+  if (S_ISDIR(mode)) return "directory";
+  return "other";
+}
+
+std::string parent_dir(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// glob(3) reports unreadable directories through a callback without a user
+// pointer; one pass runs on one thread at a time.
+thread_local int glob_errors = 0;
+thread_local std::string glob_first_error;
+
+int on_glob_error(const char* path, int err) {
+  if (glob_errors++ == 0) glob_first_error = std::string(path) + ": " + errno_text(err);
+  return 0;  // keep going: one unreadable job directory must not hide the others
+}
+
+}  // namespace
+
+std::string glob_root(const std::string& glob) {
+  std::string root;
+  std::size_t start = 1;
+  while (start <= glob.size()) {
+    std::size_t end = glob.find('/', start);
+    if (end == std::string::npos) break;  // the last component names files
+    const std::string comp = glob.substr(start, end - start);
+    if (comp.find_first_of("*?[\\") != std::string::npos) break;
+    root += "/" + comp;
+    start = end + 1;
+  }
+  return root.empty() ? "/" : root;
+}
+
+// --- EventIngest -------------------------------------------------------------------
+
+EventIngest::EventIngest(std::shared_ptr<Store> store, std::size_t steps_per_job)
+    : store_(std::move(store)), steps_per_job_(steps_per_job) {}
+
+void EventIngest::ensure_loaded() {
+  {
+    std::lock_guard lock(mu_);
+    if (loaded_) return;
+  }
+  // Loaded on the store thread under mu_: nothing here ever waits for the
+  // store while holding mu_, because commits take mu_ on the store thread.
+  store_->call<bool>([this](sql::Db& db) {
+    std::lock_guard lock(mu_);
+    if (!loaded_) load_from(db);
+    return true;
+  });
+}
+
+void EventIngest::load_from(sql::Db& db) {
+  auto loaded = event_tables::load(db);
+  const auto tails = std::move(catalog_.tails);
+  const std::uint64_t version = catalog_.version;
+  catalog_ = std::move(loaded.catalog);
+  catalog_.tails = tails;
+  catalog_.version = version + 1;
+  cursors_.clear();
+  for (auto& c : loaded.cursors) cursors_[FileId{c.dev, c.ino}] = std::move(c);
+  loaded_ = true;
+}
+
+std::optional<EventIngest::CursorRow> EventIngest::cursor(FileId id) const {
+  std::lock_guard lock(mu_);
+  auto it = cursors_.find(id);
+  if (it == cursors_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<EventIngest::CursorRow> EventIngest::cursor_by_path(const std::string& path,
+                                                                  std::uint64_t ino) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, c] : cursors_) {
+    if (id.ino == ino && c.path == path) return c;
+  }
+  return std::nullopt;
+}
+
+std::vector<EventIngest::CursorRow> EventIngest::cursors_of(const std::string& glob) const {
+  std::lock_guard lock(mu_);
+  std::vector<CursorRow> out;
+  for (const auto& [_, c] : cursors_) {
+    if (c.glob == glob) out.push_back(c);
+  }
+  return out;
+}
+
+bool EventIngest::commit(const CursorRow* from, const CursorRow& to,
+                         std::span<const LineResult> lines, std::string_view tier,
+                         std::optional<FileChange> change, std::uint64_t consumed) {
+  return commit_async(from != nullptr ? std::optional<CursorRow>(*from) : std::nullopt, to, lines,
+                      std::string(tier), change, consumed)
+             .get() >= 0;
+}
+
+std::future<std::int64_t> EventIngest::commit_async(std::optional<CursorRow> from, CursorRow to,
+                                                    std::span<const LineResult> lines,
+                                                    std::string tier,
+                                                    std::optional<FileChange> change,
+                                                    std::uint64_t consumed) {
+  auto promise = std::make_shared<std::promise<std::int64_t>>();
+  auto done = promise->get_future();
+  // Folding the lines in and writing them happen on the store thread, so the
+  // caller can read and parse the next batch meanwhile.
+  store_->post([this, promise, from = std::move(from), to = std::move(to), lines,
+                tier = std::move(tier), change, consumed](sql::Db& db) {
+    try {
+      promise->set_value(apply(db, from ? &*from : nullptr, to, lines, tier, change, consumed));
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  });
+  return done;
+}
+
+std::int64_t EventIngest::apply(sql::Db& db, const CursorRow* from, const CursorRow& to,
+                                std::span<const LineResult> lines, std::string_view tier,
+                                std::optional<FileChange> change, std::uint64_t consumed) {
+  std::lock_guard lock(mu_);
+  if (!loaded_) load_from(db);
+  // Exactly once hinges on this: a batch applies only on top of the position
+  // it was read from.
+  const FileId from_id = from != nullptr ? FileId{from->dev, from->ino} : FileId{to.dev, to.ino};
+  auto it = cursors_.find(from_id);
+  if (from == nullptr) {
+    if (it != cursors_.end()) return -1;
+  } else if (it == cursors_.end() || it->second.parse != from->parse ||
+             it->second.fp_len != from->fp_len || it->second.fp_hash != from->fp_hash) {
+    return -1;
+  }
+  const FileId to_id{to.dev, to.ino};
+  const std::uint64_t rejected_before =
+      catalog_.totals.lines[static_cast<std::size_t>(LineStatus::kRejected)];
+  EventAggregator agg(catalog_, steps_per_job_);
+  for (const LineResult& l : lines) agg.add(l, tier);
+  if (change) agg.count_change(*change);
+  agg.count_bytes(consumed);
+  try {
+    sql::Transaction tx(db);
+    if (from_id != to_id) {
+      auto del = db.prepare("DELETE FROM manifest_cursors WHERE dev=?1 AND ino=?2");
+      del.bind(1, static_cast<std::int64_t>(from_id.dev))
+          .bind(2, static_cast<std::int64_t>(from_id.ino));
+      del.run();
+    }
+    event_tables::upsert_cursor(db, to);
+    event_tables::save_batch(db, catalog_, agg);
+    tx.commit();
+  } catch (...) {
+    // The catalog holds the batch already: the database is the truth, read it back.
+    try {
+      load_from(db);
+    } catch (...) {
+      loaded_ = false;
+    }
+    throw;
+  }
+  if (from_id != to_id) cursors_.erase(from_id);
+  cursors_[to_id] = to;
+  ++catalog_.version;
+  ++commits_;
+  return static_cast<std::int64_t>(
+      catalog_.totals.lines[static_cast<std::size_t>(LineStatus::kRejected)] - rejected_before);
+}
+
+void EventIngest::forget_before(double cutoff) {
+  store_->call<bool>([this, cutoff](sql::Db& db) {
+    std::lock_guard lock(mu_);
+    event_tables::delete_cursors_before(db, cutoff);
+    std::erase_if(cursors_, [&](const auto& kv) { return kv.second.last_seen < cutoff; });
+    return true;
+  });
+}
+
+std::size_t EventIngest::fold_idle_jobs(double cutoff) {
+  return store_->call<std::size_t>([this, cutoff](sql::Db& db) {
+    std::lock_guard lock(mu_);
+    if (!loaded_) load_from(db);
+    std::vector<StepKey> folded;
+    for (auto& [key, job] : catalog_.jobs) {
+      if (job.last_event_ts >= cutoff) continue;
+      auto lo = catalog_.steps.lower_bound(
+          StepKeyLess::View{key.first, key.second, std::numeric_limits<std::int64_t>::min()});
+      while (lo != catalog_.steps.end() && lo->first.tier == key.first &&
+             lo->first.job == key.second) {
+        if (lo->second.last_rank >= 0) ++job.slow_ranks[lo->second.last_rank];
+        job.evicted_through = std::max(job.evicted_through, lo->first.step);
+        folded.push_back(lo->first);
+        lo = catalog_.steps.erase(lo);
+      }
+    }
+    if (folded.empty()) return std::size_t{0};
+    try {
+      sql::Transaction tx(db);
+      auto del = db.prepare("DELETE FROM event_steps WHERE tier=?1 AND job=?2 AND step=?3");
+      auto up = db.prepare(
+          "INSERT INTO event_jobs(tier, job, data) VALUES(?1,?2,?3) "
+          "ON CONFLICT(tier, job) DO UPDATE SET data=excluded.data");
+      std::set<std::pair<std::string, std::string>> jobs;
+      for (const StepKey& k : folded) {
+        del.bind(1, std::string_view(k.tier)).bind(2, std::string_view(k.job)).bind(3, k.step);
+        del.run();
+        jobs.emplace(k.tier, k.job);
+      }
+      for (const auto& k : jobs) {
+        up.bind(1, std::string_view(k.first))
+            .bind(2, std::string_view(k.second))
+            .bind(3, to_json(catalog_.jobs.at(k)).dump());
+        up.run();
+      }
+      tx.commit();
+    } catch (...) {
+      load_from(db);
+      throw;
+    }
+    ++catalog_.version;
+    return folded.size();
+  });
+}
+
+void EventIngest::set_tail_status(const std::string& glob, TailStatus status) {
+  std::lock_guard lock(mu_);
+  auto it = catalog_.tails.find(glob);
+  if (it != catalog_.tails.end() && it->second == status) return;
+  catalog_.tails[glob] = std::move(status);
+  ++catalog_.version;
+}
+
+std::shared_ptr<const EventCatalog> EventIngest::snapshot() {
+  std::lock_guard lock(mu_);
+  if (!loaded_) return nullptr;
+  if (!snapshot_ || snapshot_->version != catalog_.version) {
+    snapshot_ = std::make_shared<const EventCatalog>(catalog_);
+  }
+  return snapshot_;
+}
+
+// --- LogTailer ---------------------------------------------------------------------
+
+namespace {
+
+EventParserOptions parser_options(const TailerOptions& o) {
+  EventParserOptions p;
+  p.max_line_bytes = o.max_line_bytes;
+  return p;
+}
+
+TailerOptions sane(TailerOptions o) {
+  o.read_bytes = std::max(o.read_bytes, o.max_line_bytes + 2);
+  return o;
+}
+
+}  // namespace
+
+LogTailer::LogTailer(ManifestConfig cfg, std::vector<std::string> earlier_globs, TailerOptions opts,
+                     std::shared_ptr<EventIngest> ingest, std::shared_ptr<const Clock> clock)
+    : cfg_(std::move(cfg)),
+      earlier_(std::move(earlier_globs)),
+      opts_(sane(opts)),
+      ingest_(std::move(ingest)),
+      clock_(std::move(clock)),
+      parser_(parser_options(opts_)),
+      buf_(opts_.read_bytes) {}
+
+LogTailer::~LogTailer() {
+  for (auto& [_, o] : open_) ::close(o.fd);
+}
+
+bool LogTailer::owned(const std::string& path) const {
+  // A log two globs match belongs to the first; otherwise both would read it.
+  return std::none_of(earlier_.begin(), earlier_.end(), [&](const std::string& g) {
+    return ::fnmatch(g.c_str(), path.c_str(), FNM_PATHNAME | FNM_PERIOD) == 0;
+  });
+}
+
+void LogTailer::refuse(const std::string& path, const std::string& reason, TailStatus& status) {
+  ++status.refused[reason];
+  if (auto dropped = log_limit_.allow("refused " + path, now_)) {
+    log::warn("event log match is not a regular file; not reading it",
+              {{"path", path}, {"reason", reason}, {"suppressed", *dropped}});
+  }
+}
+
+EventIngest::CursorRow LogTailer::fresh(FileId id, const std::string& path) const {
+  EventIngest::CursorRow r;
+  r.dev = id.dev;
+  r.ino = id.ino;
+  r.path = path;
+  r.glob = cfg_.glob;
+  r.last_seen = now_;
+  return r;
+}
+
+bool LogTailer::verify(int fd, const EventIngest::CursorRow& row, std::uint64_t size,
+                       bool* fingerprint_ok) {
+  *fingerprint_ok = true;
+  if (row.fp_len > 0) {
+    auto h = size >= row.fp_len ? hash_range(fd, 0, row.fp_len) : std::nullopt;
+    if (!h || *h != row.fp_hash) {
+      *fingerprint_ok = false;
+      why_ = "its first " + std::to_string(row.fp_len) + " bytes differ (size " +
+             std::to_string(size) + ")";
+      return false;
+    }
+  }
+  if (row.parse.offset > size) {
+    why_ = "it is shorter (" + std::to_string(size) + " bytes) than the read position";
+    return false;
+  }
+  if (row.check_len > 0) {
+    auto h = hash_range(fd, row.parse.offset - row.check_len, row.check_len);
+    if (!h || *h != row.check_hash) {
+      why_ = "the " + std::to_string(row.check_len) + " bytes before the read position differ";
+      return false;
+    }
+  }
+  return true;
+}
+
+void LogTailer::reset(Open& o, std::optional<FileChange> change) {
+  if (change) {
+    log::info("event log rewritten; reading it again from the start",
+              {{"file", o.path},
+               {"change", to_string(*change)},
+               {"offset", o.row.parse.offset},
+               {"why", why_}});
+  }
+  EventIngest::CursorRow to = fresh(o.id, o.path);
+  if (ingest_->commit(o.has_row ? &o.row : nullptr, to, {}, cfg_.tier, change, 0)) {
+    o.row = to;
+    o.has_row = true;
+  } else {
+    auto r = ingest_->cursor(o.id);
+    o.has_row = r.has_value();
+    o.row = r ? *r : fresh(o.id, o.path);
+  }
+  o.checked = true;
+}
+
+void LogTailer::open_log(int fd, FileId id, const std::string& path, std::uint64_t size) {
+  Open o;
+  o.fd = fd;
+  o.id = id;
+  o.path = path;
+  std::optional<EventIngest::CursorRow> row = ingest_->cursor(id);
+  if (!row) row = ingest_->cursor_by_path(path, id.ino);
+  if (!row) {
+    o.row = fresh(id, path);
+    o.checked = true;
+    open_.emplace(id, std::move(o));
+    return;
+  }
+  o.row = *row;
+  o.has_row = true;
+  bool fingerprint_ok = true;
+  const bool same = verify(fd, *row, size, &fingerprint_ok);
+  auto& slot = open_.emplace(id, std::move(o)).first->second;
+  if (!same) {
+    // A log that left the glob was counted then (rotated or deleted); a new
+    // file that got its inode number is just a new file.
+    reset(slot, row->gone ? std::nullopt
+                          : std::optional(fingerprint_ok ? FileChange::kTruncated
+                                                         : FileChange::kReplaced));
+    return;
+  }
+  slot.checked = true;
+  // A device number that changed (remount) is moved to the new key by the next commit.
+  slot.row.path = path;
+  slot.row.glob = cfg_.glob;
+  if (row->dev != id.dev || row->gone) {
+    EventIngest::CursorRow to = slot.row;
+    to.dev = id.dev;
+    to.gone = false;
+    to.last_seen = now_;
+    if (ingest_->commit(&*row, to, {}, cfg_.tier, std::nullopt, 0)) slot.row = to;
+  }
+}
+
+void LogTailer::log_rejected(const Open& o, const ChunkResult& chunk) {
+  for (const LineResult& l : chunk.lines()) {
+    if (l.status != LineStatus::kRejected) continue;
+    const std::string reason(reject_reason_label(l.reason));
+    if (auto dropped = log_limit_.allow("reject " + reason, now_)) {
+      log::warn("event line rejected", {{"file", o.path},
+                                        {"line", l.line},
+                                        {"reason", reason},
+                                        {"detail", l.detail},
+                                        {"suppressed", *dropped}});
+    }
+  }
+}
+
+std::uint64_t LogTailer::drain(Open& o) {
+  std::uint64_t lines = 0;
+  // At most one batch is being committed (on the store thread) while the next
+  // one is read and parsed here. `next` is where reading goes on; o.row only
+  // moves once a commit has applied.
+  struct Pending {
+    std::future<std::int64_t> done;
+    EventIngest::CursorRow to;
+    std::size_t chunk = 0;
+  };
+  std::optional<Pending> pending;
+  EventIngest::CursorRow next = o.row;
+  std::size_t slot = 0;
+  auto settle = [&]() -> bool {
+    if (!pending) return true;
+    Pending p = std::move(*pending);
+    pending.reset();
+    const std::int64_t rejected = p.done.get();
+    if (rejected < 0) {
+      // Someone else moved this log on: take their position, stop for this pass.
+      auto r = ingest_->cursor(o.id);
+      o.has_row = r.has_value();
+      o.row = r ? *r : fresh(o.id, o.path);
+      o.checked = false;
+      return false;
+    }
+    o.row = std::move(p.to);
+    o.has_row = true;
+    lines += chunks_[p.chunk].lines().size();
+    if (rejected > 0) log_rejected(o, chunks_[p.chunk]);
+    return true;
+  };
+  struct Settle {  // never leave a commit running on this pass's buffers
+    std::optional<Pending>& p;
+    ~Settle() {
+      if (p && p->done.valid()) p->done.wait();
+    }
+  } guard{pending};
+
+  while (true) {
+    struct stat st {};
+    if (::fstat(o.fd, &st) != 0) {
+      log::warn("cannot stat event log", {{"file", o.path}, {"err", errno_text(errno)}});
+      break;
+    }
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    if (size < next.parse.offset) {
+      if (!settle()) return lines;
+      why_ = "it is shorter (" + std::to_string(size) + " bytes) than the read position";
+      reset(o, FileChange::kTruncated);
+      next = o.row;
+      continue;
+    }
+    if (!o.checked) {
+      // Rewritten in place (copytruncate, then grown past the position)?
+      if (!settle()) return lines;
+      o.checked = true;
+      bool fingerprint_ok = true;
+      if (!verify(o.fd, o.row, size, &fingerprint_ok)) {
+        reset(o, FileChange::kTruncated);
+        next = o.row;
+        continue;
+      }
+    }
+    if (size == next.parse.offset || stopping_) break;
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(buf_.size(), size - next.parse.offset));
+    const ssize_t n = pread_full(o.fd, buf_.data(), want, next.parse.offset);
+    if (n < 0) {
+      if (auto dropped = log_limit_.allow("read " + o.path, now_)) {
+        log::warn("cannot read event log",
+                  {{"file", o.path}, {"err", errno_text(errno)}, {"suppressed", *dropped}});
+      }
+      break;
+    }
+    if (n == 0) break;
+    ChunkResult& chunk = chunks_[slot];
+    ParseCursor pc = next.parse;
+    parser_.parse_chunk(std::string_view(buf_.data(), static_cast<std::size_t>(n)), pc, chunk);
+    const std::size_t consumed = chunk.consumed;
+    if (consumed == 0) break;  // an incomplete last line: wait for its newline
+
+    EventIngest::CursorRow to = next;
+    to.parse = pc;
+    to.path = o.path;
+    to.glob = cfg_.glob;
+    to.gone = false;
+    to.last_seen = now_;
+    to.check_len = static_cast<std::uint32_t>(std::min<std::uint64_t>(kCheckBytes, pc.offset));
+    if (consumed >= to.check_len) {
+      to.check_hash = xxh64(buf_.data() + consumed - to.check_len, to.check_len);
+    } else {
+      auto h = hash_range(o.fd, pc.offset - to.check_len, to.check_len);
+      if (!h) break;
+      to.check_hash = *h;
+    }
+    if (to.fp_len < kFingerprintBytes && pc.offset > to.fp_len) {
+      to.fp_len = static_cast<std::uint32_t>(std::min<std::uint64_t>(kFingerprintBytes, pc.offset));
+      if (next.parse.offset == 0) {
+        to.fp_hash = xxh64(buf_.data(), to.fp_len);
+      } else {
+        auto h = hash_range(o.fd, 0, to.fp_len);
+        if (!h) break;
+        to.fp_hash = *h;
+      }
+    }
+    if (!settle()) return lines;
+    const bool had_row = o.has_row;
+    pending = Pending{ingest_->commit_async(had_row ? std::optional(o.row) : std::nullopt, to,
+                                            chunk.lines(), cfg_.tier, std::nullopt, consumed),
+                      to, slot};
+    next = std::move(to);
+    slot ^= 1;
+  }
+  settle();
+  return lines;
+}
+
+void LogTailer::leave(Open& o, FileChange change) {
+  drain(o);
+  if (o.has_row) {
+    EventIngest::CursorRow to = o.row;
+    to.gone = true;
+    to.last_seen = now_;
+    if (ingest_->commit(&o.row, to, {}, cfg_.tier, change, 0)) o.row = to;
+  }
+  log::info("event log left its glob; read it to its end",
+            {{"file", o.path}, {"change", to_string(change)}});
+}
+
+void LogTailer::recover_orphans(const std::set<FileId>& present) {
+  for (const auto& row : ingest_->cursors_of(cfg_.glob)) {
+    const FileId id{row.dev, row.ino};
+    if (row.gone || present.contains(id) || open_.contains(id) || searched_.contains(id)) continue;
+    searched_.insert(id);
+    // Renamed away while ckptmon was not running: look for the inode beside
+    // its old name, where rotation leaves it (events.jsonl -> events.jsonl.1).
+    const std::string dir = parent_dir(row.path);
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int found = -1;
+    std::string found_path;
+    if (dfd >= 0) {
+      if (DIR* d = ::fdopendir(dfd)) {
+        while (struct dirent* de = ::readdir(d)) {
+          if (de->d_ino != row.ino) continue;
+          struct stat st {};
+          if (::fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+          if (!S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_dev) != row.dev ||
+              static_cast<std::uint64_t>(st.st_ino) != row.ino) {
+            continue;
+          }
+          found_path = dir + "/" + de->d_name;
+          // Another glob that comes first reads it now (the configuration changed).
+          if (owned(found_path)) {
+            found = ::openat(dfd, de->d_name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+          }
+          break;
+        }
+        ::closedir(d);  // closes dfd
+      } else {
+        ::close(dfd);
+      }
+    }
+    if (found < 0 && !found_path.empty()) continue;  // there, but not ours to read
+    Open o;
+    o.id = id;
+    o.path = found_path.empty() ? row.path : found_path;
+    o.row = row;
+    o.has_row = true;
+    if (found >= 0) {
+      o.fd = found;
+      struct stat st {};
+      bool fingerprint_ok = true;
+      if (::fstat(found, &st) == 0 &&
+          verify(found, row, static_cast<std::uint64_t>(st.st_size), &fingerprint_ok)) {
+        o.checked = true;
+        leave(o, FileChange::kRotated);
+      } else {
+        // Another file took the inode: nothing of the old log is left to read.
+        log::info("event log was replaced while ckptmon was not running",
+                  {{"file", row.path}, {"change", to_string(FileChange::kDeleted)}});
+        EventIngest::CursorRow to = row;
+        to.gone = true;
+        ingest_->commit(&row, to, {}, cfg_.tier, FileChange::kDeleted, 0);
+      }
+      ::close(found);
+    } else {
+      EventIngest::CursorRow to = row;
+      to.gone = true;
+      ingest_->commit(&row, to, {}, cfg_.tier, FileChange::kDeleted, 0);
+      log::info("event log was removed while ckptmon was not running",
+                {{"file", row.path}, {"change", to_string(FileChange::kDeleted)}});
+    }
+  }
+}
+
+LogTailer::Pass LogTailer::run() {
+  ingest_->ensure_loaded();
+  now_ = clock_->now();
+  Pass pass;
+  TailStatus status;
+  pass.dirs.insert(glob_root(cfg_.glob));
+
+  glob_errors = 0;
+  glob_first_error.clear();
+  glob_t g{};
+  const int rc = ::glob(cfg_.glob.c_str(), 0, on_glob_error, &g);
+  std::vector<std::string> matches;
+  if (rc == 0) {
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) matches.emplace_back(g.gl_pathv[i]);
+  }
+  ::globfree(&g);
+  bool listing_complete = glob_errors == 0 && (rc == 0 || rc == GLOB_NOMATCH);
+  if (!listing_complete) {
+    status.error = glob_first_error.empty() ? "glob failed" : glob_first_error;
+  }
+
+  // Watch every directory that may hold a match, so a log created in one
+  // wakes the tailer too (new directories appear by polling, or by a wake
+  // from the glob's root).
+  if (const std::string dirs = parent_dir(cfg_.glob);
+      dirs.find_first_of("*?[") != std::string::npos) {
+    glob_t d{};
+    if (::glob(dirs.c_str(), GLOB_ONLYDIR, nullptr, &d) == 0) {
+      for (std::size_t i = 0; i < d.gl_pathc; ++i) pass.dirs.insert(d.gl_pathv[i]);
+    }
+    ::globfree(&d);
+  } else {
+    pass.dirs.insert(dirs);
+  }
+
+  std::set<FileId> present;
+  for (const std::string& path : matches) {
+    if (!owned(path)) continue;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) continue;  // vanished since the listing
+    if (!S_ISREG(st.st_mode)) {
+      refuse(path, refusal_reason(st.st_mode), status);
+      continue;
+    }
+    pass.dirs.insert(parent_dir(path));
+    FileId id{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+    if (auto it = open_.find(id); it != open_.end()) {
+      it->second.path = path;  // renamed within the glob: the same log
+      present.insert(id);
+      continue;
+    }
+    // O_NONBLOCK: a FIFO swapped in after the lstat must not block the open.
+    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      refuse(path, errno == ELOOP ? "symlink" : "unreadable", status);
+      continue;
+    }
+    struct stat fst {};
+    if (::fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+      refuse(path, refusal_reason(fst.st_mode), status);
+      ::close(fd);
+      continue;
+    }
+    id = FileId{static_cast<std::uint64_t>(fst.st_dev), static_cast<std::uint64_t>(fst.st_ino)};
+    if (open_.contains(id)) {
+      ::close(fd);
+      present.insert(id);
+      continue;
+    }
+    open_log(fd, id, path, static_cast<std::uint64_t>(fst.st_size));
+    present.insert(id);
+  }
+
+  if (listing_complete) {
+    // Logs that left the glob since the last pass: read what is left through
+    // the descriptor kept open, then let go, before starting their successors.
+    for (auto it = open_.begin(); it != open_.end();) {
+      if (present.contains(it->first)) {
+        ++it;
+        continue;
+      }
+      struct stat st {};
+      const bool deleted = ::fstat(it->second.fd, &st) == 0 && st.st_nlink == 0;
+      leave(it->second, deleted ? FileChange::kDeleted : FileChange::kRotated);
+      ::close(it->second.fd);
+      it = open_.erase(it);
+    }
+    recover_orphans(present);
+  }
+
+  std::vector<Open*> order;
+  for (auto& [id, o] : open_) order.push_back(&o);
+  std::sort(order.begin(), order.end(),
+            [](const Open* a, const Open* b) { return a->path < b->path; });
+  for (Open* o : order) {
+    if (stopping_) break;
+    pass.lines += drain(*o);
+    struct stat st {};
+    if (::fstat(o->fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) > o->row.parse.offset) {
+      status.backlog_bytes += static_cast<std::uint64_t>(st.st_size) - o->row.parse.offset;
+    }
+    // Keep the position of a quiet log from being forgotten.
+    if (o->has_row && now_ - o->row.last_seen > 3600) {
+      EventIngest::CursorRow to = o->row;
+      to.last_seen = now_;
+      if (ingest_->commit(&o->row, to, {}, cfg_.tier, std::nullopt, 0)) o->row = to;
+    }
+    o->checked = false;  // verify the bytes before the position again next pass
+  }
+  status.files = open_.size();
+  ingest_->set_tail_status(cfg_.glob, std::move(status));
+
+  if (now_ - last_gc_ > 3600) {
+    last_gc_ = now_;
+    ingest_->forget_before(now_ - opts_.forget_after_seconds);
+    ingest_->fold_idle_jobs(now_ - opts_.forget_after_seconds);
+  }
+  return pass;
+}
+
+// --- the collector -----------------------------------------------------------------
+
+ManifestTailCollector::Watches::Watches() : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+  if (fd_ < 0) {
+    log::warn("inotify unavailable; event logs are polled only", {{"err", errno_text(errno)}});
+  }
+}
+
+ManifestTailCollector::Watches::~Watches() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ManifestTailCollector::Watches::set(const std::string& glob, std::set<std::string> dirs) {
+  std::lock_guard lock(mu_);
+  wanted_[glob] = std::move(dirs);
+  sync_locked();
+}
+
+void ManifestTailCollector::Watches::retain(const std::set<std::string>& globs) {
+  std::lock_guard lock(mu_);
+  std::erase_if(wanted_, [&](const auto& kv) { return !globs.contains(kv.first); });
+  sync_locked();
+}
+
+void ManifestTailCollector::Watches::sync_locked() {
+  if (fd_ < 0) return;
+  std::set<std::string> all;
+  for (const auto& [_, dirs] : wanted_) all.insert(dirs.begin(), dirs.end());
+  for (auto it = watching_.begin(); it != watching_.end();) {
+    if (all.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    ::inotify_rm_watch(fd_, it->second);
+    it = watching_.erase(it);
+  }
+  for (const auto& dir : all) {
+    if (watching_.contains(dir)) continue;
+    const int wd = ::inotify_add_watch(
+        fd_, dir.c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE);
+    if (wd >= 0) watching_[dir] = wd;  // failures (missing dir, watch limit): polling covers them
+  }
+}
+
+ManifestTailCollector::ManifestTailCollector(std::shared_ptr<const Clock> clock,
+                                             std::shared_ptr<Store> store)
+    : clock_(std::move(clock)), watches_(std::make_shared<Watches>()) {
+  if (store) ingest_ = std::make_shared<EventIngest>(std::move(store));
+}
+
+ManifestTailCollector::~ManifestTailCollector() {
+  // Jobs still running hold their tailers: let them finish their batch and go.
+  for (auto& [_, t] : tailers_) t->stop();
+}
+
+int ManifestTailCollector::wake_fd() const { return ingest_ ? watches_->fd() : -1; }
+
+void ManifestTailCollector::configure(const Config& cfg) {
+  interval_ = cfg.global.tail_interval;
+  deadline_ = cfg.global.tail_timeout;
+  TailerOptions opts;
+  opts.max_line_bytes = static_cast<std::size_t>(cfg.global.max_line_bytes);
+  std::map<std::string, std::shared_ptr<LogTailer>> next;
+  std::vector<std::string> order;
+  std::vector<std::string> earlier;
+  for (const auto& m : cfg.manifests) {
+    auto it = tailers_.find(m.glob);
+    if (it != tailers_.end() && it->second->config().tier == m.tier &&
+        it->second->earlier_globs() == earlier &&
+        it->second->options().max_line_bytes == opts.max_line_bytes) {
+      next.emplace(m.glob, it->second);
+    } else if (ingest_) {
+      next.emplace(m.glob, std::make_shared<LogTailer>(m, earlier, opts, ingest_, clock_));
+    }
+    order.push_back(m.glob);
+    earlier.push_back(m.glob);
+  }
+  tailers_ = std::move(next);
+  order_ = std::move(order);
+  watches_->retain(std::set<std::string>(order_.begin(), order_.end()));
+}
+
+std::vector<std::string> ManifestTailCollector::targets() const {
+  std::vector<std::string> out;
+  for (const auto& g : order_) {
+    if (tailers_.contains(g)) out.push_back(g);
+  }
+  return out;
+}
+
+Job ManifestTailCollector::prepare(const std::string& target) {
+  auto tailer = tailers_.at(target);
+  return [tailer, ingest = ingest_, watches = watches_]() -> Update {
+    LogTailer::Pass pass = tailer->run();
+    watches->set(tailer->config().glob, std::move(pass.dirs));
+    std::shared_ptr<const EventCatalog> snap = ingest->snapshot();
+    return [snap](State& state) {
+      if (snap && (!state.events || snap->version > state.events->version)) state.events = snap;
+    };
+  };
+}
+
+}  // namespace ckptmon

@@ -1,0 +1,59 @@
+#pragma once
+// Runs a collector early when its wake descriptor (Collector::wake_fd, e.g.
+// inotify) becomes readable: what arrives is read and discarded on the loop
+// thread (a non-blocking read that never touches storage), bursts are
+// coalesced for `delay`, and a run still in flight is never overlapped: the
+// wake is kept and honoured by poke() once that run has reported.
+// Loop thread only.
+
+#include <chrono>
+#include <memory>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "collectors/collector.hpp"
+#include "daemon/collector_runner.hpp"
+#include "model/state.hpp"
+
+namespace ckptmon {
+
+class WakeWatch {
+ public:
+  WakeWatch(boost::asio::io_context& io, std::shared_ptr<Collector> collector,
+            CollectorRunner& runner, const State& state,
+            std::chrono::milliseconds delay = std::chrono::milliseconds(20));
+  ~WakeWatch();
+  WakeWatch(const WakeWatch&) = delete;
+  WakeWatch& operator=(const WakeWatch&) = delete;
+
+  // Starts waiting; false (and nothing happens) when the collector has no
+  // descriptor or it cannot be watched.
+  bool start();
+  void stop();
+  // Call after a collector reported: runs again if a wake arrived meanwhile.
+  void poke();
+
+  std::uint64_t wakes() const { return wakes_; }
+  std::uint64_t runs() const { return runs_; }
+
+ private:
+  void wait();
+  void fire();
+  bool busy() const;
+
+  std::shared_ptr<Collector> collector_;
+  CollectorRunner& runner_;
+  const State& state_;
+  std::chrono::milliseconds delay_;
+  boost::asio::posix::stream_descriptor sd_;
+  boost::asio::steady_timer timer_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  bool timer_armed_ = false;
+  bool pending_ = false;
+  std::uint64_t wakes_ = 0;
+  std::uint64_t runs_ = 0;
+};
+
+}  // namespace ckptmon

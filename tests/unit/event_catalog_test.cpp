@@ -1,0 +1,395 @@
+// Events folded into the catalog (model/events.cpp), their JSON round trip,
+// and their merge with the scanner's checkpoints in metrics and the API.
+
+#include "model/events.hpp"
+
+#include <gtest/gtest.h>
+
+#include "daemon/rules_cycle.hpp"
+#include "rules/recovery.hpp"
+#include <nlohmann/json.hpp>
+
+#include "daemon/metrics.hpp"
+#include "daemon/web.hpp"
+
+namespace ckptmon {
+namespace {
+
+class Feed {
+ public:
+  explicit Feed(EventCatalog& cat, std::size_t steps_per_job = kEventStepsPerJob)
+      : agg_(cat, steps_per_job) {}
+  // Parses `text` (lines) as the tailer does and folds every line in.
+  void operator()(const std::string& text, std::string_view tier = "rapid") {
+    ParseCursor cursor;
+    ChunkResult r;
+    parser_.parse_chunk(text, cursor, r);
+    ASSERT_EQ(r.consumed, text.size()) << "test lines must end in a newline";
+    for (const auto& l : r.lines()) agg_.add(l, tier);
+  }
+  EventAggregator& agg() { return agg_; }
+
+ private:
+  EventParser parser_;
+  EventAggregator agg_;
+};
+
+std::string ev(const std::string& type, double ts, const std::string& extra,
+               const std::string& job = "llama") {
+  return "{\"v\":1,\"ts\":" + std::to_string(ts) + ",\"event\":\"" + type + "\",\"job\":\"" + job +
+         "\"" + extra + "}\n";
+}
+
+std::string shard(int step, int rank, double start, double end, std::uint64_t bytes,
+                  const std::string& checksum = "") {
+  return ev("shard_written", end,
+            ",\"step\":" + std::to_string(step) + ",\"rank\":" + std::to_string(rank) +
+                ",\"path\":\"/ckpt/s" + std::to_string(step) + "/r" + std::to_string(rank) +
+                "\",\"bytes\":" + std::to_string(bytes) + ",\"start_ts\":" + std::to_string(start) +
+                (checksum.empty() ? "" : ",\"checksum\":\"" + checksum + "\""));
+}
+
+TEST(EventCatalog, OneSaveGivesDurationSkewSlowestRankAndShardTotals) {
+  EventCatalog cat;
+  Feed feed(cat);
+  feed(ev("checkpoint_start", 1000.0, ",\"step\":10,\"rank\":1") +
+       ev("checkpoint_start", 999.5, ",\"step\":10,\"rank\":0") +  // the earliest start counts
+       shard(10, 0, 1000.0, 1012.0, 100) + shard(10, 2, 1000.0, 1019.5, 300) +
+       shard(10, 1, 1000.0, 1015.0, 200, "crc32c:e3069283") +
+       ev("checkpoint_commit", 1020.0, ",\"step\":10,\"files\":4,\"bytes\":600"));
+  const EventStep* s = cat.find("rapid", "llama", 10);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->shards, 3u);
+  EXPECT_EQ(s->shard_bytes, 600u);
+  EXPECT_EQ(s->checksummed_shards, 1u);
+  EXPECT_EQ(s->last_rank, 2);
+  ASSERT_TRUE(s->completion_skew());
+  EXPECT_DOUBLE_EQ(*s->completion_skew(), 1019.5 - 1012.0);
+  ASSERT_TRUE(s->duration());
+  EXPECT_DOUBLE_EQ(*s->duration(), 1020.0 - 999.5);
+  const EventJob& j = cat.jobs.at({"rapid", "llama"});
+  EXPECT_EQ(j.duration.count, 1u);
+  EXPECT_DOUBLE_EQ(j.duration.sum, 20.5);
+  ASSERT_EQ(feed.agg().checks().size(), 1u);
+  const ShardPack& pack = feed.agg().checks().at(StepKey{"rapid", "llama", 10});
+  std::vector<ShardCheck> shards;
+  ASSERT_TRUE(ShardPack::unpack(pack.data(), shards));
+  ASSERT_EQ(shards.size(), 1u);
+  EXPECT_EQ(shards[0].rank, 1);
+  EXPECT_EQ(shards[0].path, "/ckpt/s10/r1");
+  EXPECT_EQ(shards[0].bytes, 200u);
+  EXPECT_EQ(shards[0].checksum.to_string(), "crc32c:e3069283");
+  // A repeated commit (a retried writer) is not a second observation.
+  feed(ev("checkpoint_commit", 1021.0, ",\"step\":10,\"files\":4,\"bytes\":600"));
+  EXPECT_EQ(j.duration.count, 1u);
+  EXPECT_DOUBLE_EQ(*cat.find("rapid", "llama", 10)->duration(), 20.5);
+}
+
+TEST(ShardPack, RoundTripsAndFrontCodesPaths) {
+  ShardPack pack;
+  const std::string sha = "sha256:" + std::string(64, 'f');
+  pack.add(0, 5, *parse_checksum("crc32c:0A0b0c0D"), "/nvme/ckpt/llama/step-0001000/__0_0.distcp");
+  pack.add(-1, 1ull << 40, *parse_checksum(sha), "/nvme/ckpt/llama/step-0001000/__1_0.distcp");
+  pack.add(2147483647, 0, *parse_checksum("xxh64:0123456789abcdef"), "x");
+  EXPECT_EQ(pack.count(), 3u);
+  std::vector<ShardCheck> out;
+  ASSERT_TRUE(ShardPack::unpack(pack.data(), out));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].rank, 0);
+  EXPECT_EQ(out[0].bytes, 5u);
+  EXPECT_EQ(out[0].checksum.to_string(), "crc32c:0a0b0c0d");
+  EXPECT_EQ(out[1].rank, -1);
+  EXPECT_EQ(out[1].bytes, 1ull << 40);
+  EXPECT_EQ(out[1].checksum.to_string(), sha);
+  EXPECT_EQ(out[1].path, "/nvme/ckpt/llama/step-0001000/__1_0.distcp");
+  EXPECT_EQ(out[2].rank, 2147483647);
+  EXPECT_EQ(out[2].path, "x");
+  // The second path costs only its differing tail.
+  EXPECT_LT(pack.data().size(), 2 * 45u + 8 + 32 + 8 + 20);
+  for (std::size_t cut = 0; cut < pack.data().size(); ++cut) {
+    std::vector<ShardCheck> partial;
+    const bool ok = ShardPack::unpack(std::string_view(pack.data()).substr(0, cut), partial);
+    EXPECT_TRUE(!ok || partial.size() < 3) << cut;
+  }
+}
+
+TEST(EventCatalog, CommitReadBeforeStartIsObservedWhenTheStartArrives) {
+  EventCatalog cat;
+  Feed feed(cat);
+  feed(ev("checkpoint_commit", 2050.0, ",\"step\":20,\"files\":1,\"bytes\":1"));
+  EXPECT_EQ(cat.jobs.at({"rapid", "llama"}).duration.count, 0u);
+  feed(ev("checkpoint_start", 2000.0, ",\"step\":20"));
+  EXPECT_EQ(cat.jobs.at({"rapid", "llama"}).duration.count, 1u);
+  EXPECT_DOUBLE_EQ(cat.jobs.at({"rapid", "llama"}).duration.sum, 50.0);
+}
+
+TEST(EventCatalog, PausesPairPerRankInAnyOrderAndObserveOncePerCheckpoint) {
+  EventCatalog cat;
+  Feed feed(cat);
+  // Rank 1's log is read before rank 0's; rank 1's end arrives before its start.
+  feed(ev("pause_end", 1003.0, ",\"step\":5,\"rank\":1") +
+       ev("pause_start", 1000.0, ",\"step\":5,\"rank\":1") +
+       ev("pause_start", 1000.0, ",\"step\":5,\"rank\":0") +
+       ev("pause_end", 1004.5, ",\"step\":5,\"rank\":0"));
+  const EventStep* s = cat.find("rapid", "llama", 5);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->pauses, 2u);
+  EXPECT_DOUBLE_EQ(s->pause_max, 4.5);
+  EXPECT_TRUE(s->pause_starts.empty());
+  EXPECT_TRUE(s->pause_ends.empty());
+  const HistogramData& h = cat.jobs.at({"rapid", "llama"}).pause;
+  EXPECT_EQ(h.count, 1u);
+  EXPECT_DOUBLE_EQ(h.sum, 3.0);  // the first pair completed: rank 1's
+}
+
+TEST(EventCatalog, FailuresCountOncePerCheckpointAndKeepTheRecentOnes) {
+  EventCatalog cat;
+  Feed feed(cat);
+  for (int step = 1; step <= 12; ++step) {
+    feed(ev("checkpoint_failed", 100.0 * step,
+            ",\"step\":" + std::to_string(step) + ",\"reason\":\"r" + std::to_string(step) +
+                "\",\"rank\":0") +
+         ev("checkpoint_failed", 100.0 * step + 1,
+            ",\"step\":" + std::to_string(step) + ",\"reason\":\"again\",\"rank\":1"));
+  }
+  const EventJob& j = cat.jobs.at({"rapid", "llama"});
+  EXPECT_EQ(j.failures, 12u);
+  ASSERT_EQ(j.recent_failures.size(), kRecentFailures);
+  EXPECT_EQ(j.recent_failures.front().step, 3);
+  EXPECT_EQ(j.recent_failures.back().step, 12);
+  EXPECT_EQ(j.recent_failures.back().reason, "r12");
+}
+
+TEST(EventCatalog, RestoresPairInAnyOrderAndOnlySuccessesAreTimed) {
+  EventCatalog cat;
+  Feed feed(cat);
+  feed(ev("restore_done", 5090.0, ",\"step\":100,\"bytes\":42,\"ok\":true,\"tier\":\"capacity\"") +
+       ev("restore_start", 5000.0, ",\"step\":100") + ev("restore_start", 6000.0, ",\"step\":100") +
+       ev("restore_done", 6010.0, ",\"step\":100,\"bytes\":0,\"ok\":false"));
+  const EventRestores& r = cat.restores.at("llama");
+  EXPECT_EQ(r.restores, 2u);
+  EXPECT_EQ(r.failed, 1u);
+  EXPECT_EQ(r.duration.count, 1u);
+  EXPECT_DOUBLE_EQ(r.duration.sum, 90.0);
+  EXPECT_DOUBLE_EQ(r.last_ok_ts, 5090.0);
+  ASSERT_TRUE(r.last);
+  EXPECT_FALSE(r.last->ok);
+  EXPECT_DOUBLE_EQ(r.last->ts, 6010.0);
+  EXPECT_TRUE(r.pending_starts.empty());
+  EXPECT_TRUE(r.pending_dones.empty());
+  // Restores are per job and never create checkpoint entries.
+  EXPECT_EQ(cat.find("rapid", "llama", 100), nullptr);
+}
+
+TEST(EventCatalog, DrainsAndCleanupsAttachToTheirCheckpoint) {
+  EventCatalog cat;
+  Feed feed(cat);
+  feed(ev("drain_start", 10.0, ",\"step\":3,\"from_tier\":\"staging\",\"to_tier\":\"rapid\"") +
+       ev("shard_drained", 11.0,
+          ",\"step\":3,\"from_tier\":\"staging\",\"to_tier\":\"rapid\",\"bytes\":70") +
+       ev("shard_drained", 12.0,
+          ",\"step\":3,\"from_tier\":\"staging\",\"to_tier\":\"rapid\",\"bytes\":30") +
+       ev("drain_done", 13.0, ",\"step\":3,\"ok\":true") +  // names no tiers: the one drain
+       ev("cleanup", 20.0, ",\"step\":3,\"path\":\"/ckpt/3\",\"bytes\":100") +
+       ev("cleanup", 21.0, ",\"step\":99,\"path\":\"/ckpt/99\",\"bytes\":5"));
+  const EventStep* s = cat.find("rapid", "llama", 3);
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->drains.size(), 1u);
+  const DrainProgress& d = s->drains.at("staging>rapid");
+  EXPECT_EQ(d.bytes, 100u);
+  EXPECT_EQ(d.shards, 2u);
+  EXPECT_DOUBLE_EQ(d.start_ts, 10.0);
+  EXPECT_DOUBLE_EQ(d.done_ts, 13.0);
+  EXPECT_EQ(d.ok, true);
+  EXPECT_EQ(s->cleanups, 1u);
+  EXPECT_EQ(cat.find("rapid", "llama", 99), nullptr) << "a cleanup creates no checkpoint";
+  const EventJob& j = cat.jobs.at({"rapid", "llama"});
+  EXPECT_EQ(j.cleanups, 2u);
+  EXPECT_EQ(j.cleanup_bytes, 105u);
+}
+
+TEST(EventCatalog, OldStepsAreFoldedIntoTheJobAndLateEventsForThemAreStale) {
+  EventCatalog cat;
+  Feed feed(cat, 3);
+  // Steps 1..5; rank (step % 2) finishes last in each.
+  for (int step = 1; step <= 5; ++step) {
+    feed(shard(step, 0, 0, 10.0 + (step % 2 == 0 ? 5 : 0), 1) +
+         shard(step, 1, 0, 10.0 + (step % 2 == 1 ? 5 : 0), 1));
+  }
+  EXPECT_EQ(cat.steps.size(), 3u);
+  EXPECT_EQ(cat.find("rapid", "llama", 2), nullptr);
+  EXPECT_NE(cat.find("rapid", "llama", 3), nullptr);
+  const EventJob& j = cat.jobs.at({"rapid", "llama"});
+  EXPECT_EQ(j.evicted_through, 2);
+  // Folded: step 1 (rank 1), step 2 (rank 0). Kept: 3 (1), 4 (0), 5 (1).
+  auto top = cat.slow_ranks("rapid", "llama", 5);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0], (std::pair<std::int64_t, std::uint64_t>{1, 3}));
+  EXPECT_EQ(top[1], (std::pair<std::int64_t, std::uint64_t>{0, 2}));
+  EXPECT_EQ(cat.slow_ranks("rapid", "llama", 1).size(), 1u);
+  feed(shard(2, 0, 0, 1, 1));
+  EXPECT_EQ(cat.totals.stale_events, 1u);
+  EXPECT_EQ(cat.find("rapid", "llama", 2), nullptr);
+  // Touched steps include the removed ones, so the store deletes their rows.
+  EXPECT_TRUE(feed.agg().touched_steps().contains(StepKey{"rapid", "llama", 1}));
+}
+
+TEST(EventCatalog, LinesAreCountedWhateverTheirStatus) {
+  EventCatalog cat;
+  Feed feed(cat);
+  feed("{}\n\n[1]\n" + ev("brand_new", 1, "") + ev("checkpoint_start", 1, ",\"step\":1"));
+  EXPECT_EQ(cat.totals.lines[static_cast<std::size_t>(LineStatus::kOk)], 1u);
+  EXPECT_EQ(cat.totals.lines[static_cast<std::size_t>(LineStatus::kUnknownEvent)], 1u);
+  EXPECT_EQ(cat.totals.lines[static_cast<std::size_t>(LineStatus::kBlank)], 1u);
+  EXPECT_EQ(cat.totals.lines[static_cast<std::size_t>(LineStatus::kRejected)], 2u);
+  EXPECT_EQ(cat.totals.errors[static_cast<std::size_t>(RejectReason::kMissingField)], 1u);
+  EXPECT_EQ(cat.totals.errors[static_cast<std::size_t>(RejectReason::kNotAnObject)], 1u);
+}
+
+TEST(EventCatalog, JsonRoundTripKeepsEverything) {
+  EventCatalog cat;
+  Feed feed(cat);
+  feed(ev("checkpoint_start", 1000.0, ",\"step\":10") + shard(10, 4, 1000.0, 1010.0, 7) +
+       ev("pause_start", 1000.0, ",\"step\":10,\"rank\":4") +
+       ev("checkpoint_failed", 1011.0, ",\"step\":10,\"reason\":\"disk full\"") +
+       ev("drain_start", 1012.0, ",\"step\":10,\"from_tier\":\"a\",\"to_tier\":\"b\"") +
+       ev("restore_done", 1100.0, ",\"step\":10,\"bytes\":7,\"ok\":true") +
+       ev("checkpoint_commit", 1020.0, ",\"step\":10,\"files\":1,\"bytes\":7"));
+  const EventStep& s = *cat.find("rapid", "llama", 10);
+  const EventStep s2 = event_step_from_json(nlohmann::json::parse(to_json(s).dump()));
+  EXPECT_EQ(to_json(s2), to_json(s));
+  EXPECT_EQ(s2.pause_starts.at(4), 1000.0);
+  EXPECT_TRUE(s2.duration_observed);
+  EXPECT_EQ(s2.drains.at("a>b").start_ts, 1012.0);
+  const EventJob& j = cat.jobs.at({"rapid", "llama"});
+  const EventJob j2 = event_job_from_json(nlohmann::json::parse(to_json(j).dump()));
+  EXPECT_EQ(to_json(j2), to_json(j));
+  EXPECT_EQ(j2.duration.buckets, j.duration.buckets);
+  EXPECT_EQ(j2.recent_failures.at(0).reason, "disk full");
+  const EventRestores& r = cat.restores.at("llama");
+  const EventRestores r2 = event_restores_from_json(nlohmann::json::parse(to_json(r).dump()));
+  EXPECT_EQ(to_json(r2), to_json(r));
+  EXPECT_EQ(r2.pending_dones.size(), 1u);
+}
+
+// --- the merge with the scanner's catalog ------------------------------------------
+
+Checkpoint scanned(std::int64_t step) {
+  Checkpoint c;
+  c.tier = "rapid";
+  c.job = "llama";
+  c.path = "llama/step-" + std::to_string(step);
+  c.step = step;
+  c.framework = "pytorch_dcp";
+  c.state = CkptState::kCommitted;
+  c.files = 3;
+  c.bytes = 600;
+  c.first_write = 1000.0 + static_cast<double>(step);  // mtimes: a coarse skew of 30 s
+  c.last_write = c.first_write + 30;
+  c.marker_time = c.last_write + 1;
+  return c;
+}
+
+State state_with_events() {
+  State st;
+  auto cfg = std::make_shared<Config>();
+  TierConfig t;
+  t.name = "rapid";
+  t.path = "/lustre";
+  cfg->tiers.push_back(t);
+  st.apply_config(cfg);
+  TierCatalog& tc = st.catalogs["rapid"];
+  tc.scanned = true;
+  tc.jobs = {"llama"};
+  tc.checkpoints = {scanned(10), scanned(20)};
+  auto cat = std::make_shared<EventCatalog>();
+  Feed feed(*cat);
+  feed(ev("checkpoint_start", 1995.0, ",\"step\":20") + shard(20, 0, 2000, 2010.0, 1) +
+       shard(20, 1, 2000, 2012.5, 1) +
+       ev("checkpoint_commit", 2013.0, ",\"step\":20,\"files\":3,\"bytes\":600"));
+  st.events = cat;
+  return st;
+}
+
+bool has_sample(const std::string& text, const std::string& sample) {
+  return text.find(sample + "\n") != std::string::npos;
+}
+
+TEST(EventMerge, LatestCheckpointFiguresComeFromItsEventsWhenPresent) {
+  State st = state_with_events();
+  const std::string text = serialize(state_families(st));
+  EXPECT_TRUE(has_sample(
+      text, "ckpt_last_checkpoint_completion_skew_seconds{tier=\"rapid\",job=\"llama\"} 2.5"))
+      << text;
+  EXPECT_TRUE(
+      has_sample(text, "ckpt_last_checkpoint_duration_seconds{tier=\"rapid\",job=\"llama\"} 18"));
+  EXPECT_TRUE(
+      has_sample(text, "ckpt_checkpoint_duration_seconds_count{tier=\"rapid\",job=\"llama\"} 1"));
+  EXPECT_TRUE(has_sample(
+      text, "ckpt_checkpoint_duration_seconds_bucket{tier=\"rapid\",job=\"llama\",le=\"20\"} 1"));
+  EXPECT_TRUE(has_sample(
+      text, "ckpt_checkpoint_duration_seconds_bucket{tier=\"rapid\",job=\"llama\",le=\"10\"} 0"));
+  EXPECT_TRUE(has_sample(text, "ckptmon_manifest_lines_total{result=\"ok\"} 4"));
+  EXPECT_TRUE(has_sample(text, "ckptmon_manifest_errors_total{reason=\"too_long\"} 0"));
+
+  nlohmann::json with = checkpoint_json(scanned(20), &st);
+  EXPECT_DOUBLE_EQ(with["completion_skew_seconds"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(with["save_duration_seconds"].get<double>(), 18.0);
+  EXPECT_EQ(with["events"]["slowest_rank"], 1);
+  EXPECT_EQ(with["restorable"], true);
+  nlohmann::json without = checkpoint_json(scanned(10), &st);
+  EXPECT_DOUBLE_EQ(without["completion_skew_seconds"].get<double>(), 30.0);
+  EXPECT_FALSE(without.contains("events"));
+}
+
+// The recovery point is the rules' (rules/recovery.hpp); what the verifier
+// found reaches them through verifications_of().
+std::int64_t recovery_step(const State& st) {
+  const auto& cps = st.catalogs.at("rapid").checkpoints;
+  auto points = evaluate_recovery(cps, verifications_of(st, cps), {});
+  return points.empty() || !points[0].restorable ? -1 : points[0].step;
+}
+
+TEST(EventMerge, ACheckpointThatFailedVerificationIsNotRestorable) {
+  State st = state_with_events();
+  EXPECT_EQ(recovery_step(st), 20);
+  EXPECT_TRUE(verifications_of(st, st.catalogs.at("rapid").checkpoints).empty());
+  auto integ = std::make_shared<IntegrityStatus>();
+  integ->steps[StepKey{"rapid", "llama", 20}][IntegrityResult::kOk] = 1;
+  integ->steps[StepKey{"rapid", "llama", 20}][IntegrityResult::kMismatch] = 1;
+  integ->steps[StepKey{"rapid", "llama", 10}][IntegrityResult::kOk] = 2;
+  integ->totals["rapid"][IntegrityResult::kMismatch] = 1;
+  integ->totals["rapid"][IntegrityResult::kOk] = 3;
+  st.integrity = integ;
+  EXPECT_EQ(recovery_step(st), 10);
+  const auto v = verifications_of(st, st.catalogs.at("rapid").checkpoints);
+  EXPECT_EQ(v.at(CheckpointKey{"rapid", "llama", 20}), false);
+  EXPECT_EQ(v.at(CheckpointKey{"rapid", "llama", 10}), true);
+  const std::string text = serialize(state_families(st));
+  EXPECT_TRUE(
+      has_sample(text, "ckpt_integrity_checks_total{tier=\"rapid\",result=\"mismatch\"} 1"));
+  EXPECT_TRUE(has_sample(text, "ckpt_integrity_checks_total{tier=\"rapid\",result=\"missing\"} 0"));
+  EXPECT_EQ(checkpoint_json(scanned(20), &st)["restorable"], false);
+  // An integrity.json result on the checkpoint's path counts the same way.
+  auto integ2 = std::make_shared<IntegrityStatus>();
+  integ2->checkpoints[{"rapid", "llama/step-10"}][IntegrityResult::kMissing] = 1;
+  integ2->steps[StepKey{"rapid", "llama", 20}][IntegrityResult::kMismatch] = 1;
+  st.integrity = integ2;
+  EXPECT_EQ(recovery_step(st), -1);
+}
+
+TEST(EventMerge, DrainedBytesFromEventsReachTheRules) {
+  State st = state_with_events();
+  auto cat = std::make_shared<EventCatalog>(*st.events);
+  cat->steps[StepKey{"staging", "llama", 20}].drains["staging>rapid"].bytes = 700;
+  cat->steps[StepKey{"staging", "llama", 30}].drains["staging>rapid"].bytes = 300;
+  cat->steps[StepKey{"staging", "bert", 5}].drains["staging>capacity"].bytes = 11;
+  st.events = cat;
+  const auto totals = drained_totals_of(st);
+  ASSERT_EQ(totals.size(), 2u);
+  EXPECT_EQ(totals.at(DrainKey{"staging", "rapid", "llama"}), 1000);
+  EXPECT_EQ(totals.at(DrainKey{"staging", "capacity", "bert"}), 11);
+}
+
+}  // namespace
+}  // namespace ckptmon
