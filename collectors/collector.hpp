@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,20 +41,19 @@ class Collector {
   virtual void on_failure(const std::string& /*target*/, const std::string& /*error*/,
                           State& /*state*/) {}
   // A descriptor that becomes readable when the collector wants to run before
-  // its interval is up (inotify), or -1. The daemon reads and discards what
-  // arrives on it (never touching storage on the loop) and runs the collector.
+  // its interval is up (inotify), or -1.
   virtual int wake_fd() const { return -1; }
+  // Loop thread, when wake_fd() is readable: read it without blocking (never
+  // touching storage) and return the targets to run early; empty = all.
+  virtual std::set<std::string> on_wake() { return {}; }
 };
 
-class DirWatcher;
 class Store;
 
 struct CollectorEnv {
   // Shared so that a job still blocked on a hung mount at shutdown never
   // outlives the clock it reads.
   std::shared_ptr<const Clock> clock;
-  // inotify on local tiers; null where the daemon does not watch (scan command).
-  std::shared_ptr<DirWatcher> watcher;
   // The state database, for collectors that commit what they read together
   // with where they read it (manifest_tail); null in tools without one.
   std::shared_ptr<Store> store;

@@ -765,51 +765,12 @@ LogTailer::Pass LogTailer::run() {
 
 // --- the collector -----------------------------------------------------------------
 
-ManifestTailCollector::Watches::Watches() : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
-  if (fd_ < 0) {
-    log::warn("inotify unavailable; event logs are polled only", {{"err", errno_text(errno)}});
-  }
-}
-
-ManifestTailCollector::Watches::~Watches() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void ManifestTailCollector::Watches::set(const std::string& glob, std::set<std::string> dirs) {
-  std::lock_guard lock(mu_);
-  wanted_[glob] = std::move(dirs);
-  sync_locked();
-}
-
-void ManifestTailCollector::Watches::retain(const std::set<std::string>& globs) {
-  std::lock_guard lock(mu_);
-  std::erase_if(wanted_, [&](const auto& kv) { return !globs.contains(kv.first); });
-  sync_locked();
-}
-
-void ManifestTailCollector::Watches::sync_locked() {
-  if (fd_ < 0) return;
-  std::set<std::string> all;
-  for (const auto& [_, dirs] : wanted_) all.insert(dirs.begin(), dirs.end());
-  for (auto it = watching_.begin(); it != watching_.end();) {
-    if (all.contains(it->first)) {
-      ++it;
-      continue;
-    }
-    ::inotify_rm_watch(fd_, it->second);
-    it = watching_.erase(it);
-  }
-  for (const auto& dir : all) {
-    if (watching_.contains(dir)) continue;
-    const int wd = ::inotify_add_watch(
-        fd_, dir.c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE);
-    if (wd >= 0) watching_[dir] = wd;  // failures (missing dir, watch limit): polling covers them
-  }
-}
-
 ManifestTailCollector::ManifestTailCollector(std::shared_ptr<const Clock> clock,
                                              std::shared_ptr<Store> store)
-    : clock_(std::move(clock)), watches_(std::make_shared<Watches>()) {
+    : clock_(std::move(clock)),
+      // IN_MODIFY too: appended lines are what the tailer waits for.
+      watches_(std::make_shared<DirWatcher>(DirWatcher::kEntryChanges | IN_MODIFY)) {
+  if (watches_->fd() < 0) log::warn("inotify unavailable; event logs are polled only");
   if (store) ingest_ = std::make_shared<EventIngest>(std::move(store));
 }
 
@@ -819,6 +780,8 @@ ManifestTailCollector::~ManifestTailCollector() {
 }
 
 int ManifestTailCollector::wake_fd() const { return ingest_ ? watches_->fd() : -1; }
+
+std::set<std::string> ManifestTailCollector::on_wake() { return watches_->drain(); }
 
 void ManifestTailCollector::configure(const Config& cfg) {
   interval_ = cfg.global.tail_interval;
@@ -857,7 +820,7 @@ Job ManifestTailCollector::prepare(const std::string& target) {
   auto tailer = tailers_.at(target);
   return [tailer, ingest = ingest_, watches = watches_]() -> Update {
     LogTailer::Pass pass = tailer->run();
-    watches->set(tailer->config().glob, std::move(pass.dirs));
+    watches->set(tailer->config().glob, pass.dirs);
     std::shared_ptr<const EventCatalog> snap = ingest->snapshot();
     return [snap](State& state) {
       if (snap && (!state.events || snap->version > state.events->version)) state.events = snap;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "collectors/collector.hpp"
+#include "collectors/dir_watcher.hpp"
 #include "events/parser.hpp"
 #include "model/events.hpp"
 #include "store/event_tables.hpp"
@@ -191,34 +192,18 @@ class ManifestTailCollector final : public Collector {
   std::vector<std::string> targets() const override;
   Job prepare(const std::string& target) override;
   int wake_fd() const override;
+  std::set<std::string> on_wake() override;
 
   std::shared_ptr<EventIngest> ingest() const { return ingest_; }
 
   // inotify watches on the directories holding logs; added and removed by
   // passes on worker threads (inotify_add_watch resolves a path, which may
   // block on a network file system). Thread-safe.
-  class Watches {
-   public:
-    Watches();
-    ~Watches();
-    Watches(const Watches&) = delete;
-    Watches& operator=(const Watches&) = delete;
-    int fd() const { return fd_; }
-    void set(const std::string& glob, std::set<std::string> dirs);
-    void retain(const std::set<std::string>& globs);
-
-   private:
-    void sync_locked();
-    int fd_ = -1;
-    std::mutex mu_;
-    std::map<std::string, std::set<std::string>> wanted_;  // by glob
-    std::map<std::string, int> watching_;                  // dir -> watch descriptor
-  };
-
  private:
   std::shared_ptr<const Clock> clock_;
   std::shared_ptr<EventIngest> ingest_;
-  std::shared_ptr<Watches> watches_;
+  // inotify on the directories that may hold a match, per glob.
+  std::shared_ptr<DirWatcher> watches_;
   std::map<std::string, std::shared_ptr<LogTailer>> tailers_;  // by glob
   std::vector<std::string> order_;                             // globs in configuration order
   Duration interval_ = std::chrono::seconds(1);

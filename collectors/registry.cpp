@@ -24,7 +24,7 @@ constexpr std::array kCollectors{
           }},
     Entry{"tree_scan",
           [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
-            return std::make_shared<TreeScanCollector>(env.clock, env.watcher);
+            return std::make_shared<TreeScanCollector>(env.clock);
           }},
     Entry{"manifest_tail",
           [](const CollectorEnv& env) -> std::shared_ptr<Collector> {

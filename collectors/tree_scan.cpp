@@ -217,12 +217,12 @@ void TreeScanCollector::configure(const Config& cfg) {
         it->second->config().watch == t.watch) {
       next.emplace(t.name, it->second);
     } else {
-      if (watcher_) watcher_->forget_tier(t.name);
+      watcher_->forget(t.name);
       next.emplace(t.name, std::make_shared<TierScanner>(t, keep_files));
     }
   }
   for (const auto& [name, _] : scanners_) {
-    if (!next.contains(name) && watcher_) watcher_->forget_tier(name);
+    if (!next.contains(name)) watcher_->forget(name);
   }
   scanners_ = std::move(next);
 }

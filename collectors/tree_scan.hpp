@@ -45,8 +45,8 @@ std::uint64_t job_hash(std::string_view job);
 
 class TreeScanCollector final : public Collector {
  public:
-  TreeScanCollector(std::shared_ptr<const Clock> clock, std::shared_ptr<DirWatcher> watcher)
-      : clock_(std::move(clock)), watcher_(std::move(watcher)) {}
+  explicit TreeScanCollector(std::shared_ptr<const Clock> clock)
+      : clock_(std::move(clock)), watcher_(std::make_shared<DirWatcher>()) {}
   std::string_view name() const override { return "tree_scan"; }
   void configure(const Config& cfg) override;
   Duration interval() const override { return interval_; }
@@ -55,6 +55,9 @@ class TreeScanCollector final : public Collector {
   Job prepare(const std::string& target) override;
   void on_deadline(const std::string& target, State& state) override;
   void on_failure(const std::string& target, const std::string& error, State& state) override;
+  // inotify on the directories the walks of local tiers listed.
+  int wake_fd() const override { return watcher_->fd(); }
+  std::set<std::string> on_wake() override { return watcher_->drain(); }
 
  private:
   std::shared_ptr<const Clock> clock_;

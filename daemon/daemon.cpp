@@ -54,8 +54,6 @@ Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
 
 Daemon::~Daemon() {
   server_.close();
-  rescans_.clear();
-  if (inotify_) inotify_->release();  // the watcher owns the descriptor
   wakes_.clear();
   // The runner closes its inbox first, so jobs still blocked on a hung mount
   // drop their results; then the pool detaches those threads.
@@ -80,7 +78,7 @@ bool Daemon::start(std::string* error) {
   if (!store_) return false;
   pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
   runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, [this] { changed(); });
-  runner_->set_collectors(make_collectors(CollectorEnv{clock_, watcher_, store_}));
+  runner_->set_collectors(make_collectors(CollectorEnv{clock_, store_}));
   for (const auto& c : runner_->collectors()) {
     auto w = std::make_unique<WakeWatch>(io_, c, *runner_, state_);
     if (w->start()) wakes_.push_back(std::move(w));
@@ -119,7 +117,6 @@ bool Daemon::start(std::string* error) {
   if (opts_.handle_signals) wait_signals();
   publish();
   runner_->start();
-  watch_inotify();
   schedule_watchdog();
   systemd::ready();
   return true;
@@ -139,8 +136,6 @@ void Daemon::stop() {
     server_.close();
     signals_.cancel();
     runner_->stop();
-    for (auto& [_, t] : rescans_) t->cancel();
-    if (inotify_) inotify_->cancel();
     rules_->stop();
     for (auto& w : wakes_) w->stop();
     watchdog_timer_.cancel();
@@ -248,37 +243,6 @@ void Daemon::wait_signals() {
     }
     log::info("signal received", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
     stop();
-  });
-}
-
-void Daemon::watch_inotify() {
-  if (watcher_->fd() < 0) {
-    log::warn("inotify unavailable; every tier is polled");
-    return;
-  }
-  if (!inotify_) {
-    inotify_ = std::make_unique<boost::asio::posix::stream_descriptor>(io_, watcher_->fd());
-  }
-  inotify_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                       [this](const boost::system::error_code& ec) {
-                         if (ec || stopping_) return;
-                         for (const auto& tier : watcher_->drain()) rescan_soon(tier);
-                         watch_inotify();
-                       });
-}
-
-void Daemon::rescan_soon(const std::string& tier) {
-  // Debounced: a save writes many files; one walk after the burst settles.
-  constexpr auto kDebounce = std::chrono::milliseconds(250);
-  auto& timer = rescans_[tier];
-  if (timer) return;  // already scheduled
-  timer = std::make_unique<asio::steady_timer>(io_, kDebounce);
-  timer->async_wait([this, tier](const boost::system::error_code& ec) {
-    if (ec || stopping_) return;
-    auto node = rescans_.extract(tier);  // the timer lives until this handler returns
-    if (!runner_->run_target("tree_scan", tier) && state_.tiers.contains(tier)) {
-      rescan_soon(tier);  // a walk is in flight: ask again after it
-    }
   });
 }
 

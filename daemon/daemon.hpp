@@ -9,7 +9,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <prometheus/counter.h>
@@ -17,7 +16,6 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
-#include "collectors/dir_watcher.hpp"
 #include "daemon/collector_runner.hpp"
 #include "daemon/http_server.hpp"
 #include "daemon/rules_cycle.hpp"
@@ -88,8 +86,6 @@ class Daemon {
   void schedule_watchdog();
   void wait_signals();
   void changed();
-  void watch_inotify();
-  void rescan_soon(const std::string& tier);
   void publish();
   void add_routes();
   std::string render_metrics() const;
@@ -103,9 +99,6 @@ class Daemon {
   std::shared_ptr<Store> store_;
   State state_;
   std::unique_ptr<CollectorRunner> runner_;
-  std::shared_ptr<DirWatcher> watcher_ = std::make_shared<DirWatcher>();
-  std::unique_ptr<boost::asio::posix::stream_descriptor> inotify_;
-  std::map<std::string, std::unique_ptr<boost::asio::steady_timer>> rescans_;
   std::unique_ptr<RulesCycle> rules_;
   std::string self_url_;  // http://address:port the server listens on
   std::vector<std::unique_ptr<WakeWatch>> wakes_;  // collectors that ask to run early (inotify)

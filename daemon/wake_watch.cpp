@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 
 #include "util/log.hpp"
@@ -50,9 +49,11 @@ void WakeWatch::wait() {
   sd_.async_wait(boost::asio::posix::descriptor_base::wait_read,
                  [this, alive = alive_](const boost::system::error_code& ec) {
                    if (ec || !*alive) return;
-                   // Drain it: the events themselves do not matter, only that files changed.
-                   std::array<char, 16384> buf;
-                   while (::read(sd_.native_handle(), buf.data(), buf.size()) > 0) {
+                   std::set<std::string> targets = collector_->on_wake();
+                   if (targets.empty()) {
+                     pending_all_ = true;
+                   } else {
+                     pending_.insert(targets.begin(), targets.end());
                    }
                    ++wakes_;
                    if (!timer_armed_) {
@@ -68,27 +69,30 @@ void WakeWatch::wait() {
                  });
 }
 
-bool WakeWatch::busy() const {
+bool WakeWatch::busy(const std::string& target) const {
   auto it = state_.collectors.find(std::string(collector_->name()));
   if (it == state_.collectors.end()) return false;
-  for (const auto& [_, t] : it->second.targets) {
-    if (t.in_flight) return true;
-  }
-  return false;
+  auto t = it->second.targets.find(target);
+  return t != it->second.targets.end() && t->second.in_flight;
 }
 
 void WakeWatch::fire() {
-  if (busy()) {
-    pending_ = true;
-    return;
+  if (pending_all_) {
+    for (const auto& t : collector_->targets()) pending_.insert(t);
+    pending_all_ = false;
   }
-  pending_ = false;
-  ++runs_;
-  runner_.run(collector_->name());
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (busy(*it)) {
+      ++it;  // kept: poke() runs it once the run in flight has reported
+      continue;
+    }
+    if (runner_.run_target(collector_->name(), *it)) ++runs_;
+    it = pending_.erase(it);  // run, or no longer a target
+  }
 }
 
 void WakeWatch::poke() {
-  if (pending_ && !timer_armed_ && !busy()) fire();
+  if (!pending_.empty() && !timer_armed_) fire();
 }
 
 }  // namespace ckptmon

@@ -1,13 +1,15 @@
 #pragma once
-// Runs a collector early when its wake descriptor (Collector::wake_fd, e.g.
-// inotify) becomes readable: what arrives is read and discarded on the loop
-// thread (a non-blocking read that never touches storage), bursts are
-// coalesced for `delay`, and a run still in flight is never overlapped: the
-// wake is kept and honoured by poke() once that run has reported.
-// Loop thread only.
+// Runs a collector's targets early when its wake descriptor
+// (Collector::wake_fd, inotify) becomes readable: the collector reads it on
+// the loop thread (Collector::on_wake, non-blocking, never touching storage)
+// and says which targets changed; bursts are coalesced for `delay`, and a
+// target still in flight is never overlapped: its wake is kept and honoured
+// by poke() once that run has reported. Loop thread only.
 
 #include <chrono>
 #include <memory>
+#include <set>
+#include <string>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -41,7 +43,7 @@ class WakeWatch {
  private:
   void wait();
   void fire();
-  bool busy() const;
+  bool busy(const std::string& target) const;
 
   std::shared_ptr<Collector> collector_;
   CollectorRunner& runner_;
@@ -51,7 +53,8 @@ class WakeWatch {
   boost::asio::steady_timer timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   bool timer_armed_ = false;
-  bool pending_ = false;
+  bool pending_all_ = false;              // a wake for every target
+  std::set<std::string> pending_;         // targets woken and not run yet
   std::uint64_t wakes_ = 0;
   std::uint64_t runs_ = 0;
 };

@@ -34,7 +34,7 @@ TEST(DirWatcher, ReportsTheTierOfAChangedDirectory) {
 
 TEST(DirWatcher, WatchingTwiceKeepsOneWatchAndTheCapHolds) {
   testing::TempDir t;
-  DirWatcher w(2);
+  DirWatcher w(DirWatcher::kEntryChanges, 2);
   for (const char* d : {"x", "y", "z"}) std::filesystem::create_directories(t.path() / d);
   EXPECT_TRUE(w.watch("t", (t.path() / "x").string()));
   EXPECT_TRUE(w.watch("t", (t.path() / "x").string()));
@@ -56,7 +56,7 @@ TEST(DirWatcher, ForgottenTiersReportNothing) {
   testing::TempDir t;
   DirWatcher w;
   ASSERT_TRUE(w.watch("old", t.str()));
-  w.forget_tier("old");
+  w.forget("old");
   EXPECT_EQ(w.watches("old"), 0u);
   t.write("file", 1);
   EXPECT_TRUE(w.drain().empty());
@@ -80,6 +80,35 @@ TEST(DirWatcher, NetworkFileSystemsArePolled) {
   EXPECT_FALSE(is_network_fs(0xEF53));       // ext4
   EXPECT_FALSE(is_network_fs(0x01021994));   // tmpfs
   EXPECT_FALSE(is_network_fs(0x58465342));   // XFS
+}
+
+}  // namespace
+}  // namespace ckptmon
+
+namespace ckptmon {
+namespace {
+
+TEST(DirWatcher, SetKeepsExactlyTheGivenDirectoriesAndSharesOverlaps) {
+  testing::TempDir t;
+  for (const char* d : {"a", "b", "c"}) std::filesystem::create_directories(t.path() / d);
+  const std::string a = (t.path() / "a").string();
+  const std::string b = (t.path() / "b").string();
+  const std::string c = (t.path() / "c").string();
+  DirWatcher w;
+  w.set("glob1", {a, b});
+  w.set("glob2", {b});
+  EXPECT_EQ(w.watches("glob1"), 2u);
+  w.set("glob1", {c});
+  EXPECT_EQ(w.watches("glob1"), 1u);
+  // b stays watched for glob2 only; a is no longer watched at all.
+  t.write("b/x", 1);
+  ASSERT_TRUE(readable(w.fd()));
+  EXPECT_EQ(w.drain(), (std::set<std::string>{"glob2"}));
+  t.write("a/y", 1);
+  EXPECT_TRUE(w.drain().empty());
+  w.retain({"glob2"});
+  EXPECT_EQ(w.watches("glob1"), 0u);
+  EXPECT_EQ(w.watches("glob2"), 1u);
 }
 
 }  // namespace
