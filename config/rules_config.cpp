@@ -188,6 +188,7 @@ void read_sizing(YamlMap& m, SizingPolicy& out, ErrorSink& sink) {
   double_key(m, "growth_headroom_ratio", out.growth_headroom_ratio, sink, 0, 100);
   int_key(m, "concurrent_jobs", out.concurrent_jobs, sink, 0, 1'000'000);
   seconds_key(m, "trend_window", out.trend_window_seconds, sink, 60);
+  seconds_key(m, "min_trend_span", out.min_trend_span_seconds, sink, 0);
   m.finish();
 }
 

@@ -154,7 +154,12 @@ CapacityFigures evaluate_capacity(std::span<const Checkpoint> all, const TierSta
   }
   if (f.has_stats && !have_now) avail.push_back({now, f.avail_bytes});
   const std::vector<Point> w = window_points(avail, now, sizing.trend_window_seconds);
-  f.time_to_full_seconds = time_to_zero(w, now);
+  // A line through samples seconds apart is noise: no figure until the
+  // samples span min_trend_span (never more than the window itself).
+  const double min_span = std::min(sizing.min_trend_span_seconds, sizing.trend_window_seconds);
+  if (w.size() >= 2 && w.back().t - w.front().t >= min_span) {
+    f.time_to_full_seconds = time_to_zero(w, now);
+  }
   return f;
 }
 

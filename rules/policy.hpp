@@ -40,6 +40,10 @@ struct SizingPolicy {
   std::int64_t concurrent_jobs = 0;
   // History window of the least-squares fit behind time to full.
   double trend_window_seconds = 6 * 3600;
+  // Time to full stays unknown until the samples in the window span this long:
+  // a line through samples seconds apart is noise (one save swings avail by
+  // its own size).
+  double min_trend_span_seconds = 30 * 60;
 };
 
 // The bandwidth rule's knobs (YAML `tiers[].bandwidth`).

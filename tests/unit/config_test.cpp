@@ -238,7 +238,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    sizing: {replica: 2}\n",
                 {"bad.yml:5:14: tiers[0].sizing.replica: unknown key (expected one of: replicas, "
                  "temp_write_allowance_ratio, growth_headroom_ratio, concurrent_jobs, "
-                 "trend_window)"}},
+                 "trend_window, min_trend_span)"}},
         BadCase{"drain_rate_window_too_short",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain: {rate_window: "
                 "100ms}\n",

@@ -121,16 +121,37 @@ TEST(RulesCapacity, MaxAgeAndMilestonesChangeTheRetainedVersions) {
   EXPECT_EQ(f.jobs[0].retained_versions, 2 + 2);
 }
 
+// The arithmetic tests below use samples seconds apart; the minimum span has
+// a test of its own.
+TierPolicy any_span() {
+  TierPolicy p;
+  p.sizing.min_trend_span_seconds = 0;
+  return p;
+}
+
+TEST(RulesCapacity, NoTrendUntilTheSamplesSpanTheMinimum) {
+  const double now = 100'000;
+  TierState t = tier_state("rapid", TierRole::kRapid, "", 5000, 800);
+  TierPolicy p;  // default: 30 minutes
+  std::vector<TierSample> close{{now - 200, 5000, 1000, {}}, {now - 100, 5000, 900, {}}};
+  EXPECT_FALSE(evaluate_capacity({}, t, close, p, now).time_to_full_seconds);
+  // The same slope (1 byte/s) over 40 minutes is a trend.
+  std::vector<TierSample> wide{{now - 2400, 5000, 3200, {}}, {now - 1200, 5000, 2000, {}}};
+  auto f = evaluate_capacity({}, t, wide, p, now);
+  ASSERT_TRUE(f.time_to_full_seconds);
+  EXPECT_NEAR(*f.time_to_full_seconds, 800.0, 1e-6);
+}
+
 TEST(RulesCapacity, TimeToFullFromTheTrendOfAvail) {
   // Avail falls 1 byte/s: 1000 at now-200, 900 at now-100; now 800.
   const double now = 10'000;
   TierState t = tier_state("rapid", TierRole::kRapid, "", 5000, 800);
   std::vector<TierSample> h{{now - 200, 5000, 1000, {}}, {now - 100, 5000, 900, {}}};
-  auto f = evaluate_capacity({}, t, h, TierPolicy{}, now);
+  auto f = evaluate_capacity({}, t, h, any_span(), now);
   ASSERT_TRUE(f.time_to_full_seconds);
   EXPECT_NEAR(*f.time_to_full_seconds, 800.0, 1e-6);
   // Samples outside the trend window are ignored: one left is no trend.
-  TierPolicy p;
+  TierPolicy p = any_span();
   p.sizing.trend_window_seconds = 150;
   std::vector<TierSample> old{{now - 200, 5000, 1000, {}}};
   EXPECT_FALSE(evaluate_capacity({}, t, old, p, now).time_to_full_seconds);
@@ -141,7 +162,7 @@ TEST(RulesCapacity, ATierThatShrinksFillsUpEvenWithoutNewData) {
   const double now = 1000;
   TierState t = tier_state("rapid", TierRole::kRapid, "", 1000, 0.0001);
   std::vector<TierSample> h{{now - 20, 5000, 4000, {}}, {now - 10, 3000, 2000, {}}};
-  auto f = evaluate_capacity({}, t, h, TierPolicy{}, now);
+  auto f = evaluate_capacity({}, t, h, any_span(), now);
   ASSERT_TRUE(f.time_to_full_seconds);
   EXPECT_NEAR(*f.time_to_full_seconds, 0.0, 1e-3);
   EXPECT_NEAR(*f.used_ratio, 1.0, 1e-6);
@@ -151,7 +172,7 @@ TEST(RulesCapacity, AvailNotFallingMeansNeverFull) {
   const double now = 1000;
   TierState t = tier_state("rapid", TierRole::kRapid, "", 5000, 3000);
   std::vector<TierSample> h{{now - 20, 5000, 1000, {}}, {now - 10, 5000, 2000, {}}};
-  auto f = evaluate_capacity({}, t, h, TierPolicy{}, now);
+  auto f = evaluate_capacity({}, t, h, any_span(), now);
   EXPECT_EQ(f.time_to_full_seconds, kInf);
 }
 
@@ -161,7 +182,7 @@ TEST(RulesCapacity, DownTierWithoutStatsHasNoHeadroomButStillATrend) {
   t.up = false;
   std::vector<TierSample> h{{now - 20, 5000, 1000, {}}, {now - 10, 5000, 900, {}}};
   std::vector<Checkpoint> cks{Ck("rapid", "a", 1).committed(100, 1, 2)};
-  auto f = evaluate_capacity(cks, t, h, TierPolicy{}, now);
+  auto f = evaluate_capacity(cks, t, h, any_span(), now);
   EXPECT_FALSE(f.has_stats);
   EXPECT_FALSE(f.headroom_ratio);
   EXPECT_FALSE(f.next_fits);

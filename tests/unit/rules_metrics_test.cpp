@@ -27,6 +27,8 @@ std::string render() {
   RulesHistory h;
   h.tiers["staging"] = {{100, 1e12, 4.5e11, {}}, {200, 1e12, 4.2e11, {}}};
   RulesPolicy p;
+  // Samples 100 s apart: no minimum span for this rendering test.
+  for (const char* t : {"staging", "rapid"}) p.tiers[t].sizing.min_trend_span_seconds = 0;
   RuleFigures f = evaluate_rules(tiers, cks, h, {}, p, 300);
   AlertInstance a;
   a.labels = {"CheckpointTierDown", "critical", "rapid", ""};
