@@ -484,23 +484,14 @@ LoadResult parse_config(std::string_view text, const std::string& file) {
 }
 
 LoadResult load_config_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  ConfigError error;
+  auto text = read_config_text(path, kMaxConfigBytes, &error);
+  if (!text) {
     LoadResult r;
-    r.errors.push_back(
-        ConfigError{path, 0, 0, "", std::string("cannot open: ") + std::strerror(errno)});
+    r.errors.push_back(std::move(error));
     return r;
   }
-  std::string text;
-  text.resize(kMaxConfigBytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > kMaxConfigBytes) {
-    LoadResult r;
-    r.errors.push_back(ConfigError{path, 0, 0, "", "file is larger than 4 MiB"});
-    return r;
-  }
-  return parse_config(text, path);
+  return parse_config(*text, path);
 }
 
 }  // namespace ckptmon

@@ -207,23 +207,14 @@ WebConfigResult parse_web_config(std::string_view text, const std::string& file)
 }
 
 WebConfigResult load_web_config_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  ConfigError error;
+  auto text = read_config_text(path, kMaxWebConfigBytes, &error);
+  if (!text) {
     WebConfigResult r;
-    r.errors.push_back(
-        ConfigError{path, 0, 0, "", std::string("cannot open: ") + std::strerror(errno)});
+    r.errors.push_back(std::move(error));
     return r;
   }
-  std::string text;
-  text.resize(kMaxWebConfigBytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > kMaxWebConfigBytes) {
-    WebConfigResult r;
-    r.errors.push_back(ConfigError{path, 0, 0, "", "file is larger than 1 MiB"});
-    return r;
-  }
-  return parse_web_config(text, path);
+  return parse_web_config(*text, path);
 }
 
 }  // namespace ckptmon

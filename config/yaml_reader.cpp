@@ -1,7 +1,10 @@
 #include "config/yaml_reader.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
 #include <map>
 
 #include "util/text.hpp"
@@ -15,6 +18,27 @@ std::string fmt_number(double v) {
   return s;
 }
 }  // namespace
+
+std::optional<std::string> read_config_text(const std::string& path, std::size_t max_bytes,
+                                            ConfigError* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = ConfigError{path, 0, 0, "", std::string("cannot open: ") + std::strerror(errno)};
+    return std::nullopt;
+  }
+  std::string text;
+  text.resize(max_bytes + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > max_bytes) {
+    const std::string size = max_bytes % (1024 * 1024) == 0
+                                 ? std::to_string(max_bytes / (1024 * 1024)) + " MiB"
+                                 : std::to_string(max_bytes) + " bytes";
+    *error = ConfigError{path, 0, 0, "", "file is larger than " + size};
+    return std::nullopt;
+  }
+  return text;
+}
 
 std::string ConfigError::to_string() const {
   std::string out = file;

@@ -94,6 +94,11 @@ std::optional<std::uint64_t> read_byte_size(const YamlField& f, ErrorSink& sink,
 // A string that must be an absolute path.
 std::optional<std::string> read_abs_path(const YamlField& f, ErrorSink& sink);
 
+// Reads a configuration file of at most `max_bytes`; on failure returns
+// nullopt and sets `error` ("cannot open: ...", "file is larger than ...").
+std::optional<std::string> read_config_text(const std::string& path, std::size_t max_bytes,
+                                            ConfigError* error);
+
 // How a node looks in an error message: "a mapping", "a list", "null", or the quoted scalar.
 std::string describe(const YAML::Node& n);
 

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "loop_helpers.hpp"
 #include <boost/asio/executor_work_guard.hpp>
 
 namespace ckptmon {
@@ -20,30 +22,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Lets a job block until the test opens it. Shared with the job so that a job
-// still blocked when the test's objects are gone never touches freed memory.
-struct Gate {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool open = false;
-  int entered = 0;
-
-  void wait() {
-    std::unique_lock lock(mu);
-    ++entered;
-    cv.notify_all();
-    cv.wait(lock, [&] { return open; });
-  }
-  void release() {
-    std::lock_guard lock(mu);
-    open = true;
-    cv.notify_all();
-  }
-  bool wait_entered(int n) {
-    std::unique_lock lock(mu);
-    return cv.wait_for(lock, 10s, [&] { return entered >= n; });
-  }
-};
+using testing::Gate;
 
 // A collector whose jobs the test scripts target by target. Loop thread only,
 // like the real ones.

@@ -12,6 +12,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "loop_helpers.hpp"
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
@@ -71,10 +73,7 @@ class DaemonTest : public ::testing::Test {
 
   template <typename Fn>
   auto on_loop(Fn fn) {
-    std::packaged_task<decltype(fn())()> task(std::move(fn));
-    auto fut = task.get_future();
-    boost::asio::post(daemon_->io(), [&task] { task(); });
-    return fut.get();
+    return testing::run_on(daemon_->io(), std::move(fn));
   }
 
   test_http::Response fetch(const std::string& path, const std::string& method = "GET") {

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "loop_helpers.hpp"
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/http.hpp>
@@ -61,24 +63,14 @@ class HttpServerTest : public ::testing::Test {
     loop_ = std::thread([this] { io_.run(); });
   }
 
-  // Runs `fn` on the loop thread and waits for it: the server is loop-only.
+  // The server is loop-only: run on its thread, poll there.
   template <typename Fn>
   auto on_loop(Fn fn) {
-    std::packaged_task<decltype(fn())()> task(std::move(fn));
-    auto fut = task.get_future();
-    boost::asio::post(io_, [&task] { task(); });
-    return fut.get();
+    return testing::run_on(io_, std::move(fn));
   }
-
-  // Polls a loop-side condition until it holds (bounded; no timing asserted).
   template <typename Pred>
   bool eventually(Pred pred) {
-    const auto cap = std::chrono::steady_clock::now() + 10s;
-    while (!on_loop(pred)) {
-      if (std::chrono::steady_clock::now() > cap) return false;
-      std::this_thread::sleep_for(1ms);
-    }
-    return true;
+    return testing::eventually_on(io_, std::move(pred));
   }
 
   ~HttpServerTest() override {

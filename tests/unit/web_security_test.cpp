@@ -8,6 +8,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "loop_helpers.hpp"
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -69,22 +71,14 @@ class WebSecurityTest : public ::testing::Test {
     loop_ = std::thread([this] { io_.run(); });
   }
 
+  // The server is loop-only: run on its thread, poll there.
   template <typename Fn>
   auto on_loop(Fn fn) {
-    std::packaged_task<decltype(fn())()> task(std::move(fn));
-    auto fut = task.get_future();
-    boost::asio::post(io_, [&task] { task(); });
-    return fut.get();
+    return testing::run_on(io_, std::move(fn));
   }
-
   template <typename Pred>
   bool eventually(Pred pred) {
-    const auto cap = std::chrono::steady_clock::now() + 10s;
-    while (!on_loop(pred)) {
-      if (std::chrono::steady_clock::now() > cap) return false;
-      std::this_thread::sleep_for(1ms);
-    }
-    return true;
+    return testing::eventually_on(io_, std::move(pred));
   }
 
   // Rewrites web.yml and reloads it on the loop; the errors, if refused.
