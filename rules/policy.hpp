@@ -95,103 +95,68 @@ struct AlertRuleCommon {
   Severity severity = Severity::kWarning;
 };
 
+// A rule's defaults: how long it must hold and how bad it is.
+template <int ForSeconds, Severity Sev>
+struct AlertDefaults : AlertRuleCommon {
+  AlertDefaults() {
+    for_seconds = ForSeconds;
+    severity = Sev;
+  }
+};
+
 // Thresholds of the eleven alerts. Where a rule has a fire and a clear
 // threshold, the alert fires past the first and resolves only past the second
 // (hysteresis), so a value hovering at the threshold does not flap.
 struct AlertRules {
   // A new checkpoint committed on the source before the previous one drained.
-  struct DrainBacklogGrowing : AlertRuleCommon {
-    DrainBacklogGrowing() {
-      for_seconds = 600;
-      severity = Severity::kWarning;
-    }
+  struct DrainBacklogGrowing : AlertDefaults<600, Severity::kWarning> {
     std::int64_t min_overlapping = 1;
   } drain_backlog_growing;
   // The oldest pending checkpoint has waited too long, or the backlog will
   // take too long to empty at the current rate.
-  struct DrainTooSlow : AlertRuleCommon {
-    DrainTooSlow() {
-      for_seconds = 600;
-      severity = Severity::kWarning;
-    }
+  struct DrainTooSlow : AlertDefaults<600, Severity::kWarning> {
     double max_pending_age_seconds = 3600;
     double max_time_to_empty_seconds = 3600;
   } drain_too_slow;
   // The linear trend of available bytes reaches zero within the horizon.
-  struct TierFillingUp : AlertRuleCommon {
-    TierFillingUp() {
-      for_seconds = 1800;
-      severity = Severity::kWarning;
-    }
+  struct TierFillingUp : AlertDefaults<1800, Severity::kWarning> {
     double horizon_seconds = 24 * 3600;
     double clear_horizon_seconds = 30 * 3600;
   } tier_filling_up;
   // Used fraction (1 - avail/size).
-  struct TierAlmostFull : AlertRuleCommon {
-    TierAlmostFull() {
-      for_seconds = 300;
-      severity = Severity::kCritical;
-    }
+  struct TierAlmostFull : AlertDefaults<300, Severity::kCritical> {
     double used_ratio = 0.95;
     double clear_used_ratio = 0.93;
   } tier_almost_full;
   // The next checkpoint of a job needs more than the tier has available;
   // resolves once avail exceeds the need by clear_margin_ratio.
-  struct NextWontFit : AlertRuleCommon {
-    NextWontFit() {
-      for_seconds = 300;
-      severity = Severity::kCritical;
-    }
+  struct NextWontFit : AlertDefaults<300, Severity::kCritical> {
     double clear_margin_ratio = 0.05;
   } next_wont_fit;
   // Partial checkpoints on a (tier, job).
-  struct Partial : AlertRuleCommon {
-    Partial() {
-      for_seconds = 300;
-      severity = Severity::kWarning;
-    }
+  struct Partial : AlertDefaults<300, Severity::kWarning> {
     std::int64_t min_partial = 1;
   } partial;
   // The oldest checkpoint of the deletion queue has waited this long.
-  struct CleanupStalled : AlertRuleCommon {
-    CleanupStalled() {
-      for_seconds = 900;
-      severity = Severity::kWarning;
-    }
+  struct CleanupStalled : AlertDefaults<900, Severity::kWarning> {
     double max_age_seconds = 6 * 3600;
   } cleanup_stalled;
   // The newest restorable checkpoint of a job that is still checkpointing
   // (wrote anything within active_window) is older than max_age.
-  struct RecoveryPointStale : AlertRuleCommon {
-    RecoveryPointStale() {
-      for_seconds = 300;
-      severity = Severity::kCritical;
-    }
+  struct RecoveryPointStale : AlertDefaults<300, Severity::kCritical> {
     double max_age_seconds = 2 * 3600;
     double active_window_seconds = 6 * 3600;
   } recovery_point_stale;
   // Completion skew (last shard - first shard) of a job's latest committed checkpoint.
-  struct CompletionSkewHigh : AlertRuleCommon {
-    CompletionSkewHigh() {
-      for_seconds = 0;
-      severity = Severity::kWarning;
-    }
+  struct CompletionSkewHigh : AlertDefaults<0, Severity::kWarning> {
     double max_skew_seconds = 120;
     double clear_skew_seconds = 90;
   } completion_skew_high;
   // The tier's probe fails or is stuck.
-  struct TierDown : AlertRuleCommon {
-    TierDown() {
-      for_seconds = 120;
-      severity = Severity::kCritical;
-    }
+  struct TierDown : AlertDefaults<120, Severity::kCritical> {
   } tier_down;
   // Observed write bandwidth below the required one (ratio observed/required).
-  struct BandwidthShortfall : AlertRuleCommon {
-    BandwidthShortfall() {
-      for_seconds = 1800;
-      severity = Severity::kWarning;
-    }
+  struct BandwidthShortfall : AlertDefaults<1800, Severity::kWarning> {
     double min_ratio = 1.0;
     double clear_ratio = 1.1;
   } bandwidth_shortfall;
