@@ -373,17 +373,9 @@ const TierConfig* Config::find_tier(std::string_view name) const {
   return nullptr;
 }
 
-LoadResult parse_config(std::string_view text, const std::string& file) {
-  ErrorSink sink(file);
-  LoadResult result;
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    sink.add(e.mark, "", "invalid YAML: " + e.msg);
-    result.errors = std::move(sink.errors());
-    return result;
-  }
+namespace {
+
+Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& sink) {
 
   Config cfg;
   cfg.source = file;
@@ -475,23 +467,18 @@ LoadResult parse_config(std::string_view text, const std::string& file) {
     }
   }
 
-  if (sink.empty()) {
-    result.config = std::move(cfg);
-  } else {
-    result.errors = std::move(sink.errors());
-  }
-  return result;
+  return cfg;
+}
+
+}  // namespace
+
+LoadResult parse_config(std::string_view text, const std::string& file) {
+  return parse_yaml_config<Config>(
+      text, file, [&](const YAML::Node& root, ErrorSink& sink) { return read_config(root, file, sink); });
 }
 
 LoadResult load_config_file(const std::string& path) {
-  ConfigError error;
-  auto text = read_config_text(path, kMaxConfigBytes, &error);
-  if (!text) {
-    LoadResult r;
-    r.errors.push_back(std::move(error));
-    return r;
-  }
-  return parse_config(*text, path);
+  return load_config_file_with<Config>(path, kMaxConfigBytes, parse_config);
 }
 
 }  // namespace ckptmon

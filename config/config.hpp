@@ -123,10 +123,7 @@ struct Config {
   const TierConfig* find_tier(std::string_view name) const;
 };
 
-struct LoadResult {
-  std::optional<Config> config;
-  std::vector<ConfigError> errors;  // empty when config is set
-};
+using LoadResult = ConfigResult<Config>;
 
 // Compiles a job regex, accepting a named group written (?<job>...) or
 // (?P<job>...) (std::regex has no named groups): it becomes a plain group

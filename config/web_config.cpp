@@ -178,17 +178,9 @@ bool is_bcrypt_hash(std::string_view s) {
   return true;
 }
 
-WebConfigResult parse_web_config(std::string_view text, const std::string& file) {
-  ErrorSink sink(file);
-  WebConfigResult result;
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    sink.add(e.mark, "", "invalid YAML: " + e.msg);
-    result.errors = std::move(sink.errors());
-    return result;
-  }
+namespace {
+
+WebConfig read_web_config(const YAML::Node& root, const std::string& file, ErrorSink& sink) {
   WebConfig cfg;
   cfg.source = file;
   const std::filesystem::path base = std::filesystem::path(file).parent_path();
@@ -198,23 +190,18 @@ WebConfigResult parse_web_config(std::string_view text, const std::string& file)
     if (auto f = top.get("basic_auth_users"); f.present()) read_users(f, cfg, sink);
     top.finish();
   }
-  if (sink.empty()) {
-    result.config = std::move(cfg);
-  } else {
-    result.errors = std::move(sink.errors());
-  }
-  return result;
+  return cfg;
+}
+
+}  // namespace
+
+WebConfigResult parse_web_config(std::string_view text, const std::string& file) {
+  return parse_yaml_config<WebConfig>(
+      text, file, [&](const YAML::Node& root, ErrorSink& sink) { return read_web_config(root, file, sink); });
 }
 
 WebConfigResult load_web_config_file(const std::string& path) {
-  ConfigError error;
-  auto text = read_config_text(path, kMaxWebConfigBytes, &error);
-  if (!text) {
-    WebConfigResult r;
-    r.errors.push_back(std::move(error));
-    return r;
-  }
-  return parse_web_config(*text, path);
+  return load_config_file_with<WebConfig>(path, kMaxWebConfigBytes, parse_web_config);
 }
 
 }  // namespace ckptmon

@@ -44,10 +44,7 @@ struct WebConfig {
   std::map<std::string, std::string> basic_auth_users;
 };
 
-struct WebConfigResult {
-  std::optional<WebConfig> config;
-  std::vector<ConfigError> errors;  // empty when config is set
-};
+using WebConfigResult = ConfigResult<WebConfig>;
 
 // True for "$2a$", "$2b$" or "$2y$", a two-digit cost from 04 to 31, "$" and
 // 53 characters of bcrypt's base64 (22 of salt, 31 of hash).

@@ -19,6 +19,15 @@ std::string fmt_number(double v) {
 }
 }  // namespace
 
+std::optional<YAML::Node> load_yaml(std::string_view text, ErrorSink& sink) {
+  try {
+    return YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    sink.add(e.mark, "", "invalid YAML: " + e.msg);
+    return std::nullopt;
+  }
+}
+
 std::optional<std::string> read_config_text(const std::string& path, std::size_t max_bytes,
                                             ConfigError* error) {
   std::ifstream in(path, std::ios::binary);

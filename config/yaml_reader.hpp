@@ -99,6 +99,44 @@ std::optional<std::string> read_abs_path(const YamlField& f, ErrorSink& sink);
 std::optional<std::string> read_config_text(const std::string& path, std::size_t max_bytes,
                                             ConfigError* error);
 
+// A loaded configuration, or every error found in it.
+template <typename T>
+struct ConfigResult {
+  std::optional<T> config;
+  std::vector<ConfigError> errors;  // empty when config is set
+};
+
+// YAML::Load that reports a syntax error to `sink` instead of throwing.
+std::optional<YAML::Node> load_yaml(std::string_view text, ErrorSink& sink);
+
+// Parses `text` and hands the root to `read(root, sink)`: the value it
+// returns when nothing was reported, else all the errors.
+template <typename T, typename Read>
+ConfigResult<T> parse_yaml_config(std::string_view text, const std::string& file, Read read) {
+  ErrorSink sink(file);
+  ConfigResult<T> result;
+  if (auto root = load_yaml(text, sink)) {
+    T value = read(*root, sink);
+    if (sink.empty()) result.config = std::move(value);
+  }
+  if (!sink.empty()) result.errors = std::move(sink.errors());
+  return result;
+}
+
+// read_config_text, then `parse(text, path)`; a file that cannot be read is one error.
+template <typename T, typename Parse>
+ConfigResult<T> load_config_file_with(const std::string& path, std::size_t max_bytes,
+                                      Parse parse) {
+  ConfigError error;
+  auto text = read_config_text(path, max_bytes, &error);
+  if (!text) {
+    ConfigResult<T> r;
+    r.errors.push_back(std::move(error));
+    return r;
+  }
+  return parse(*text, path);
+}
+
 // How a node looks in an error message: "a mapping", "a list", "null", or the quoted scalar.
 std::string describe(const YAML::Node& n);
 
