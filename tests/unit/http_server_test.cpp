@@ -35,7 +35,7 @@ std::string get(const std::string& path, const std::string& method = "GET",
 class HttpServerTest : public ::testing::Test {
  protected:
   void start(HttpLimits limits = {}) {
-    server_ = std::make_unique<HttpServer>(io_, limits);
+    server_ = std::make_unique<HttpServer>(loop_.io(), limits);
     server_->route("/hello", {"GET"}, [](const HttpRequest& r) {
       HttpResponse resp = HttpResponse::text(200, "hello " + r.remote.substr(0, 9) + "\n");
       resp.headers.emplace_back("X-Test", "yes");
@@ -60,34 +60,28 @@ class HttpServerTest : public ::testing::Test {
     ASSERT_TRUE(server_->listen("127.0.0.1:0", &ep, &error)) << error;
     ASSERT_NE(ep.port(), 0);
     port_ = ep.port();
-    loop_ = std::thread([this] { io_.run(); });
+    loop_.start();
   }
 
   // The server is loop-only: run on its thread, poll there.
   template <typename Fn>
   auto on_loop(Fn fn) {
-    return testing::run_on(io_, std::move(fn));
+    return loop_.run(std::move(fn));
   }
   template <typename Pred>
   bool eventually(Pred pred) {
-    return testing::eventually_on(io_, std::move(pred));
+    return loop_.eventually(std::move(pred));
   }
 
   ~HttpServerTest() override {
-    if (loop_.joinable()) {
-      on_loop([this] { server_->close(); });
-      guard_.reset();
-      io_.stop();
-      loop_.join();
-    }
+    loop_.stop([this] {
+      if (server_) server_->close();
+    });
     server_.reset();
   }
 
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_ =
-      boost::asio::make_work_guard(io_);
+  testing::LoopThread loop_;  // before what lives on it, so destroyed after it
   std::unique_ptr<HttpServer> server_;
-  std::thread loop_;
   std::uint16_t port_ = 0;
   std::vector<std::pair<std::string, unsigned>> observed_;
 };

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
@@ -34,6 +35,45 @@ bool eventually_on(boost::asio::io_context& io, Pred pred) {
   }
   return true;
 }
+
+// An io_context run by a thread of its own, for loop-only objects under test.
+class LoopThread {
+ public:
+  LoopThread() = default;
+  LoopThread(const LoopThread&) = delete;
+  LoopThread& operator=(const LoopThread&) = delete;
+  ~LoopThread() {
+    stop([] {});
+  }
+
+  boost::asio::io_context& io() { return io_; }
+  void start() {
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  template <typename Fn>
+  auto run(Fn fn) {
+    return run_on(io_, std::move(fn));
+  }
+  template <typename Pred>
+  bool eventually(Pred pred) {
+    return eventually_on(io_, std::move(pred));
+  }
+  // Runs `last` on the loop (closing what lives there), then stops it.
+  template <typename Fn>
+  void stop(Fn last) {
+    if (!thread_.joinable()) return;
+    run(std::move(last));
+    guard_.reset();
+    io_.stop();
+    thread_.join();
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_ =
+      boost::asio::make_work_guard(io_);
+  std::thread thread_;
+};
 
 // Lets a job block until the test opens it. Shared with the job so that a job
 // still blocked when the test's objects are gone never touches freed memory.

@@ -55,30 +55,30 @@ class WebSecurityTest : public ::testing::Test {
 
   void start(const std::string& web_yaml, HttpLimits limits = {}) {
     web_file_ = dir_.write_text("web.yml", web_yaml).string();
-    server_ = std::make_unique<HttpServer>(io_, limits);
+    server_ = std::make_unique<HttpServer>(loop_.io(), limits);
     server_->route("/hello", {"GET"},
                    [](const HttpRequest&) { return HttpResponse::text(200, "hello\n"); });
     server_->set_observer([this](const std::string& route, unsigned status) {
       observed_.emplace_back(route, status);
     });
-    web_ = std::make_unique<WebSecurity>(io_, *server_, web_file_);
+    web_ = std::make_unique<WebSecurity>(loop_.io(), *server_, web_file_);
     std::vector<ConfigError> errors;
     ASSERT_TRUE(web_->load(&errors)) << joined(errors);
     boost::asio::ip::tcp::endpoint ep;
     std::string error;
     ASSERT_TRUE(server_->listen("127.0.0.1:0", &ep, &error)) << error;
     port_ = ep.port();
-    loop_ = std::thread([this] { io_.run(); });
+    loop_.start();
   }
 
   // The server is loop-only: run on its thread, poll there.
   template <typename Fn>
   auto on_loop(Fn fn) {
-    return testing::run_on(io_, std::move(fn));
+    return loop_.run(std::move(fn));
   }
   template <typename Pred>
   bool eventually(Pred pred) {
-    return testing::eventually_on(io_, std::move(pred));
+    return loop_.eventually(std::move(pred));
   }
 
   // Rewrites web.yml and reloads it on the loop; the errors, if refused.
@@ -96,12 +96,9 @@ class WebSecurityTest : public ::testing::Test {
   }
 
   ~WebSecurityTest() override {
-    if (loop_.joinable()) {
-      on_loop([this] { server_->close(); });
-      guard_.reset();
-      io_.stop();
-      loop_.join();
-    }
+    loop_.stop([this] {
+      if (server_) server_->close();
+    });
     web_.reset();
     server_.reset();
   }
@@ -109,12 +106,9 @@ class WebSecurityTest : public ::testing::Test {
   testing::TempDir dir_;
   test_tls::TlsFiles files_;
   std::string web_file_;
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_ =
-      boost::asio::make_work_guard(io_);
+  testing::LoopThread loop_;  // before what lives on it, so destroyed after it
   std::unique_ptr<HttpServer> server_;
   std::unique_ptr<WebSecurity> web_;
-  std::thread loop_;
   std::uint16_t port_ = 0;
   std::vector<std::pair<std::string, unsigned>> observed_;
 };
