@@ -13,6 +13,8 @@ using testing::find_ckpt;
 using testing::TreeBuilder;
 
 constexpr double kNow = 1'700'000'000;
+// Saves in this file older than 30 minutes without a marker are partial.
+const LayoutContext kContext{.now = kNow, .partial_after = 1800};
 constexpr int kRanks = 256;
 
 std::uint64_t shard_size(int rank) {
@@ -38,13 +40,6 @@ DcpDir add_dcp(TreeBuilder& b, const std::string& dir, double start, int ranks) 
   return d;
 }
 
-LayoutContext context() {
-  LayoutContext ctx;
-  ctx.now = kNow;
-  ctx.partial_after = 1800;
-  return ctx;
-}
-
 TEST(LayoutDcp, CompleteInProgressAndPartialSiblings) {
   TreeBuilder b("job");
   const DcpDir s100 = add_dcp(b, "ckpts/step-100", kNow - 7200, kRanks);
@@ -54,7 +49,7 @@ TEST(LayoutDcp, CompleteInProgressAndPartialSiblings) {
   const DcpDir s300 = add_dcp(b, "ckpts/step-300", kNow - 200, 200);  // 56 ranks still writing
   const DirNode tree = b.build();
 
-  const auto all = recognise_tree(tree, context());
+  const auto all = recognise_tree(tree, kContext);
   ASSERT_EQ(all.size(), 3u);
 
   const Checkpoint* c = find_ckpt(all, "ckpts/step-100");
@@ -90,7 +85,7 @@ TEST(LayoutDcp, CompleteInProgressAndPartialSiblings) {
 TEST(LayoutDcp, NoMetadataAfterPartialAfterIsPartial) {
   TreeBuilder b("job");
   add_dcp(b, "step-400", kNow - 4000, kRanks);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), kContext);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kPartial);
   EXPECT_EQ(all[0].reason, "no .metadata after 30m");
@@ -101,7 +96,7 @@ TEST(LayoutDcp, LeftoverMetadataTmpIsNotACommit) {
   TreeBuilder b("job");
   const DcpDir d = add_dcp(b, "step-500", kNow - 5000, 16);
   b.file("step-500/.metadata.tmp", 4096, d.last + 1);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), kContext);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kPartial);
   EXPECT_EQ(all[0].reason, ".metadata.tmp present, not yet renamed to .metadata after 30m");
@@ -112,12 +107,12 @@ TEST(LayoutDcp, ShardsNewerThanMetadataAreAReSave) {
   TreeBuilder b("job");
   b.file("step-600/.metadata", 1000, kNow - 9000);  // from the first save
   add_dcp(b, "step-600", kNow - 100, 8);            // the second save rewrites the shards
-  auto all = recognise_tree(b.build(), context());
+  auto all = recognise_tree(b.build(), kContext);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kInProgress);
   EXPECT_EQ(all[0].reason, "shards newer than .metadata (re-save); last write 1m ago");
 
-  LayoutContext later = context();
+  LayoutContext later = kContext;
   later.now = kNow + 3600;
   all = recognise_tree(b.build(), later);
   EXPECT_EQ(all[0].state, CkptState::kPartial);
@@ -133,7 +128,7 @@ TEST(LayoutDcp, RankLocalMetadataNeedsEveryRank) {
     if (r != 3 && r != 5)
       b.file("s/step-20/__" + std::to_string(r) + ".metadata", 100, kNow - 3000 + r + 0.5);
   }
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), kContext);
   ASSERT_EQ(all.size(), 2u);
   const Checkpoint* ok = find_ckpt(all, "s/step-10");
   ASSERT_NE(ok, nullptr);
@@ -151,7 +146,7 @@ TEST(LayoutDcp, KeepsPerFileListWhenAsked) {
   TreeBuilder b("job");
   add_dcp(b, "step-1", kNow - 100, 3);
   b.file("step-1/.metadata", 10, kNow - 90);
-  LayoutContext ctx = context();
+  LayoutContext ctx = kContext;
   ctx.keep_shard_files = true;
   const auto all = recognise_tree(b.build(), ctx);
   ASSERT_EQ(all.size(), 1u);

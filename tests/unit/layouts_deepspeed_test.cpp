@@ -16,12 +16,6 @@ constexpr double kNow = 1'700'000'000;
 constexpr std::uint64_t kModel = 2'600'000'000;
 constexpr std::uint64_t kOptim = 240ull * 1024 * 1024;
 
-LayoutContext context(double now = kNow) {
-  LayoutContext ctx;
-  ctx.now = now;
-  return ctx;
-}
-
 std::string optim_name(int dp) {
   return "bf16_zero_pp_rank_" + std::to_string(dp) + "_mp_rank_00_optim_states.pt";
 }
@@ -45,7 +39,7 @@ TEST(LayoutDeepSpeed, LatestNamesTheNewestCompleteTag) {
   const double last = add_tag(b, "ds/global_step300", kNow - 3000, 128);
   b.text("ds/latest", "global_step300", kNow - 3000 + 1.0);  // rank 0 did not wait for the others
   b.file("ds/zero_to_fp32.py", 30'000, kNow - 9000);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 3u);
   for (const auto& c : all) {
     EXPECT_EQ(c.framework, "deepspeed");
@@ -72,7 +66,7 @@ TEST(LayoutDeepSpeed, LatestNamingAShortTagIsInProgressThenPartial) {
   b.text("ds/latest", "global_step300\n", kNow - 99);
   const DirNode tree = b.build();
 
-  auto all = recognise_tree(tree, context());
+  auto all = recognise_tree(tree, LayoutContext{.now = kNow});
   const Checkpoint* c = find_ckpt(all, "ds/global_step300");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->state, CkptState::kInProgress);
@@ -82,7 +76,7 @@ TEST(LayoutDeepSpeed, LatestNamingAShortTagIsInProgressThenPartial) {
   EXPECT_EQ(c->files, 121u);
   EXPECT_EQ(find_ckpt(all, "ds/global_step200")->state, CkptState::kCommitted);
 
-  all = recognise_tree(tree, context(kNow + 3600));
+  all = recognise_tree(tree, LayoutContext{.now = kNow + 3600});
   c = find_ckpt(all, "ds/global_step300");
   EXPECT_EQ(c->state, CkptState::kPartial);
   EXPECT_EQ(c->reason, "latest names global_step300 with 120 of 128 optimizer shards after 30m");
@@ -93,7 +87,7 @@ TEST(LayoutDeepSpeed, TagNewerThanLatestIsNotCommitted) {
   add_tag(b, "ds/global_step300", kNow - 6000, 128);
   b.text("ds/latest", "global_step300", kNow - 5900);
   add_tag(b, "ds/global_step400", kNow - 4000, 128);  // finished writing, latest never moved
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   const Checkpoint* c = find_ckpt(all, "ds/global_step400");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->state, CkptState::kPartial);
@@ -114,7 +108,7 @@ TEST(LayoutDeepSpeed, TruncatedOptimizerShardIsCaught) {
   files.erase(std::find_if(files.begin(), files.end(), [](const FileEntry& f) {
     return f.name == optim_name(5) && f.size == kOptim;
   }));
-  const auto all = recognise_tree(fixed, context());
+  const auto all = recognise_tree(fixed, LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kPartial);
   EXPECT_EQ(all[0].reason, "latest names global_step300 but " + optim_name(5) +
@@ -125,7 +119,7 @@ TEST(LayoutDeepSpeed, TruncatedOptimizerShardIsCaught) {
 TEST(LayoutDeepSpeed, NoLatestFile) {
   TreeBuilder b("job");
   add_tag(b, "ds/global_step10", kNow - 60, 4);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kInProgress);
   EXPECT_EQ(all[0].reason, "no latest file; last write 59s ago");
@@ -148,7 +142,7 @@ TEST(LayoutDeepSpeed, ReusedStubsStayUnlessLatestDemotesThem) {
   add_tag(b, "ds/global_step200", kNow - 6000, 128);
   b.reused("ds/global_step300", newer, kNow - 60);
   b.text("ds/latest", "global_step200", kNow - 5000);  // rolled back by hand
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 3u);
   const Checkpoint* c100 = find_ckpt(all, "ds/global_step100");
   ASSERT_NE(c100, nullptr);

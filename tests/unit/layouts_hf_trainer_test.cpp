@@ -17,12 +17,6 @@ constexpr double kNow = 1'700'000'000;
 constexpr std::uint64_t kShard = 4'900'000'000;
 constexpr std::uint64_t kOptimizer = 39'000'000'000;
 
-LayoutContext context(double now = kNow) {
-  LayoutContext ctx;
-  ctx.now = now;
-  return ctx;
-}
-
 std::string shard_name(int k) { return "model-0000" + std::to_string(k) + "-of-00004.safetensors"; }
 
 std::string index_json(std::uint64_t total_size) {
@@ -83,7 +77,7 @@ TEST(LayoutHfTrainer, CompleteCheckpointsWithComponents) {
   const Expect e = add_checkpoint(b, "out/checkpoint-1000", kNow - 5000, true);
   b.sparse("out/model.safetensors", 19'600'000'000,
            kNow - 100);  // save_model() output, not a checkpoint
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 2u);
   const Checkpoint* c = find_ckpt(all, "out/checkpoint-1000");
   ASSERT_NE(c, nullptr);
@@ -107,7 +101,7 @@ TEST(LayoutHfTrainer, CompleteCheckpointsWithComponents) {
 TEST(LayoutHfTrainer, ManifestNamingAMissingShardIsPartialDespiteTheMarker) {
   TreeBuilder b("job");
   const Expect e = add_checkpoint(b, "out/checkpoint-500", kNow - 9000, true, 2);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kPartial);
   EXPECT_EQ(all[0].reason,
@@ -119,7 +113,7 @@ TEST(LayoutHfTrainer, ManifestNamingAMissingShardIsPartialDespiteTheMarker) {
 TEST(LayoutHfTrainer, ShardsShorterThanTotalSizeArePartial) {
   TreeBuilder b("job");
   add_checkpoint(b, "out/checkpoint-500", kNow - 9000, true, 0, 4 * kShard + 1);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kPartial);
   EXPECT_EQ(all[0].reason, "model.safetensors.index.json says total_size " +
@@ -131,11 +125,11 @@ TEST(LayoutHfTrainer, NoTrainerStateIsInProgressThenPartial) {
   TreeBuilder b("job");
   add_checkpoint(b, "out/checkpoint-1500", kNow - 200, false);
   const DirNode tree = b.build();
-  auto all = recognise_tree(tree, context());
+  auto all = recognise_tree(tree, LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kInProgress);
   EXPECT_EQ(all[0].reason, "no trainer_state.json; last write 1m ago");
-  all = recognise_tree(tree, context(kNow + 7200));
+  all = recognise_tree(tree, LayoutContext{.now = kNow + 7200});
   EXPECT_EQ(all[0].state, CkptState::kPartial);
   EXPECT_EQ(all[0].reason, "no trainer_state.json after 30m");
 }
@@ -144,7 +138,7 @@ TEST(LayoutHfTrainer, LeftoverTmpCheckpointIsPartial) {
   TreeBuilder b("job");
   add_checkpoint(b, "out/checkpoint-1000", kNow - 9000, true);
   add_checkpoint(b, "out/tmp-checkpoint-1500", kNow - 4000, false);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   const Checkpoint* c = find_ckpt(all, "out/tmp-checkpoint-1500");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->step, 1500);
@@ -172,7 +166,7 @@ TEST(LayoutHfTrainer, FsdpDcpDirectoriesAreHeldToTheirMetadata) {
   TreeBuilder b("job");
   add_fsdp(b, "out/checkpoint-100", kNow - 9000, true, true);
   add_fsdp(b, "out/checkpoint-200", kNow - 40, false, false);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 2u);
   const Checkpoint* ok = find_ckpt(all, "out/checkpoint-100");
   ASSERT_NE(ok, nullptr);
@@ -207,7 +201,7 @@ TEST(LayoutHfTrainer, DeepSpeedInsideIsCountedAgainstFinishedCheckpoints) {
   TreeBuilder b("job");
   add_ds_inside(b, "out/checkpoint-100", 100, kNow - 9000, 16, true);
   add_ds_inside(b, "out/checkpoint-200", 200, kNow - 100, 14, false);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 2u);
   const Checkpoint* ok = find_ckpt(all, "out/checkpoint-100");
   ASSERT_NE(ok, nullptr);

@@ -17,12 +17,6 @@ constexpr double kNow = 1'700'000'000;
 constexpr std::uint64_t kModelShard = 1'750'000'000;
 constexpr std::uint64_t kOptimShard = 7'000'000'000;
 
-LayoutContext context(double now = kNow) {
-  LayoutContext ctx;
-  ctx.now = now;
-  return ctx;
-}
-
 std::string mp_dir(int tp, int pp) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "mp_rank_%02d_%03d", tp, pp);
@@ -51,7 +45,7 @@ TEST(LayoutMegatron, LegacyTrackerCommitsUpToItsIteration) {
   b.text("save/latest_checkpointed_iteration.txt", "2000", last + 2);
   b.file("save/progress.txt", 4000, last + 2);
   add_legacy(b, "save/iter_0003000", kNow - 120);  // still saving
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 3u);
 
   const Checkpoint* c = find_ckpt(all, "save/iter_0002000");
@@ -78,7 +72,7 @@ TEST(LayoutMegatron, LegacyAbandonedIterationCountsItsMpDirs) {
   const double last = add_legacy(b, "save/iter_0002000", kNow - 9000);
   b.text("save/latest_checkpointed_iteration.txt", "2000\n", last + 2);
   add_legacy(b, "save/iter_0003000", kNow - 4000, 6);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   const Checkpoint* p = find_ckpt(all, "save/iter_0003000");
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->state, CkptState::kPartial);
@@ -100,7 +94,7 @@ TEST(LayoutMegatron, TrackerNamingAnIncompleteIterationIsPartial) {
   for (auto& m : iter.dirs) {
     if (m.name == "mp_rank_03_001") m.files.erase(m.files.begin() + 1);
   }
-  const auto all = recognise_tree(tree, context());
+  const auto all = recognise_tree(tree, LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kPartial);
   EXPECT_EQ(all[0].reason, "tracker names 2000 but mp_rank_03_001 has no model_optim_rng.pt");
@@ -140,7 +134,7 @@ TEST(LayoutMegatron, TorchDistCompleteWithIntegrityManifest) {
   TreeBuilder b("job");
   const Dist d = add_dist(b, "save/iter_0005000", kNow - 4000, 64, true);
   b.text("save/latest_checkpointed_iteration.txt", "5000", d.last + 31);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 1u);
   const Checkpoint& c = all[0];
   EXPECT_EQ(c.framework, "megatron_torch_dist");
@@ -158,7 +152,7 @@ TEST(LayoutMegatron, TorchDistIntegrityListingAMissingFileIsPartial) {
   const Dist d =
       add_dist(b, "save/iter_0005000", kNow - 100, 63, true, 1);  // lists __63_0.distcp too
   b.text("save/latest_checkpointed_iteration.txt", "5000", d.last + 31);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kPartial);
   EXPECT_EQ(all[0].reason, "integrity.json lists __63_0.distcp, missing");
@@ -170,7 +164,7 @@ TEST(LayoutMegatron, TorchDistWithoutMetadataJsonIsInProgress) {
   const Dist old = add_dist(b, "save/iter_0005000", kNow - 9000, 64, true);
   b.text("save/latest_checkpointed_iteration.txt", "5000", old.last + 31);
   add_dist(b, "save/iter_0006000", kNow - 30, 64, false);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   const Checkpoint* c = find_ckpt(all, "save/iter_0006000");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->framework, "megatron_torch_dist");
@@ -188,7 +182,7 @@ TEST(LayoutMegatron, GarbageMetadataJsonIsPartial) {
   for (auto& f : tree.dirs[0].dirs[0].files) {
     if (f.name == "metadata.json") f.content = std::string("\x89PNG\r\n\x1a\n", 8);
   }
-  const auto all = recognise_tree(tree, context());
+  const auto all = recognise_tree(tree, LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kPartial);
   EXPECT_EQ(all[0].reason, "metadata.json: not valid JSON");
@@ -198,7 +192,7 @@ TEST(LayoutMegatron, GarbageMetadataJsonIsPartial) {
 TEST(LayoutMegatron, CopiedTorchDistIterationWithoutTrackerStillCommits) {
   TreeBuilder b("iter_0005000");
   add_dist(b, "", kNow - 9000, 8, true);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].path, ".");
   EXPECT_EQ(all[0].framework, "megatron_torch_dist");

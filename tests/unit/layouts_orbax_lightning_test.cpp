@@ -15,12 +15,6 @@ using testing::TreeBuilder;
 
 constexpr double kNow = 1'700'000'000;
 
-LayoutContext context(double now = kNow) {
-  LayoutContext ctx;
-  ctx.now = now;
-  return ctx;
-}
-
 std::string step_metadata(std::int64_t init_ns, std::optional<std::int64_t> commit_ns) {
   std::string j =
       R"({"item_handlers": {"params": "orbax.checkpoint._src.handlers.standard_checkpoint_handler.StandardCheckpointHandler", "opt_state": "orbax.checkpoint._src.handlers.standard_checkpoint_handler.StandardCheckpointHandler"}, "metrics": {}, "performance_metrics": {}, "init_timestamp_nsecs": )" +
@@ -65,7 +59,7 @@ TEST(LayoutOrbax, CommittedStepsCarrySaveTimes) {
   b.text("ckpts/2000/_CHECKPOINT_METADATA", meta, t + 21);
   b.text("ckpts/2000/commit_success.txt", "Checkpoint commit was successful to /ckpts/2000",
          t + 21.5);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 1u);
   const Checkpoint& c = all[0];
   EXPECT_EQ(c.path, "ckpts/2000");
@@ -86,7 +80,7 @@ TEST(LayoutOrbax, RenamedStepWithoutCommitFileIsCommittedByItsTimestamp) {
   TreeBuilder b("job");
   add_items(b, "ckpts/1000", kNow - 9000);
   b.text("ckpts/1000/_CHECKPOINT_METADATA", step_metadata(1, 2), kNow - 8970);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, CkptState::kCommitted) << all[0].reason;
   EXPECT_DOUBLE_EQ(all[0].marker_time, kNow - 8970);
@@ -98,7 +92,7 @@ TEST(LayoutOrbax, TemporaryDirectoriesAreInProgressThenPartial) {
   b.text("ckpts/3000.orbax-checkpoint-tmp-1699999900/_CHECKPOINT_METADATA",
          step_metadata(1, std::nullopt), kNow - 100);
   add_items(b, "ckpts/2500.orbax-checkpoint-tmp", kNow - 9000);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 2u);
   const Checkpoint* young = find_ckpt(all, "ckpts/3000.orbax-checkpoint-tmp-1699999900");
   ASSERT_NE(young, nullptr);
@@ -120,7 +114,7 @@ TEST(LayoutOrbax, CommitFileSaveInFlightAndGarbageMetadata) {
   add_items(b, "gcs/3000", kNow - 9000);
   b.text("gcs/3000/_CHECKPOINT_METADATA", "{\"init_timestamp_nsecs\": 16999", kNow - 9000);
   b.text("gcs/3000/commit_success.txt", "ok", kNow - 8900);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 2u);
   const Checkpoint* flight = find_ckpt(all, "gcs/4000");
   ASSERT_NE(flight, nullptr);
@@ -143,7 +137,7 @@ TEST(LayoutLightning, SingleFilesSymlinkAndNemoMarker) {
   b.symlink(d + "best.ckpt", "epoch=0-step=250.ckpt", kNow - 9100);   // target deleted by top-k
   b.sparse(d + "epoch=2-step=1500.ckpt", 1'000'000'000, kNow - 10);   // NeMo still writing
   b.file(d + "epoch=2-step=1500-unfinished", 0, kNow - 30);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 4u);
   const Checkpoint* c = find_ckpt(all, d + "epoch=1-step=1000.ckpt");
   ASSERT_NE(c, nullptr);
@@ -180,7 +174,7 @@ TEST(LayoutLightning, ShardedDirectoryNeedsMetaPt) {
   b.file(d + "epoch=0-step=100.ckpt/.metadata", 80'000, kNow - 8990);
   b.file(d + "epoch=0-step=100.ckpt/meta.pt", 3'000, kNow - 8989);
   b.file(d + "epoch=1-step=200.ckpt/.metadata", 80'000, kNow - 2990);  // meta.pt never came
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 2u);
   const Checkpoint* ok = find_ckpt(all, d + "epoch=0-step=100.ckpt");
   ASSERT_NE(ok, nullptr);

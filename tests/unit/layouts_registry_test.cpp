@@ -14,12 +14,6 @@ using testing::TreeBuilder;
 
 constexpr double kNow = 1'700'000'000;
 
-LayoutContext context() {
-  LayoutContext ctx;
-  ctx.now = kNow;
-  return ctx;
-}
-
 TEST(LayoutRegistry, MixedJobTreeEachCheckpointOnceWithRootRelativePaths) {
   TreeBuilder b("job-a");
   // Hugging Face FSDP checkpoint: its DCP subdirectories are part of it.
@@ -36,7 +30,7 @@ TEST(LayoutRegistry, MixedJobTreeEachCheckpointOnceWithRootRelativePaths) {
   b.file("runs/r1/dcp/step-5/.metadata", 10, kNow - 799);
   b.sparse("runs/r1/pl/checkpoints/epoch=0-step=5.ckpt", 1000, kNow - 700);
   b.file("logs/train.log", 5000, kNow - 1);  // nothing to recognise
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 3u);
   const Checkpoint* hf = find_ckpt(all, "hf/checkpoint-10");
   ASSERT_NE(hf, nullptr);
@@ -55,7 +49,7 @@ TEST(LayoutRegistry, RootItselfIsACheckpoint) {
   TreeBuilder b("step-42");
   b.sparse("__0_0.distcp", 100, kNow - 100);
   b.file(".metadata", 10, kNow - 99);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].path, ".");
   EXPECT_EQ(all[0].step, 42);
@@ -76,7 +70,7 @@ TEST(LayoutRegistry, ReusedStubIsEmittedAsIsWithItsPathAdjusted) {
   TreeBuilder b("job-a");
   b.reused("dcp/step-5", stub, kNow - 4900);
   b.sparse("dcp/step-6/__0_0.distcp", 100, kNow - 100);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 2u);
   const Checkpoint* c = find_ckpt(all, "dcp/step-5");
   ASSERT_NE(c, nullptr);
@@ -91,7 +85,7 @@ TEST(LayoutRegistry, GenericLayoutFromConfiguration) {
   g.shard_glob = "rank*.bin";
   g.marker = "COMMITTED";
   g.step_regex = R"(^save_(\d+)$)";
-  LayoutContext ctx = context();
+  LayoutContext ctx{.now = kNow};
   ctx.generic = &g;
   TreeBuilder b("job");
   for (int r = 0; r < 16; ++r) {
@@ -129,12 +123,12 @@ TEST(LayoutRegistry, DeepAndWideTreesDoNotBreakTheWalk) {
   b.sparse(deep + "step-1/__0_0.distcp", 1, kNow);  // far below the depth limit: not reached
   for (int i = 0; i < 2000; ++i) b.dir("wide/" + std::to_string(i), kNow);
   const DirNode tree = b.build();
-  EXPECT_TRUE(recognise_tree(tree, context()).empty());
+  EXPECT_TRUE(recognise_tree(tree, LayoutContext{.now = kNow}).empty());
 }
 
 TEST(LayoutRegistry, EmptyTreeFindsNothing) {
   const DirNode empty;
-  EXPECT_TRUE(recognise_tree(empty, context()).empty());
+  EXPECT_TRUE(recognise_tree(empty, LayoutContext{.now = kNow}).empty());
 }
 
 }  // namespace

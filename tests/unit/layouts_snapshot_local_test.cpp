@@ -16,12 +16,6 @@ using testing::TreeBuilder;
 
 constexpr double kNow = 1'700'000'000;
 
-LayoutContext context(double now = kNow) {
-  LayoutContext ctx;
-  ctx.now = now;
-  return ctx;
-}
-
 // ---- torchsnapshot -------------------------------------------------------------
 
 struct Snap {
@@ -94,7 +88,7 @@ TEST(LayoutTorchsnapshot, ManifestHeldAgainstTheFiles) {
   const Snap shortb =
       add_snapshot(b, "snaps/step-1300", kNow - 6000, 8, 20'000);  // batched file cut off
   b.text("snaps/step-1300/.snapshot_metadata", shortb.json, kNow - 5990);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 2u);
   const Checkpoint* c = find_ckpt(all, "snaps/step-1200");
   ASSERT_NE(c, nullptr);
@@ -128,7 +122,7 @@ TEST(LayoutTorchsnapshot, MissingLocationYamlAndNoMetadata) {
   for (auto& d : s200.dirs) {
     if (d.name == "2") d.dirs[0].dirs[0].dirs[0].files.clear();
   }
-  const auto all = recognise_tree(tree, context());
+  const auto all = recognise_tree(tree, LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(find_ckpt(all, "snaps/step-100")->state, CkptState::kCommitted)
       << find_ckpt(all, "snaps/step-100")->reason;
@@ -161,7 +155,7 @@ TEST(LayoutNvrxLocal, IterationValidWhenEveryRankFileIsThere) {
       b.sparse(dir + local_name(2000, r), 3'000'000'000, kNow - 20 + r);
     }
   }
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 2u);
   const Checkpoint* ok = find_ckpt(all, "session-7/iter_0001000");
   ASSERT_NE(ok, nullptr);
@@ -195,7 +189,7 @@ TEST(LayoutDlrover, DoneCountShortOfShardsDemotesTheCheckpoint) {
   for (int r : {0, 1, 2, 4, 6, 7})
     b.text("ckpt/._dlrover_ckpt_stage/200.done/" + std::to_string(r), "done", kNow - 40);
   b.text("ckpt/dlrover_latest.txt", "100", kNow - 8980);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(find_ckpt(all, "ckpt/step-100")->state, CkptState::kCommitted);
   const Checkpoint* c = find_ckpt(all, "ckpt/step-200");
@@ -213,7 +207,7 @@ TEST(LayoutDlrover, StagedDataAndOrphanDoneDirectories) {
     b.text("ckpt/._dlrover_ckpt_stage/300.done/" + std::to_string(r), "done", kNow - 3990);
   for (int r = 0; r < 2; ++r)
     b.text("ckpt/._dlrover_ckpt_stage/400.done/" + std::to_string(r), "done", kNow - 30);
-  const auto all = recognise_tree(b.build(), context());
+  const auto all = recognise_tree(b.build(), LayoutContext{.now = kNow});
   ASSERT_EQ(all.size(), 2u);
   const Checkpoint* staged = find_ckpt(all, "ckpt/._dlrover_ckpt_stage/300");
   ASSERT_NE(staged, nullptr);
