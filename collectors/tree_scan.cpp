@@ -5,6 +5,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -21,16 +22,27 @@ std::string join(const std::string& a, const std::string& b) {
   return a + "/" + b;
 }
 
+// Whether a scanner built for `a` scans exactly as one built for `b` would:
+// every setting TierScanner and its AccessAuditor read. The rules' policy is
+// the only part of a tier they do not.
 bool same_scan_settings(const TierConfig& a, const TierConfig& b) {
   auto layout_eq = [](const auto& x, const auto& y) {
     if (x.has_value() != y.has_value()) return false;
     return !x || (x->shard_glob == y->shard_glob && x->marker == y->marker &&
                   x->step_regex == y->step_regex);
   };
-  return a.path == b.path && a.partial_after == b.partial_after && a.jobs.depth == b.jobs.depth &&
-         a.jobs.regex_text == b.jobs.regex_text && a.jobs.max_depth == b.jobs.max_depth &&
+  auto namespaces_eq = [](const auto& x, const auto& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const auto& n, const auto& m) {
+      return n.job_regex == m.job_regex && n.owner == m.owner && n.group == m.group &&
+             n.residency == m.residency;
+    });
+  };
+  return a.name == b.name && a.path == b.path && a.partial_after == b.partial_after &&
+         a.jobs.depth == b.jobs.depth && a.jobs.regex_text == b.jobs.regex_text &&
+         a.jobs.group == b.jobs.group && a.jobs.max_depth == b.jobs.max_depth &&
          a.shard_index == b.shard_index && a.shard_count == b.shard_count &&
-         layout_eq(a.layout, b.layout);
+         a.watch == b.watch && layout_eq(a.layout, b.layout) && a.residency == b.residency &&
+         namespaces_eq(a.namespaces, b.namespaces);
 }
 
 }  // namespace
@@ -213,8 +225,8 @@ void TreeScanCollector::configure(const Config& cfg) {
       if (other.drains_to == t.name) keep_files = true;
     }
     auto it = scanners_.find(t.name);
-    if (it != scanners_.end() && same_scan_settings(it->second->config(), t) &&
-        it->second->config().watch == t.watch) {
+    if (it != scanners_.end() && it->second->keep_files() == keep_files &&
+        same_scan_settings(it->second->config(), t)) {
       next.emplace(t.name, it->second);
     } else {
       watcher_->forget(t.name);

@@ -28,6 +28,7 @@ class TierScanner {
   // (auto: by file-system type) says inotify.
   ScanOutcome scan(double now, DirWatcher* watcher = nullptr);
   const TierConfig& config() const { return cfg_; }
+  bool keep_files() const { return keep_files_; }
 
  private:
   std::vector<std::pair<std::string, std::string>> find_jobs(TreeWalker& walker,

@@ -1,0 +1,72 @@
+// tree_scan collector: a reload that changes what a walk reports is applied
+// to the next walk, not only to tiers that are new.
+
+#include "collectors/tree_scan.hpp"
+
+#include <gtest/gtest.h>
+
+#include "temp_dir.hpp"
+
+namespace ckptmon {
+namespace {
+
+Config config_of(const std::string& yaml) {
+  auto r = parse_config(yaml, "test.yml");
+  if (!r.config) throw std::runtime_error(r.errors.at(0).to_string());
+  return *r.config;
+}
+
+class TreeScanReload : public ::testing::Test {
+ protected:
+  TreeScanReload() {
+    tier_.write("llama/step-1/__0_0.distcp", 100);
+    tier_.write("llama/step-1/.metadata", 10);
+    state_.tiers["rapid"].config.path = tier_.str();
+  }
+
+  std::string yaml(const std::string& tier_extra) const {
+    return "tiers:\n  - {name: rapid, path: " + tier_.str() + ", role: rapid" + tier_extra +
+           "}\n";
+  }
+
+  // One walk of the tier, applied to the state; the kinds of its findings.
+  std::vector<FindingKind> walk() {
+    Update apply = collector_.prepare("rapid")();
+    apply(state_);
+    std::vector<FindingKind> kinds;
+    for (const auto& f : state_.catalogs["rapid"].findings) kinds.push_back(f.kind);
+    return kinds;
+  }
+
+  testing::TempDir tier_;
+  State state_;
+  TreeScanCollector collector_{std::make_shared<FakeClock>()};
+};
+
+TEST_F(TreeScanReload, NamespacesChangedByAReloadApplyToTheNextWalk) {
+  collector_.configure(config_of(yaml("")));
+  const auto before = walk();
+  EXPECT_EQ(std::count(before.begin(), before.end(), FindingKind::kOutsideNamespace), 0);
+
+  // A namespace that does not claim the job: the job is now outside every namespace.
+  collector_.configure(config_of(yaml(", namespaces: {'^gpt-': {}}")));
+  const auto after = walk();
+  EXPECT_EQ(std::count(after.begin(), after.end(), FindingKind::kOutsideNamespace), 1);
+}
+
+TEST_F(TreeScanReload, ShardFilesAreKeptOnceTheTierTakesPartInADrain) {
+  collector_.configure(config_of(yaml("")));
+  walk();
+  ASSERT_EQ(state_.catalogs["rapid"].checkpoints.size(), 1u);
+  EXPECT_EQ(state_.catalogs["rapid"].checkpoints[0].shard_files, nullptr);
+
+  collector_.configure(config_of(yaml(", drains_to: capacity}\n  - {name: capacity, path: " +
+                                      tier_.str() + "/../elsewhere, role: capacity")));
+  walk();
+  ASSERT_EQ(state_.catalogs["rapid"].checkpoints.size(), 1u);
+  ASSERT_NE(state_.catalogs["rapid"].checkpoints[0].shard_files, nullptr);
+  EXPECT_EQ(state_.catalogs["rapid"].checkpoints[0].shard_files->size(), 2u);
+}
+
+}  // namespace
+}  // namespace ckptmon
