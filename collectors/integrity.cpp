@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "collectors/layouts/layout.hpp"
+#include "collectors/tree_walk.hpp"
 #include "store/event_tables.hpp"
 #include "store/store.hpp"
 #include "util/digest.hpp"
@@ -20,15 +22,9 @@ namespace ckptmon {
 namespace {
 
 constexpr std::size_t kReadBytes = 1024 * 1024;
-constexpr std::uint64_t kMaxManifestBytes = 4 * 1024 * 1024;
 constexpr const char* kManifestFramework = "megatron_torch_dist";
 constexpr const char* kManifestName = "integrity.json";
 constexpr double kManifestGraceSeconds = 600;
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 }  // namespace
 
@@ -101,9 +97,8 @@ IntegrityResult verify_file(const std::string& path, const Checksum& want, ByteR
   }
   ::close(fd);
   const std::string got = digest->hex();
-  if (got == lower(want.hex)) return IntegrityResult::kOk;
-  *detail = "expected " + std::string(checksum_algo_name(want.algo)) + ":" + lower(want.hex) +
-            ", got " + got;
+  if (got == want.hex) return IntegrityResult::kOk;  // both lower case (parse_checksum)
+  *detail = "expected " + want.to_string() + ", got " + got;
   return IntegrityResult::kMismatch;
 }
 
@@ -233,31 +228,24 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
     const std::string dir = resolve(c.tier, c.path);
     std::vector<std::pair<std::string, Checksum>> files;
     bool manifest_present = false;
-    if (!dir.empty()) {
-      const std::string mpath = dir + "/" + kManifestName;
-      const int fd = ::open(mpath.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-      struct stat st {};
-      if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-          static_cast<std::uint64_t>(st.st_size) <= kMaxManifestBytes) {
+    std::string text;
+    if (!dir.empty() &&
+        read_small_file(AT_FDCWD, dir + "/" + kManifestName, kMaxManifestBytes, text)) {
+      auto j = nlohmann::json::parse(text, nullptr, false);
+      // Unreadable, not JSON or without a files object: not there (yet), like
+      // a manifest still being written.
+      if (j.is_object() && j.contains("files") && j["files"].is_object()) {
         manifest_present = true;
-        std::string text(static_cast<std::size_t>(st.st_size), '\0');
-        const ssize_t n = ::read(fd, text.data(), text.size());
-        text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-        auto j = nlohmann::json::parse(text, nullptr, false);
-        const std::string algo =
-            j.is_object() && j.contains("algorithm") && j["algorithm"].is_string()
-                ? j["algorithm"].get<std::string>()
-                : std::string("sha256");
-        if (j.is_object() && j.contains("files") && j["files"].is_object()) {
-          for (auto it = j["files"].begin(); it != j["files"].end(); ++it) {
-            if (!it.value().is_string()) continue;
-            std::string digest = it.value().get<std::string>();
-            if (digest.find(':') == std::string::npos) digest = algo + ":" + digest;
-            if (auto sum = parse_checksum(digest)) files.emplace_back(it.key(), *sum);
-          }
+        const std::string algo = j.contains("algorithm") && j["algorithm"].is_string()
+                                     ? j["algorithm"].get<std::string>()
+                                     : std::string("sha256");
+        for (auto it = j["files"].begin(); it != j["files"].end(); ++it) {
+          if (!it.value().is_string()) continue;
+          std::string digest = it.value().get<std::string>();
+          if (digest.find(':') == std::string::npos) digest = algo + ":" + digest;
+          if (auto sum = parse_checksum(digest)) files.emplace_back(it.key(), *sum);
         }
       }
-      if (fd >= 0) ::close(fd);
     }
     // Megatron writes integrity.json after metadata.json: give a checkpoint
     // that has none yet a while before deciding it never will.
@@ -289,7 +277,6 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
       note(c.tier, r, path, detail);
     }
   }
-  status_.verified_bytes += pass.bytes;
   status_.pending_shards =
       store_->call<std::uint64_t>([](sql::Db& db) { return event_tables::queued_shards(db); });
   publish();

@@ -49,39 +49,32 @@ int open_rel(int root_fd, const std::string& rel) {
   return fd;
 }
 
-bool read_content(int dfd, const std::string& name, std::uint64_t size, std::string& out) {
+}  // namespace
+
+bool read_small_file(int dfd, const std::string& name, std::uint64_t max_bytes,
+                     std::string& out) {
   // O_NONBLOCK: a FIFO swapped in after the lstat must not block the walk.
-  int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  const int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return false;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<std::uint64_t>(st.st_size) > max_bytes) {
     ::close(fd);
     return false;
   }
-  out.resize(static_cast<std::size_t>(std::min<std::uint64_t>(size, kMaxManifestBytes)));
+  out.resize(static_cast<std::size_t>(st.st_size));
   std::size_t got = 0;
+  bool ok = true;
   while (got < out.size()) {
-    ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0) ok = false;
+    if (n <= 0) break;  // an error, or the file shrank: what was read
     got += static_cast<std::size_t>(n);
   }
   out.resize(got);
   ::close(fd);
-  return true;
-}
-
-}  // namespace
-
-WalkStats& WalkStats::operator+=(const WalkStats& o) {
-  dirs_listed += o.dirs_listed;
-  stat_calls += o.stat_calls;
-  permission_errors += o.permission_errors;
-  vanished += o.vanished;
-  other_device += o.other_device;
-  manifests_read += o.manifests_read;
-  reused += o.reused;
-  return *this;
+  return ok;
 }
 
 TreeWalker::TreeWalker(int root_fd, dev_t root_dev, const WalkMemory* memory, WalkStats& stats)
@@ -165,10 +158,7 @@ bool TreeWalker::fill(int dfd, const std::string& rel, DirNode& node) {
       continue;
     }
     if (S_ISDIR(st.st_mode)) {
-      if (st.st_dev != root_dev_) {
-        ++stats_.other_device;
-        continue;
-      }
+      if (st.st_dev != root_dev_) continue;  // another file system: not walked
       DirNode child;
       child.name = name;
       child.mtime = mtime_of(st);
@@ -210,10 +200,7 @@ bool TreeWalker::fill(int dfd, const std::string& rel, DirNode& node) {
     } else if (f.type == FileEntry::Type::kRegular && f.size <= kMaxManifestBytes &&
                wants_content(name)) {
       std::string text;
-      if (read_content(dfd, name, f.size, text)) {
-        ++stats_.manifests_read;
-        f.content = std::move(text);
-      }
+      if (read_small_file(dfd, name, kMaxManifestBytes, text)) f.content = std::move(text);
     }
     node.files.push_back(std::move(f));
   }
@@ -253,10 +240,7 @@ bool TreeWalker::list_dirs(const std::string& rel,
       continue;
     }
     if (!S_ISDIR(st.st_mode)) continue;
-    if (st.st_dev != root_dev_) {
-      ++stats_.other_device;
-      continue;
-    }
+    if (st.st_dev != root_dev_) continue;  // another file system: not walked
     out.emplace_back(name, mtime_of(st));
   }
   ::closedir(d);

@@ -26,11 +26,7 @@ struct WalkStats {
   std::uint64_t stat_calls = 0;
   std::uint64_t permission_errors = 0;
   std::uint64_t vanished = 0;         // entries gone between readdir and stat
-  std::uint64_t other_device = 0;     // directories on another file system, skipped
-  std::uint64_t manifests_read = 0;
   std::uint64_t reused = 0;           // committed checkpoints not listed again
-
-  WalkStats& operator+=(const WalkStats& o);
 };
 
 // What earlier walks of one tier remember: for each committed checkpoint
@@ -81,5 +77,12 @@ std::vector<std::pair<std::string, double>> subtree_dirs(const DirNode& node,
 
 // The node at `rel` (slash-separated, relative to `root`), or nullptr.
 const DirNode* find_node(const DirNode& root, const std::string& rel);
+
+// Reads a small regular file `name` relative to `dfd` (AT_FDCWD: as given),
+// never following a symlink and never blocking on a FIFO or device. False when
+// it cannot be opened, is not a regular file, is larger than `max_bytes` or a
+// read fails.
+bool read_small_file(int dfd, const std::string& name, std::uint64_t max_bytes,
+                     std::string& out);
 
 }  // namespace ckptmon
