@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -229,6 +230,13 @@ void EventIngest::forget_before(double cutoff) {
   });
 }
 
+void EventIngest::collect_garbage(double now, double forget_after) {
+  double last = last_gc_.load();
+  if (now - last <= 3600 || !last_gc_.compare_exchange_strong(last, now)) return;
+  forget_before(now - forget_after);
+  fold_idle_jobs(now - forget_after);
+}
+
 std::size_t EventIngest::fold_idle_jobs(double cutoff) {
   return store_->call<std::size_t>([this, cutoff](sql::Db& db) {
     std::lock_guard lock(mu_);
@@ -447,8 +455,8 @@ void LogTailer::log_rejected(const Open& o, const ChunkResult& chunk) {
   }
 }
 
-std::uint64_t LogTailer::drain(Open& o) {
-  std::uint64_t lines = 0;
+std::optional<std::uint64_t> LogTailer::drain(Open& o) {
+  std::optional<std::uint64_t> seen;  // the size of the file when last looked at
   // At most one batch is being committed (on the store thread) while the next
   // one is read and parsed here. `next` is where reading goes on; o.row only
   // moves once a commit has applied.
@@ -475,7 +483,6 @@ std::uint64_t LogTailer::drain(Open& o) {
     }
     o.row = std::move(p.to);
     o.has_row = true;
-    lines += chunks_[p.chunk].lines().size();
     if (rejected > 0) log_rejected(o, chunks_[p.chunk]);
     return true;
   };
@@ -493,8 +500,9 @@ std::uint64_t LogTailer::drain(Open& o) {
       break;
     }
     const auto size = static_cast<std::uint64_t>(st.st_size);
+    seen = size;
     if (size < next.parse.offset) {
-      if (!settle()) return lines;
+      if (!settle()) return seen;
       why_ = "it is shorter (" + std::to_string(size) + " bytes) than the read position";
       reset(o, FileChange::kTruncated);
       next = o.row;
@@ -502,7 +510,7 @@ std::uint64_t LogTailer::drain(Open& o) {
     }
     if (!o.checked) {
       // Rewritten in place (copytruncate, then grown past the position)?
-      if (!settle()) return lines;
+      if (!settle()) return seen;
       o.checked = true;
       bool fingerprint_ok = true;
       if (!verify(o.fd, o.row, size, &fingerprint_ok)) {
@@ -553,7 +561,7 @@ std::uint64_t LogTailer::drain(Open& o) {
         to.fp_hash = *h;
       }
     }
-    if (!settle()) return lines;
+    if (!settle()) return seen;
     const bool had_row = o.has_row;
     pending = Pending{ingest_->commit_async(had_row ? std::optional(o.row) : std::nullopt, to,
                                             chunk.lines(), cfg_.tier, std::nullopt, consumed),
@@ -562,7 +570,7 @@ std::uint64_t LogTailer::drain(Open& o) {
     slot ^= 1;
   }
   settle();
-  return lines;
+  return seen;
 }
 
 void LogTailer::leave(Open& o, FileChange change) {
@@ -739,10 +747,8 @@ LogTailer::Pass LogTailer::run() {
             [](const Open* a, const Open* b) { return a->path < b->path; });
   for (Open* o : order) {
     if (stopping_) break;
-    pass.lines += drain(*o);
-    struct stat st {};
-    if (::fstat(o->fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) > o->row.parse.offset) {
-      status.backlog_bytes += static_cast<std::uint64_t>(st.st_size) - o->row.parse.offset;
+    if (const auto size = drain(*o); size && *size > o->row.parse.offset) {
+      status.backlog_bytes += *size - o->row.parse.offset;
     }
     // Keep the position of a quiet log from being forgotten.
     if (o->has_row && now_ - o->row.last_seen > 3600) {
@@ -755,11 +761,7 @@ LogTailer::Pass LogTailer::run() {
   status.files = open_.size();
   ingest_->set_tail_status(cfg_.glob, std::move(status));
 
-  if (now_ - last_gc_ > 3600) {
-    last_gc_ = now_;
-    ingest_->forget_before(now_ - opts_.forget_after_seconds);
-    ingest_->fold_idle_jobs(now_ - opts_.forget_after_seconds);
-  }
+  ingest_->collect_garbage(now_, opts_.forget_after_seconds);
   return pass;
 }
 
@@ -803,6 +805,11 @@ void ManifestTailCollector::configure(const Config& cfg) {
     order.push_back(m.glob);
     earlier.push_back(m.glob);
   }
+  for (auto& [glob, tailer] : tailers_) {
+    if (auto it = next.find(glob); it == next.end() || it->second != tailer) {
+      retired_.push_back(std::move(tailer));
+    }
+  }
   tailers_ = std::move(next);
   order_ = std::move(order);
   watches_->retain(std::set<std::string>(order_.begin(), order_.end()));
@@ -818,7 +825,9 @@ std::vector<std::string> ManifestTailCollector::targets() const {
 
 Job ManifestTailCollector::prepare(const std::string& target) {
   auto tailer = tailers_.at(target);
-  return [tailer, ingest = ingest_, watches = watches_]() -> Update {
+  return [tailer, ingest = ingest_, watches = watches_,
+          retired = std::exchange(retired_, {})]() mutable -> Update {
+    retired.clear();  // here, not on the loop: closing their logs may block
     LogTailer::Pass pass = tailer->run();
     watches->set(tailer->config().glob, pass.dirs);
     std::shared_ptr<const EventCatalog> snap = ingest->snapshot();

@@ -80,6 +80,9 @@ class EventIngest {
   // time) into their job figures, so finished jobs cost a few hundred bytes.
   // Returns how many checkpoints were folded.
   std::size_t fold_idle_jobs(double cutoff);
+  // Both of the above for `forget_after` seconds before `now`, at most once an
+  // hour however many tailers share this ingest.
+  void collect_garbage(double now, double forget_after);
 
   void set_tail_status(const std::string& glob, TailStatus status);
   // The catalog as of the last commit; copied only when something changed.
@@ -101,6 +104,7 @@ class EventIngest {
   EventCatalog catalog_;
   std::map<FileId, CursorRow> cursors_;
   std::shared_ptr<const EventCatalog> snapshot_;
+  std::atomic<double> last_gc_{0};
   std::atomic<std::uint64_t> commits_{0};
 };
 
@@ -131,7 +135,6 @@ class LogTailer {
 
   struct Pass {
     std::set<std::string> dirs;  // directories to watch: those holding matches, and the glob's root
-    std::uint64_t lines = 0;     // lines committed by this pass
   };
   // Blocking: expands the glob and reads every log to its end.
   Pass run();
@@ -159,7 +162,8 @@ class LogTailer {
   void open_log(int fd, FileId id, const std::string& path, std::uint64_t size);
   void reset(Open& o, std::optional<FileChange> change);
   bool verify(int fd, const EventIngest::CursorRow& row, std::uint64_t size, bool* fingerprint_ok);
-  std::uint64_t drain(Open& o);
+  // Reads `o` to its end (or to a stop); the file's size as last seen, if any.
+  std::optional<std::uint64_t> drain(Open& o);
   void leave(Open& o, FileChange change);
   void recover_orphans(const std::set<FileId>& present);
   void log_rejected(const Open& o, const ChunkResult& chunk);
@@ -175,7 +179,6 @@ class LogTailer {
   std::map<FileId, Open> open_;
   std::set<FileId> searched_;  // positions looked for after a restart
   double now_ = 0;
-  double last_gc_ = 0;
   std::string why_;  // what the last failed verify() found, for the log
   std::atomic<bool> stopping_{false};
   log::RateLimiter log_limit_{5, 60};
@@ -194,11 +197,6 @@ class ManifestTailCollector final : public Collector {
   int wake_fd() const override;
   std::set<std::string> on_wake() override;
 
-  std::shared_ptr<EventIngest> ingest() const { return ingest_; }
-
-  // inotify watches on the directories holding logs; added and removed by
-  // passes on worker threads (inotify_add_watch resolves a path, which may
-  // block on a network file system). Thread-safe.
  private:
   std::shared_ptr<const Clock> clock_;
   std::shared_ptr<EventIngest> ingest_;
@@ -206,6 +204,9 @@ class ManifestTailCollector final : public Collector {
   std::shared_ptr<DirWatcher> watches_;
   std::map<std::string, std::shared_ptr<LogTailer>> tailers_;  // by glob
   std::vector<std::string> order_;                             // globs in configuration order
+  // Tailers a reload dropped: released by the next job, on a worker, because
+  // closing a log on a network file system can block.
+  std::vector<std::shared_ptr<LogTailer>> retired_;
   Duration interval_ = std::chrono::seconds(1);
   Duration deadline_ = std::chrono::minutes(5);
 };
