@@ -453,15 +453,22 @@ struct EventParser::Impl {
     return out.status = LineStatus::kRejected;
   }
 
-  LineStatus parse_line(std::string_view line, LineResult& out) {
-    out.length = line.size();
+  // Clears what a reused result held from its last line.
+  static void begin_line(LineResult& out, std::size_t length) {
+    out.length = length;
     out.reason = RejectReason::kNone;
     out.detail.clear();
     reset(out.event);
+  }
+  static std::string too_long_detail(std::size_t length, std::size_t cap) {
+    return "line of " + std::to_string(length) + " bytes is over the cap of " +
+           std::to_string(cap);
+  }
+
+  LineStatus parse_line(std::string_view line, LineResult& out) {
+    begin_line(out, line.size());
     if (line.size() > opts.max_line_bytes) {
-      return reject(out, RejectReason::kTooLong,
-                    "line of " + std::to_string(line.size()) + " bytes is over the cap of " +
-                        std::to_string(opts.max_line_bytes));
+      return reject(out, RejectReason::kTooLong, too_long_detail(line.size(), opts.max_line_bytes));
     }
     if (is_blank(line)) return out.status = LineStatus::kBlank;
     if (!allocated) {
@@ -540,10 +547,7 @@ struct EventParser::Impl {
           LineResult& r = slot();
           r.line = first_line + k;
           r.offset = data_offset + span.begin;
-          r.length = span.end - span.begin;
-          r.reason = RejectReason::kNone;
-          r.detail.clear();
-          reset(r.event);
+          begin_line(r, span.end - span.begin);
           r.status = LineDecoder(r).decode(obj);
           done(r);
           ++k;
@@ -613,8 +617,7 @@ struct EventParser::Impl {
       if (far_nl) {
         std::size_t end = static_cast<std::size_t>(static_cast<const char*>(far_nl) - data);
         r.length = end - pos;
-        r.detail = "line of " + std::to_string(r.length) + " bytes is over the cap of " +
-                   std::to_string(cap);
+        r.detail = too_long_detail(r.length, cap);
         done(r);
         pos = end + 1;
         ++cursor.line;
@@ -654,7 +657,7 @@ EventParserOptions sanitized(EventParserOptions o) {
 }  // namespace
 
 EventParser::EventParser(EventParserOptions options)
-    : options_(sanitized(options)), impl_(std::make_unique<Impl>(options_)) {}
+    : impl_(std::make_unique<Impl>(sanitized(options))) {}
 
 EventParser::~EventParser() = default;
 

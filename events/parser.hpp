@@ -118,7 +118,6 @@ class EventParser {
   EventParser(const EventParser&) = delete;
   EventParser& operator=(const EventParser&) = delete;
 
-  const EventParserOptions& options() const { return options_; }
 
   // Parses one line given without its newline. Fills out.status, reason,
   // detail, length and event; leaves out.line and out.offset alone.
@@ -140,7 +139,6 @@ class EventParser {
 
  private:
   struct Impl;
-  EventParserOptions options_;
   std::unique_ptr<Impl> impl_;
 };
 

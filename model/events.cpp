@@ -187,8 +187,7 @@ EventJob& EventAggregator::job_for(std::string_view tier, std::string_view job) 
 }
 
 EventRestores& EventAggregator::restores_for(std::string_view job) {
-  auto it = cat_.restores.find(std::string(job));
-  if (it == cat_.restores.end()) it = cat_.restores.try_emplace(std::string(job)).first;
+  auto it = cat_.restores.try_emplace(std::string(job)).first;
   touched_restores_.insert(it->first);
   return it->second;
 }
@@ -332,7 +331,6 @@ void EventAggregator::apply(const Event& e, std::string_view tier) {
     case EventType::kCleanup: {
       ++j.cleanups;
       j.cleanup_bytes += e.bytes.value_or(0);
-      j.last_cleanup_ts = std::max(j.last_cleanup_ts, e.ts);
       if (e.step) {
         if (EventStep* s = step_for(tier, e.job, *e.step, false)) {
           ++s->cleanups;
@@ -639,7 +637,6 @@ nlohmann::json to_json(const EventJob& job) {
   j["evicted_through"] = job.evicted_through;
   j["cleanups"] = job.cleanups;
   j["cleanup_bytes"] = job.cleanup_bytes;
-  j["last_cleanup_ts"] = job.last_cleanup_ts;
   j["last_event_ts"] = job.last_event_ts;
   return j;
 }
@@ -661,7 +658,6 @@ EventJob event_job_from_json(const nlohmann::json& j) {
   job.evicted_through = j.value("evicted_through", std::int64_t{-1});
   job.cleanups = j.value("cleanups", std::uint64_t{0});
   job.cleanup_bytes = j.value("cleanup_bytes", std::uint64_t{0});
-  job.last_cleanup_ts = j.value("last_cleanup_ts", 0.0);
   job.last_event_ts = j.value("last_event_ts", 0.0);
   return job;
 }

@@ -125,7 +125,6 @@ struct EventJob {
   std::int64_t evicted_through = -1;
   std::uint64_t cleanups = 0;
   std::uint64_t cleanup_bytes = 0;
-  double last_cleanup_ts = 0;
   double last_event_ts = 0;
 
   EventJob();
@@ -320,7 +319,6 @@ struct IntegrityStatus {
   std::map<std::pair<std::string, std::string>, IntegrityCounts>
       checkpoints;                   // (tier, path): integrity.json
   std::uint64_t pending_shards = 0;  // queued, not verified yet
-  std::uint64_t verified_bytes = 0;  // since start
   std::uint64_t version = 0;
 
   // Whether verification found `c` broken, by its event checksums or its integrity.json.

@@ -52,7 +52,6 @@ Loaded load(sql::Db& db) {
   auto parse = [&](const std::string& text, const char* table) {
     auto j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
-      ++out.unreadable_rows;
       log::error("state database row is not a JSON object; skipped", {{"table", table}});
       return nlohmann::json();
     }
@@ -62,7 +61,6 @@ Loaded load(sql::Db& db) {
     try {
       fn(j);
     } catch (const nlohmann::json::exception& e) {
-      ++out.unreadable_rows;
       log::error("state database row unreadable; skipped", {{"table", table}, {"err", e.what()}});
     }
   };

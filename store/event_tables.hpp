@@ -35,7 +35,6 @@ struct CursorRow {
 struct Loaded {
   EventCatalog catalog;
   std::vector<CursorRow> cursors;
-  std::uint64_t unreadable_rows = 0;  // rows whose JSON could not be read (skipped)
 };
 
 Loaded load(sql::Db& db);

@@ -60,11 +60,6 @@ Stmt& Stmt::bind_blob(int i, std::string_view bytes) {
   sqlite3_bind_blob64(st_, i, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
   return *this;
 }
-Stmt& Stmt::bind_null(int i) {
-  sqlite3_bind_null(st_, i);
-  return *this;
-}
-
 bool Stmt::step() {
   int rc = sqlite3_step(st_);
   if (rc == SQLITE_ROW) return true;

@@ -29,7 +29,6 @@ class Db {
 
   void exec(std::string_view sql);  // statements without results
   Stmt prepare(std::string_view sql);
-  sqlite3* handle() { return db_; }
   std::int64_t changes() const { return sqlite3_changes64(db_); }
   int user_version();
   void set_user_version(int v);
@@ -50,7 +49,6 @@ class Stmt {
   Stmt& bind(int i, std::int64_t v);
   Stmt& bind(int i, double v);
   Stmt& bind(int i, std::string_view v);
-  Stmt& bind_null(int i);
   Stmt& bind_blob(int i, std::string_view bytes);
   // Steps once: true while a row is available.
   bool step();
