@@ -11,8 +11,10 @@ namespace ckptmon::bench {
 // A realistic log: jobs of 256 ranks saving every few minutes. Per checkpoint:
 // start, pause, one shard_written per rank (with a checksum), pause end,
 // commit, drain start, one shard_drained per rank, drain done, a cleanup.
-inline const std::string& event_backlog(std::size_t n_lines = 1'000'000) {
-  static const std::string text = [n_lines] {
+// Built once, on the first call.
+inline constexpr std::size_t kBacklogLines = 1'000'000;
+inline const std::string& event_backlog() {
+  static const std::string text = [n_lines = kBacklogLines] {
     std::mt19937_64 rng(42);
     std::string out;
     out.reserve(n_lines * 260);

@@ -25,7 +25,7 @@ namespace {
 constexpr std::size_t kLines = 1'000'000;
 constexpr std::size_t kTailerChunk = 256 << 10;  // what a tailer reads per call
 
-const std::string& backlog() { return ckptmon::bench::event_backlog(kLines); }
+const std::string& backlog() { return ckptmon::bench::event_backlog(); }
 
 void report(benchmark::State& state, std::size_t lines, std::size_t good) {
   if (lines != kLines || good != kLines) {

@@ -30,7 +30,7 @@ using ckptmon::LineStatus;
 
 namespace {
 
-constexpr std::size_t kLines = 1'000'000;
+constexpr std::size_t kLines = ckptmon::bench::kBacklogLines;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   const std::string file = (dir / "logs" / "events.jsonl").string();
   {
     std::ofstream out(file, std::ios::binary);
-    const std::string& text = ckptmon::bench::event_backlog(kLines);
+    const std::string& text = ckptmon::bench::event_backlog();
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
   }
   const std::string glob = (dir / "logs" / "*.jsonl").string();

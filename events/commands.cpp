@@ -9,23 +9,16 @@
 #include <cstring>
 
 #include "events/writer.hpp"
+#include "model/events.hpp"
 
 namespace ckptmon {
 namespace {
 
 constexpr std::size_t kReadChunk = 1 << 20;
 
-struct Tally {
-  std::uint64_t lines = 0;
-  std::uint64_t ok = 0;
-  std::uint64_t unknown = 0;
-  std::uint64_t blank = 0;
-  std::uint64_t rejected = 0;
-  std::array<std::uint64_t, 16> by_reason{};
-};
-
 // Returns false when the file could not be read to its end.
-bool check_one(const std::string& file, EventParser& parser, Tally& tally, std::ostream& err) {
+bool check_one(const std::string& file, EventParser& parser, ManifestTotals& tally,
+               std::ostream& err) {
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     err << file << ": cannot open: " << std::strerror(errno) << "\n";
@@ -38,23 +31,11 @@ bool check_one(const std::string& file, EventParser& parser, Tally& tally, std::
     return false;
   }
   auto visit = [&](const LineResult& r) {
-    ++tally.lines;
-    switch (r.status) {
-      case LineStatus::kOk:
-        ++tally.ok;
-        break;
-      case LineStatus::kUnknownEvent:
-        ++tally.unknown;
-        break;
-      case LineStatus::kBlank:
-        ++tally.blank;
-        break;
-      case LineStatus::kRejected:
-        ++tally.rejected;
-        ++tally.by_reason[static_cast<std::size_t>(r.reason)];
-        err << file << ":" << r.line << ": " << reject_reason_label(r.reason) << ": " << r.detail
-            << "\n";
-        break;
+    ++tally.lines[static_cast<std::size_t>(r.status)];
+    if (r.status == LineStatus::kRejected) {
+      ++tally.errors[static_cast<std::size_t>(r.reason)];
+      err << file << ":" << r.line << ": " << reject_reason_label(r.reason) << ": " << r.detail
+          << "\n";
     }
   };
   ParseCursor cursor;
@@ -102,17 +83,22 @@ int check_event_logs(const std::vector<std::string>& files, std::ostream& out, s
   EventParser parser(options);
   bool all_good = true;
   for (const auto& file : files) {
-    Tally t;
+    ManifestTotals t;
     if (!check_one(file, parser, t, err)) all_good = false;
-    if (t.rejected) all_good = false;
-    out << file << ": " << t.lines << (t.lines == 1 ? " line" : " lines") << ", " << t.ok << " ok, "
-        << t.unknown << " unknown event type, " << t.blank << " blank, " << t.rejected
+    auto count = [&](LineStatus st) { return t.lines[static_cast<std::size_t>(st)]; };
+    const std::uint64_t rejected = count(LineStatus::kRejected);
+    const std::uint64_t lines = count(LineStatus::kOk) + count(LineStatus::kUnknownEvent) +
+                                count(LineStatus::kBlank) + rejected;
+    if (rejected) all_good = false;
+    out << file << ": " << lines << (lines == 1 ? " line" : " lines") << ", "
+        << count(LineStatus::kOk) << " ok, " << count(LineStatus::kUnknownEvent)
+        << " unknown event type, " << count(LineStatus::kBlank) << " blank, " << rejected
         << " rejected";
-    if (t.rejected) {
+    if (rejected) {
       out << " (";
       bool first = true;
       for (RejectReason r : kAllRejectReasons) {
-        std::uint64_t c = t.by_reason[static_cast<std::size_t>(r)];
+        const std::uint64_t c = t.errors[static_cast<std::size_t>(r)];
         if (!c) continue;
         out << (first ? "" : ", ") << reject_reason_label(r) << " " << c;
         first = false;

@@ -13,15 +13,10 @@
 namespace ckptmon {
 namespace {
 
-void append_number(std::string& out, double v) {
+// Shortest round-trip text of a number (integers exactly).
+template <typename Number>
+void append_number(std::string& out, Number v) {
   char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  if (ec == std::errc()) out.append(buf, end);
-}
-
-template <typename Int>
-void append_int(std::string& out, Int v) {
-  char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   if (ec == std::errc()) out.append(buf, end);
 }
@@ -50,17 +45,17 @@ std::string format_event_line(const Event& e) {
   out += json_quote(e.job);
   if (e.step) {
     key(out, "step");
-    append_int(out, *e.step);
+    append_number(out, *e.step);
   }
   string_field(out, "tier", e.tier);
   if (e.rank) {
     key(out, "rank");
-    append_int(out, *e.rank);
+    append_number(out, *e.rank);
   }
   string_field(out, "path", e.path);
   if (e.bytes) {
     key(out, "bytes");
-    append_int(out, *e.bytes);
+    append_number(out, *e.bytes);
   }
   if (e.start_ts) {
     key(out, "start_ts");
@@ -72,7 +67,7 @@ std::string format_event_line(const Event& e) {
   }
   if (e.files) {
     key(out, "files");
-    append_int(out, *e.files);
+    append_number(out, *e.files);
   }
   if (!e.reason.empty() || e.type == EventType::kCheckpointFailed) {
     key(out, "reason");
