@@ -11,13 +11,32 @@
 #include "daemon/web.hpp"
 #include "daemon/web_security.hpp"
 
-#include <nlohmann/json.hpp>
 #include "util/log.hpp"
+#include "util/text.hpp"
 #include "util/version.hpp"
 
 namespace ckptmon {
 
 namespace asio = boost::asio;
+
+namespace {
+
+using QueryRenderer = bool (*)(const Snapshot&, const std::map<std::string, std::string>&,
+                               std::string* body, std::string* error);
+
+// A JSON view that may refuse its query: 200 with the body, or 400 with
+// {"error": ...}. The error echoes the user's value, which need not be UTF-8:
+// json_quote replaces bad bytes where nlohmann's dump() would throw.
+HttpResponse query_response(QueryRenderer render, const Snapshot& snap, const HttpRequest& req) {
+  std::string body;
+  std::string error;
+  if (!render(snap, req.query, &body, &error)) {
+    return HttpResponse::json(400, "{\"error\":" + json_quote(error) + "}");
+  }
+  return HttpResponse::json(200, std::move(body));
+}
+
+}  // namespace
 
 Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
     : opts_(std::move(opts)),
@@ -343,20 +362,10 @@ void Daemon::add_routes() {
     return HttpResponse::json(200, render_tiers_json(*snapshot_));
   });
   server_.route("/api/v1/checkpoints", {"GET"}, [this](const HttpRequest& req) {
-    std::string body;
-    std::string error;
-    if (!render_checkpoints_json(*snapshot_, req.query, &body, &error)) {
-      return HttpResponse::json(400, nlohmann::json({{"error", error}}).dump());
-    }
-    return HttpResponse::json(200, std::move(body));
+    return query_response(render_checkpoints_json, *snapshot_, req);
   });
   server_.route("/api/v1/findings", {"GET"}, [this](const HttpRequest& req) {
-    std::string body;
-    std::string error;
-    if (!render_findings_json(*snapshot_, req.query, &body, &error)) {
-      return HttpResponse::json(400, nlohmann::json({{"error", error}}).dump());
-    }
-    return HttpResponse::json(200, std::move(body));
+    return query_response(render_findings_json, *snapshot_, req);
   });
   server_.route("/api/v1/jobs", {"GET"}, [this](const HttpRequest&) {
     return HttpResponse::json(200, render_jobs_json(*snapshot_));
@@ -367,12 +376,7 @@ void Daemon::add_routes() {
     return HttpResponse::json(200, alerts_json(rules ? rules->active : kNone));
   });
   server_.route("/api/v1/events/summary", {"GET"}, [this](const HttpRequest& req) {
-    std::string body;
-    std::string error;
-    if (!render_events_summary_json(*snapshot_, req.query, &body, &error)) {
-      return HttpResponse::json(400, nlohmann::json({{"error", error}}).dump());
-    }
-    return HttpResponse::json(200, std::move(body));
+    return query_response(render_events_summary_json, *snapshot_, req);
   });
   server_.route("/api/v1/events/checkpoints", {"GET"}, [this](const HttpRequest& req) {
     return HttpResponse::json(200, render_event_checkpoints_json(*snapshot_, req.query));

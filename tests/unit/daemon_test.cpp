@@ -206,6 +206,21 @@ TEST_F(DaemonTest, AConfigThatCannotBeLoadedAtStartIsAnError) {
   EXPECT_THAT(error, HasSubstr("tiers[0].path"));
 }
 
+TEST_F(DaemonTest, AQueryValueThatIsNotUtf8IsA400WithAJsonError) {
+  write_config(tier_line("a", "a"));
+  std::string error;
+  ASSERT_TRUE(start(&error)) << error;
+  for (const char* path : {"/api/v1/checkpoints?state=%FF", "/api/v1/findings?kind=%FF",
+                           "/api/v1/events/summary?top=%FF"}) {
+    auto r = fetch(path);
+    EXPECT_EQ(r.result_int(), 400u) << path;
+    auto doc = nlohmann::json::parse(r.body(), nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << path << ": " << r.body();
+    ASSERT_TRUE(doc["error"].is_string()) << path << ": " << r.body();
+    EXPECT_THAT(doc["error"].get<std::string>(), HasSubstr("\xEF\xBF\xBD")) << path;
+  }
+}
+
 TEST_F(DaemonTest, StopEndsRunWithZero) {
   write_config(tier_line("a", "a"));
   std::string error;
