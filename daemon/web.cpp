@@ -5,6 +5,8 @@
 #include <charconv>
 #include <limits>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -165,6 +167,16 @@ std::string query_value(const std::map<std::string, std::string>& q, const char*
   return it == q.end() ? std::string() : it->second;
 }
 
+// "a, b or c": the values a query parameter accepts, for its error message.
+std::string one_of(const std::vector<std::string_view>& values) {
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += i + 1 == values.size() ? " or " : ", ";
+    out += values[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json checkpoint_json(const Checkpoint& c, const State* state) {
@@ -213,18 +225,16 @@ nlohmann::json checkpoint_json(const Checkpoint& c, const State* state) {
 
 bool render_checkpoints_json(const Snapshot& snap, const std::map<std::string, std::string>& query,
                              std::string* body, std::string* error) {
-  auto get = [&](const char* k) {
-    auto it = query.find(k);
-    return it == query.end() ? std::string() : it->second;
-  };
-  const std::string tier = get("tier");
-  const std::string job = get("job");
-  const std::string state = get("state");
+  const std::string tier = query_value(query, "tier");
+  const std::string job = query_value(query, "job");
+  const std::string state = query_value(query, "state");
   std::optional<CkptState> want;
   if (!state.empty()) {
     want = ckpt_state_from(state);
     if (!want) {
-      *error = "unknown state \"" + state + "\"; expected in_progress, committed or partial";
+      std::vector<std::string_view> names;
+      for (CkptState st : kAllCkptStates) names.push_back(to_string(st));
+      *error = "unknown state \"" + state + "\"; expected " + one_of(names);
       return false;
     }
   }
@@ -243,16 +253,17 @@ bool render_checkpoints_json(const Snapshot& snap, const std::map<std::string, s
 
 bool render_findings_json(const Snapshot& snap, const std::map<std::string, std::string>& query,
                           std::string* body, std::string* error) {
-  auto it = query.find("tier");
-  const std::string tier = it == query.end() ? "" : it->second;
-  it = query.find("kind");
+  const std::string tier = query_value(query, "tier");
+  const std::string kind_text = query_value(query, "kind");
   std::optional<FindingKind> kind;
-  if (it != query.end() && !it->second.empty()) {
-    kind = finding_kind_from(it->second);
+  if (!kind_text.empty()) {
+    kind = finding_kind_from(kind_text);
     if (!kind) {
-      *error = "unknown kind \"" + it->second +
-               "\"; expected world_readable, world_writable, foreign_owner, outside_namespace "
-               "or residency";
+      std::vector<std::string_view> names;
+      for (int k = 0; k < kFindingKindCount; ++k) {
+        names.push_back(to_string(static_cast<FindingKind>(k)));
+      }
+      *error = "unknown kind \"" + kind_text + "\"; expected " + one_of(names);
       return false;
     }
   }

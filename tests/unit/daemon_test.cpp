@@ -219,6 +219,17 @@ TEST_F(DaemonTest, AQueryValueThatIsNotUtf8IsA400WithAJsonError) {
     ASSERT_TRUE(doc["error"].is_string()) << path << ": " << r.body();
     EXPECT_THAT(doc["error"].get<std::string>(), HasSubstr("\xEF\xBF\xBD")) << path;
   }
+  auto error_of = [&](const std::string& path) {
+    auto r = fetch(path);
+    EXPECT_EQ(r.result_int(), 400u) << path;
+    auto doc = nlohmann::json::parse(r.body(), nullptr, false);
+    return doc.is_object() ? doc.value("error", std::string()) : r.body();
+  };
+  EXPECT_EQ(error_of("/api/v1/checkpoints?state=x"),
+            "unknown state \"x\"; expected in_progress, committed or partial");
+  EXPECT_EQ(error_of("/api/v1/findings?kind=x"),
+            "unknown kind \"x\"; expected world_readable, world_writable, foreign_owner, "
+            "outside_namespace or residency");
 }
 
 TEST_F(DaemonTest, StopEndsRunWithZero) {
