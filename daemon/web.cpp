@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/http_server.hpp"
 #include "util/text.hpp"
 #include "util/version.hpp"
 
@@ -86,8 +87,11 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
     for (const auto& [job, r] : summarize_jobs(cat)) {
       const std::uint64_t partial = r.count(CkptState::kPartial);
       const std::int64_t step = r.latest_committed_step();
+      // Job names are directory names: '&', '#', '+', '%' or a space would
+      // break the query, so the URL is encoded before it is HTML-escaped.
       h += "<tr><td>" + html_escape(tier) + "</td><td><a href=\"/api/v1/checkpoints?tier=" +
-           html_escape(tier) + "&amp;job=" + html_escape(job) + "\">" + html_escape(job) +
+           html_escape(url_encode(tier)) + "&amp;job=" + html_escape(url_encode(job)) + "\">" +
+           html_escape(job) +
            "</a></td><td>" + std::to_string(r.count(CkptState::kCommitted)) + "</td><td>" +
            std::to_string(r.count(CkptState::kInProgress)) + "</td><td" +
            (partial > 0 ? " class=\"down\"" : "") + ">" + std::to_string(partial) +
