@@ -124,7 +124,7 @@ bool Daemon::start(std::string* error) {
     } else if (bound.address().is_v6()) {
       host = "[" + host + "]";
     }
-    self_url_ = "http://" + host + ":" + std::to_string(bound.port());
+    self_authority_ = host + ":" + std::to_string(bound.port());
   }
   if (opts_.on_listening) opts_.on_listening(bound);
 
@@ -195,9 +195,13 @@ void Daemon::persist_changes() {
 void Daemon::apply_config(std::shared_ptr<const Config> cfg) {
   state_.apply_config(cfg);
   for (auto& c : runner_->collectors()) c->configure(*cfg);
-  rules_->configure(*cfg, self_url_);
+  rules_->configure(*cfg, self_url());
   rules_->start(cfg->global.scan_interval);
   changed();
+}
+
+std::string Daemon::self_url() const {
+  return (server_.tls() ? "https://" : "http://") + self_authority_;
 }
 
 Daemon::ReloadOutcome Daemon::reload() {
@@ -220,8 +224,10 @@ Daemon::ReloadOutcome Daemon::reload() {
       cfg->global.worker_threads != state_.config->global.worker_threads) {
     log::warn("state_dir and worker_threads take effect at the next restart");
   }
-  apply_config(cfg);
+  // The web config first: whether TLS is on decides the scheme of self_url(),
+  // which apply_config hands to the rules.
   web_->apply(std::move(*web));
+  apply_config(cfg);
   reload_ok_->Set(1);
   reload_ts_->Set(clock_->now());
   log::info("configuration reloaded", {{"file", opts_.config_file},
