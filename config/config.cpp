@@ -385,15 +385,19 @@ Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& s
                      std::to_string(marks[it->second].name.line + 1) + ")");
       }
     }
+    std::string tier_names;
+    for (const auto& [n, _] : first) tier_names += (tier_names.empty() ? "" : ", ") + n;
+    auto no_such_tier = [&](const YAML::Mark& mark, const std::string& key,
+                            const std::string& name) {
+      sink.add(mark, key,
+               "names no tier: " + json_quote(name) + " (tiers are: " + tier_names + ")");
+    };
     for (std::size_t i = 0; i < cfg.tiers.size(); ++i) {
       const auto& t = cfg.tiers[i];
       if (t.drains_to.empty()) continue;
       const std::string key = "tiers[" + std::to_string(i) + "].drains_to";
       if (!first.contains(t.drains_to)) {
-        std::string names;
-        for (const auto& [n, _] : first) names += (names.empty() ? "" : ", ") + n;
-        sink.add(marks[i].drains_to, key,
-                 "names no tier: " + json_quote(t.drains_to) + " (tiers are: " + names + ")");
+        no_such_tier(marks[i].drains_to, key, t.drains_to);
       } else if (t.drains_to == t.name) {
         sink.add(marks[i].drains_to, key, "a tier cannot drain to itself");
       }
@@ -411,10 +415,7 @@ Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& s
         }
       }
       if (!mc.tier.empty() && !first.contains(mc.tier)) {
-        std::string names;
-        for (const auto& [n, _] : first) names += (names.empty() ? "" : ", ") + n;
-        sink.add(manifest_marks[i].tier, key + ".tier",
-                 "names no tier: " + json_quote(mc.tier) + " (tiers are: " + names + ")");
+        no_such_tier(manifest_marks[i].tier, key + ".tier", mc.tier);
       }
     }
   }
