@@ -35,57 +35,17 @@ void read_global(YamlMap& m, GlobalConfig& g, ErrorSink& sink) {
   if (auto f = m.get("state_dir"); f.present()) {
     if (auto v = read_abs_path(f, sink)) g.state_dir = *v;
   }
-  if (auto f = m.get("scan_interval"); f.present()) {
-    if (auto v = read_duration(f, sink)) {
-      if (v->count() < 100) {
-        sink.add(f.mark(), f.path, "must be at least 100ms, got " + describe(f.value));
-      } else {
-        g.scan_interval = *v;
-      }
-    }
-  }
-  if (auto f = m.get("probe_timeout"); f.present()) {
-    if (auto v = read_duration(f, sink)) {
-      if (v->count() < 10) {
-        sink.add(f.mark(), f.path, "must be at least 10ms, got " + describe(f.value));
-      } else {
-        g.probe_timeout = *v;
-      }
-    }
-  }
-  if (auto f = m.get("scan_timeout"); f.present()) {
-    if (auto v = read_duration(f, sink)) {
-      if (v->count() < 10) {
-        sink.add(f.mark(), f.path, "must be at least 10ms, got " + describe(f.value));
-      } else {
-        g.scan_timeout = *v;
-      }
-    }
-  }
+  duration_key(m, "scan_interval", g.scan_interval, sink, std::chrono::milliseconds(100));
+  duration_key(m, "probe_timeout", g.probe_timeout, sink, std::chrono::milliseconds(10));
+  duration_key(m, "scan_timeout", g.scan_timeout, sink, std::chrono::milliseconds(10));
   if (auto f = m.get("proc_path"); f.present()) {
     if (auto v = read_abs_path(f, sink)) g.proc_path = *v;
   }
   if (auto f = m.get("worker_threads"); f.present()) {
     if (auto v = read_int(f, sink, 1, 1024)) g.worker_threads = static_cast<int>(*v);
   }
-  if (auto f = m.get("tail_interval"); f.present()) {
-    if (auto v = read_duration(f, sink)) {
-      if (v->count() < 10) {
-        sink.add(f.mark(), f.path, "must be at least 10ms, got " + describe(f.value));
-      } else {
-        g.tail_interval = *v;
-      }
-    }
-  }
-  if (auto f = m.get("tail_timeout"); f.present()) {
-    if (auto v = read_duration(f, sink)) {
-      if (v->count() < 100) {
-        sink.add(f.mark(), f.path, "must be at least 100ms, got " + describe(f.value));
-      } else {
-        g.tail_timeout = *v;
-      }
-    }
-  }
+  duration_key(m, "tail_interval", g.tail_interval, sink, std::chrono::milliseconds(10));
+  duration_key(m, "tail_timeout", g.tail_timeout, sink, std::chrono::milliseconds(100));
   if (auto f = m.get("max_line_bytes"); f.present()) {
     if (auto v = read_byte_size(f, sink, 1024, 64ull * 1024 * 1024)) g.max_line_bytes = *v;
   }
@@ -131,15 +91,7 @@ void read_integrity(YamlMap& m, IntegrityConfig& c, ErrorSink& sink) {
       c.bytes_per_second = *v;
     }
   }
-  if (auto f = m.get("interval"); f.present()) {
-    if (auto v = read_duration(f, sink)) {
-      if (v->count() < 100) {
-        sink.add(f.mark(), f.path, "must be at least 100ms, got " + describe(f.value));
-      } else {
-        c.interval = *v;
-      }
-    }
-  }
+  duration_key(m, "interval", c.interval, sink, std::chrono::milliseconds(100));
   m.finish();
 }
 
@@ -433,15 +385,19 @@ Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& s
                      std::to_string(marks[it->second].name.line + 1) + ")");
       }
     }
+    std::string tier_names;
+    for (const auto& [n, _] : first) tier_names += (tier_names.empty() ? "" : ", ") + n;
+    auto no_such_tier = [&](const YAML::Mark& mark, const std::string& key,
+                            const std::string& name) {
+      sink.add(mark, key,
+               "names no tier: " + json_quote(name) + " (tiers are: " + tier_names + ")");
+    };
     for (std::size_t i = 0; i < cfg.tiers.size(); ++i) {
       const auto& t = cfg.tiers[i];
       if (t.drains_to.empty()) continue;
       const std::string key = "tiers[" + std::to_string(i) + "].drains_to";
       if (!first.contains(t.drains_to)) {
-        std::string names;
-        for (const auto& [n, _] : first) names += (names.empty() ? "" : ", ") + n;
-        sink.add(marks[i].drains_to, key,
-                 "names no tier: " + json_quote(t.drains_to) + " (tiers are: " + names + ")");
+        no_such_tier(marks[i].drains_to, key, t.drains_to);
       } else if (t.drains_to == t.name) {
         sink.add(marks[i].drains_to, key, "a tier cannot drain to itself");
       }
@@ -459,10 +415,7 @@ Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& s
         }
       }
       if (!mc.tier.empty() && !first.contains(mc.tier)) {
-        std::string names;
-        for (const auto& [n, _] : first) names += (names.empty() ? "" : ", ") + n;
-        sink.add(manifest_marks[i].tier, key + ".tier",
-                 "names no tier: " + json_quote(mc.tier) + " (tiers are: " + names + ")");
+        no_such_tier(manifest_marks[i].tier, key + ".tier", mc.tier);
       }
     }
   }

@@ -6,59 +6,6 @@
 namespace ckptmon {
 namespace {
 
-std::string fmt_number(double v) {
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-std::string fmt_seconds(double s) {
-  return format_duration(Duration(static_cast<std::int64_t>(std::llround(s * 1000))));
-}
-
-// A duration of at least `min_seconds`, in seconds.
-std::optional<double> read_seconds(const YamlField& f, ErrorSink& sink, double min_seconds) {
-  auto d = read_duration(f, sink);
-  if (!d) return std::nullopt;
-  const double s = to_seconds(*d);
-  if (s < min_seconds) {
-    sink.add(f.mark(), f.path,
-             "must be at least " + fmt_seconds(min_seconds) + ", got " + describe(f.value));
-    return std::nullopt;
-  }
-  return s;
-}
-
-void seconds_key(YamlMap& m, std::string_view key, double& out, ErrorSink& sink,
-                 double min_seconds) {
-  if (auto f = m.get(key); f.present()) {
-    if (auto v = read_seconds(f, sink, min_seconds)) out = *v;
-  }
-}
-
-void int_key(YamlMap& m, std::string_view key, std::int64_t& out, ErrorSink& sink, std::int64_t min,
-             std::int64_t max) {
-  if (auto f = m.get(key); f.present()) {
-    if (auto v = read_int(f, sink, min, max)) out = *v;
-  }
-}
-
-void double_key(YamlMap& m, std::string_view key, double& out, ErrorSink& sink, double min,
-                double max) {
-  if (auto f = m.get(key); f.present()) {
-    if (auto v = read_double(f, sink, min, max)) out = *v;
-  }
-}
-
-void string_key(YamlMap& m, std::string_view key, std::string& out, ErrorSink& sink) {
-  if (auto f = m.get(key); f.present()) {
-    if (auto v = read_string(f, sink)) out = *v;
-  }
-}
-
-std::string show_seconds(double s) { return fmt_seconds(s); }
-std::string show_number(double v) { return fmt_number(v); }
-
 // Checks lo <= hi for two keys of `m` already read. The error points at
 // `hi` when the file sets it, else at `lo`: always at a key the user wrote.
 void require_order(YamlMap& m, ErrorSink& sink, std::string_view lo_key, double lo,
@@ -122,7 +69,7 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
               seconds_key(rm, "clear_horizon", o.clear_horizon_seconds, sink, 1);
               if (sink.errors().size() == before) {
                 require_order(rm, sink, "horizon", o.horizon_seconds, "clear_horizon",
-                              o.clear_horizon_seconds, show_seconds);
+                              o.clear_horizon_seconds, fmt_seconds);
               }
             });
   read_rule(m, "CheckpointTierAlmostFull", r.tier_almost_full, sink,
@@ -131,7 +78,7 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
               double_key(rm, "clear_used_ratio", o.clear_used_ratio, sink, 0, 1);
               if (sink.errors().size() == before) {
                 require_order(rm, sink, "clear_used_ratio", o.clear_used_ratio, "used_ratio",
-                              o.used_ratio, show_number);
+                              o.used_ratio, fmt_number);
               }
             });
   read_rule(m, "CheckpointNextWontFit", r.next_wont_fit, sink,
@@ -156,7 +103,7 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
               seconds_key(rm, "clear_skew", o.clear_skew_seconds, sink, 0);
               if (sink.errors().size() == before) {
                 require_order(rm, sink, "clear_skew", o.clear_skew_seconds, "max_skew",
-                              o.max_skew_seconds, show_seconds);
+                              o.max_skew_seconds, fmt_seconds);
               }
             });
   read_rule(m, "CheckpointTierDown", r.tier_down, sink, [](YamlMap&, auto&, std::size_t) {});
@@ -166,7 +113,7 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
               double_key(rm, "clear_ratio", o.clear_ratio, sink, 0, 1000);
               if (sink.errors().size() == before) {
                 require_order(rm, sink, "min_ratio", o.min_ratio, "clear_ratio", o.clear_ratio,
-                              show_number);
+                              fmt_number);
               }
             });
   m.finish();

@@ -60,56 +60,43 @@ void read_tls(const YamlField& f, const std::filesystem::path& base, WebConfig& 
   auto auth_type = m.get("client_auth_type");
   auto min_version = m.get("min_version");
   auto max_version = m.get("max_version");
-  bool ok = cert.present() && key.present();
   if (cert.present()) {
-    auto v = read_file_name(cert, base, sink);
-    ok = ok && v.has_value();
-    if (v) tls.cert_file = *v;
+    if (auto v = read_file_name(cert, base, sink)) tls.cert_file = *v;
   }
   if (key.present()) {
-    auto v = read_file_name(key, base, sink);
-    ok = ok && v.has_value();
-    if (v) tls.key_file = *v;
+    if (auto v = read_file_name(key, base, sink)) tls.key_file = *v;
   }
   if (ca.present()) {
     tls.client_ca_file = read_file_name(ca, base, sink);
-    ok = ok && tls.client_ca_file.has_value();
   }
   if (auth_type.present()) {
     // Only the two policies that are not a trap: exporter-toolkit itself
     // warns that the others let clients through unverified.
     auto v = read_enum(auth_type, sink, {"NoClientCert", "RequireAndVerifyClientCert"});
-    if (!v) {
-      ok = false;
-    } else if (*v == "RequireAndVerifyClientCert" && !ca.present()) {
+    if (v && *v == "RequireAndVerifyClientCert" && !ca.present()) {
       sink.add(auth_type.mark(), auth_type.path,
                "RequireAndVerifyClientCert needs client_ca_file to verify client certificates "
                "against");
-      ok = false;
-    } else if (*v == "NoClientCert" && ca.present()) {
+    } else if (v && *v == "NoClientCert" && ca.present()) {
       sink.add(ca.key_mark, ca.path,
                "client_ca_file is given but client_auth_type is NoClientCert; remove one of them");
-      ok = false;
     }
   }
   if (min_version.present()) {
-    auto v = read_version(min_version, sink);
-    ok = ok && v.has_value();
-    if (v) tls.min_version = *v;
+    if (auto v = read_version(min_version, sink)) tls.min_version = *v;
   }
   if (max_version.present()) {
-    auto v = read_version(max_version, sink);
-    ok = ok && v.has_value();
-    if (v) tls.max_version = *v;
+    if (auto v = read_version(max_version, sink)) tls.max_version = *v;
   }
   if (min_version.present() && max_version.present() && tls.min_version > tls.max_version) {
     sink.add(max_version.mark(), max_version.path,
              "must not be below min_version " + std::string(to_string(tls.min_version)) + ", got " +
                  describe(max_version.value));
-    ok = false;
   }
   m.finish();
-  if (ok) cfg.tls = std::move(tls);
+  // Whatever went wrong above was reported, and a file with errors is
+  // discarded as a whole: no need to track here whether tls is complete.
+  cfg.tls = std::move(tls);
 }
 
 void read_users(const YamlField& f, WebConfig& cfg, ErrorSink& sink) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -10,14 +11,72 @@
 #include "util/text.hpp"
 
 namespace ckptmon {
-namespace {
+
 std::string fmt_number(double v) {
-  std::string s = std::to_string(v);
-  s.erase(s.find_last_not_of('0') + 1);
-  if (!s.empty() && s.back() == '.') s.pop_back();
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string fmt_seconds(double s) {
+  return format_duration(Duration(static_cast<std::int64_t>(std::llround(s * 1000))));
+}
+
+std::optional<Duration> read_duration_at_least(const YamlField& f, ErrorSink& sink, Duration min) {
+  auto d = read_duration(f, sink);
+  if (!d) return std::nullopt;
+  if (*d < min) {
+    sink.add(f.mark(), f.path,
+             "must be at least " + format_duration(min) + ", got " + describe(f.value));
+    return std::nullopt;
+  }
+  return d;
+}
+
+std::optional<double> read_seconds(const YamlField& f, ErrorSink& sink, double min_seconds) {
+  auto d = read_duration(f, sink);
+  if (!d) return std::nullopt;
+  const double s = to_seconds(*d);
+  if (s < min_seconds) {
+    sink.add(f.mark(), f.path,
+             "must be at least " + fmt_seconds(min_seconds) + ", got " + describe(f.value));
+    return std::nullopt;
+  }
   return s;
 }
-}  // namespace
+
+void duration_key(YamlMap& m, std::string_view key, Duration& out, ErrorSink& sink, Duration min) {
+  if (auto f = m.get(key); f.present()) {
+    if (auto v = read_duration_at_least(f, sink, min)) out = *v;
+  }
+}
+
+void seconds_key(YamlMap& m, std::string_view key, double& out, ErrorSink& sink,
+                 double min_seconds) {
+  if (auto f = m.get(key); f.present()) {
+    if (auto v = read_seconds(f, sink, min_seconds)) out = *v;
+  }
+}
+
+void int_key(YamlMap& m, std::string_view key, std::int64_t& out, ErrorSink& sink, std::int64_t min,
+             std::int64_t max) {
+  if (auto f = m.get(key); f.present()) {
+    if (auto v = read_int(f, sink, min, max)) out = *v;
+  }
+}
+
+void double_key(YamlMap& m, std::string_view key, double& out, ErrorSink& sink, double min,
+                double max) {
+  if (auto f = m.get(key); f.present()) {
+    if (auto v = read_double(f, sink, min, max)) out = *v;
+  }
+}
+
+void string_key(YamlMap& m, std::string_view key, std::string& out, ErrorSink& sink) {
+  if (auto f = m.get(key); f.present()) {
+    if (auto v = read_string(f, sink)) out = *v;
+  }
+}
 
 std::optional<YAML::Node> load_yaml(std::string_view text, ErrorSink& sink) {
   try {

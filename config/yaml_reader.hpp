@@ -94,6 +94,28 @@ std::optional<std::uint64_t> read_byte_size(const YamlField& f, ErrorSink& sink,
 // A string that must be an absolute path.
 std::optional<std::string> read_abs_path(const YamlField& f, ErrorSink& sink);
 
+// A duration of at least `min`; a shorter one is reported as
+// "must be at least <min>, got <value>".
+std::optional<Duration> read_duration_at_least(const YamlField& f, ErrorSink& sink, Duration min);
+// The same in seconds (min_seconds is shown rounded to milliseconds).
+std::optional<double> read_seconds(const YamlField& f, ErrorSink& sink, double min_seconds);
+
+// Optional keys of a mapping: `out` keeps its value when the key is absent or
+// wrong (wrong is reported).
+void duration_key(YamlMap& m, std::string_view key, Duration& out, ErrorSink& sink, Duration min);
+void seconds_key(YamlMap& m, std::string_view key, double& out, ErrorSink& sink,
+                 double min_seconds);
+void int_key(YamlMap& m, std::string_view key, std::int64_t& out, ErrorSink& sink, std::int64_t min,
+             std::int64_t max);
+void double_key(YamlMap& m, std::string_view key, double& out, ErrorSink& sink, double min,
+                double max);
+void string_key(YamlMap& m, std::string_view key, std::string& out, ErrorSink& sink);
+
+// Numbers and durations in messages: the shortest text that reads back
+// exactly ("0.85", "100"); seconds as a duration rounded to milliseconds ("1m30s").
+std::string fmt_number(double v);
+std::string fmt_seconds(double s);
+
 // Reads a configuration file of at most `max_bytes`; on failure returns
 // nullopt and sets `error` ("cannot open: ...", "file is larger than ...").
 std::optional<std::string> read_config_text(const std::string& path, std::size_t max_bytes,

@@ -11,13 +11,32 @@
 #include "daemon/web.hpp"
 #include "daemon/web_security.hpp"
 
-#include <nlohmann/json.hpp>
 #include "util/log.hpp"
+#include "util/text.hpp"
 #include "util/version.hpp"
 
 namespace ckptmon {
 
 namespace asio = boost::asio;
+
+namespace {
+
+using QueryRenderer = bool (*)(const Snapshot&, const std::map<std::string, std::string>&,
+                               std::string* body, std::string* error);
+
+// A JSON view that may refuse its query: 200 with the body, or 400 with
+// {"error": ...}. The error echoes the user's value, which need not be UTF-8:
+// json_quote replaces bad bytes where nlohmann's dump() would throw.
+HttpResponse query_response(QueryRenderer render, const Snapshot& snap, const HttpRequest& req) {
+  std::string body;
+  std::string error;
+  if (!render(snap, req.query, &body, &error)) {
+    return HttpResponse::json(400, "{\"error\":" + json_quote(error) + "}");
+  }
+  return HttpResponse::json(200, std::move(body));
+}
+
+}  // namespace
 
 Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
     : opts_(std::move(opts)),
@@ -105,7 +124,7 @@ bool Daemon::start(std::string* error) {
     } else if (bound.address().is_v6()) {
       host = "[" + host + "]";
     }
-    self_url_ = "http://" + host + ":" + std::to_string(bound.port());
+    self_authority_ = host + ":" + std::to_string(bound.port());
   }
   if (opts_.on_listening) opts_.on_listening(bound);
 
@@ -176,9 +195,13 @@ void Daemon::persist_changes() {
 void Daemon::apply_config(std::shared_ptr<const Config> cfg) {
   state_.apply_config(cfg);
   for (auto& c : runner_->collectors()) c->configure(*cfg);
-  rules_->configure(*cfg, self_url_);
+  rules_->configure(*cfg, self_url());
   rules_->start(cfg->global.scan_interval);
   changed();
+}
+
+std::string Daemon::self_url() const {
+  return (server_.tls() ? "https://" : "http://") + self_authority_;
 }
 
 Daemon::ReloadOutcome Daemon::reload() {
@@ -201,8 +224,10 @@ Daemon::ReloadOutcome Daemon::reload() {
       cfg->global.worker_threads != state_.config->global.worker_threads) {
     log::warn("state_dir and worker_threads take effect at the next restart");
   }
-  apply_config(cfg);
+  // The web config first: whether TLS is on decides the scheme of self_url(),
+  // which apply_config hands to the rules.
   web_->apply(std::move(*web));
+  apply_config(cfg);
   reload_ok_->Set(1);
   reload_ts_->Set(clock_->now());
   log::info("configuration reloaded", {{"file", opts_.config_file},
@@ -343,20 +368,10 @@ void Daemon::add_routes() {
     return HttpResponse::json(200, render_tiers_json(*snapshot_));
   });
   server_.route("/api/v1/checkpoints", {"GET"}, [this](const HttpRequest& req) {
-    std::string body;
-    std::string error;
-    if (!render_checkpoints_json(*snapshot_, req.query, &body, &error)) {
-      return HttpResponse::json(400, nlohmann::json({{"error", error}}).dump());
-    }
-    return HttpResponse::json(200, std::move(body));
+    return query_response(render_checkpoints_json, *snapshot_, req);
   });
   server_.route("/api/v1/findings", {"GET"}, [this](const HttpRequest& req) {
-    std::string body;
-    std::string error;
-    if (!render_findings_json(*snapshot_, req.query, &body, &error)) {
-      return HttpResponse::json(400, nlohmann::json({{"error", error}}).dump());
-    }
-    return HttpResponse::json(200, std::move(body));
+    return query_response(render_findings_json, *snapshot_, req);
   });
   server_.route("/api/v1/jobs", {"GET"}, [this](const HttpRequest&) {
     return HttpResponse::json(200, render_jobs_json(*snapshot_));
@@ -367,12 +382,7 @@ void Daemon::add_routes() {
     return HttpResponse::json(200, alerts_json(rules ? rules->active : kNone));
   });
   server_.route("/api/v1/events/summary", {"GET"}, [this](const HttpRequest& req) {
-    std::string body;
-    std::string error;
-    if (!render_events_summary_json(*snapshot_, req.query, &body, &error)) {
-      return HttpResponse::json(400, nlohmann::json({{"error", error}}).dump());
-    }
-    return HttpResponse::json(200, std::move(body));
+    return query_response(render_events_summary_json, *snapshot_, req);
   });
   server_.route("/api/v1/events/checkpoints", {"GET"}, [this](const HttpRequest& req) {
     return HttpResponse::json(200, render_event_checkpoints_json(*snapshot_, req.query));

@@ -78,6 +78,9 @@ class Daemon {
 
   boost::asio::io_context& io() { return io_; }
   std::shared_ptr<const Snapshot> snapshot() const { return snapshot_; }
+  // Where the server can be reached, for links in pushed alerts (generatorURL):
+  // https:// while TLS is on, else http://, then host:port. Loop thread only.
+  std::string self_url() const;
 
  private:
   void apply_config(std::shared_ptr<const Config> cfg);
@@ -100,7 +103,7 @@ class Daemon {
   State state_;
   std::unique_ptr<CollectorRunner> runner_;
   std::unique_ptr<RulesCycle> rules_;
-  std::string self_url_;  // http://address:port the server listens on
+  std::string self_authority_;  // host:port the server listens on (set by start())
   std::vector<std::unique_ptr<WakeWatch>> wakes_;  // collectors that ask to run early (inotify)
   HttpServer server_;
   std::unique_ptr<WebSecurity> web_;  // guards server_; goes before it

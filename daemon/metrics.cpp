@@ -228,36 +228,17 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
                    by_kind[static_cast<std::size_t>(k)]);
     }
 
-    struct JobFigures {
-      std::array<double, 3> states{};
-      double stored = 0;
-      double partial_bytes = 0;
-      const Checkpoint* latest = nullptr;
-    };
-    std::map<std::string, JobFigures> jobs;
-    for (const auto& j : cat.jobs) jobs[j];
-    for (const auto& c : cat.checkpoints) {
-      JobFigures& f = jobs[c.job];
-      f.states[static_cast<std::size_t>(c.state)] += 1;
-      f.stored += static_cast<double>(c.bytes);
-      if (c.state == CkptState::kPartial) f.partial_bytes += static_cast<double>(c.bytes);
-      if (c.state == CkptState::kCommitted &&
-          (f.latest == nullptr || c.step > f.latest->step ||
-           (c.step == f.latest->step && c.last_write > f.latest->last_write))) {
-        f.latest = &c;
-      }
-    }
-    for (const auto& [job, f] : jobs) {
+    for (const auto& [job, f] : summarize_jobs(cat)) {
       const Labels tj{{"tier", tier}, {"job", job}};
-      for (CkptState s : {CkptState::kInProgress, CkptState::kCommitted, CkptState::kPartial}) {
+      for (CkptState s : kAllCkptStates) {
         count.add({{"tier", tier}, {"job", job}, {"state", std::string(to_string(s))}},
-                  f.states[static_cast<std::size_t>(s)]);
+                  static_cast<double>(f.count(s)));
       }
-      stored.add(tj, f.stored);
-      partial.add(tj, f.states[static_cast<std::size_t>(CkptState::kPartial)]);
-      partial_bytes.add(tj, f.partial_bytes);
-      if (f.latest != nullptr) {
-        const Checkpoint& c = *f.latest;
+      stored.add(tj, static_cast<double>(f.stored_bytes));
+      partial.add(tj, static_cast<double>(f.count(CkptState::kPartial)));
+      partial_bytes.add(tj, static_cast<double>(f.partial_bytes));
+      if (f.latest_committed != nullptr) {
+        const Checkpoint& c = *f.latest_committed;
         if (c.step >= 0) latest_step.add(tj, static_cast<double>(c.step));
         last_bytes.add(tj, static_cast<double>(c.bytes));
         last_files.add(tj, static_cast<double>(c.files));

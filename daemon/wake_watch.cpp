@@ -55,7 +55,6 @@ void WakeWatch::wait() {
                    } else {
                      pending_.insert(targets.begin(), targets.end());
                    }
-                   ++wakes_;
                    if (!timer_armed_) {
                      timer_armed_ = true;
                      timer_.expires_after(delay_);
@@ -86,7 +85,7 @@ void WakeWatch::fire() {
       ++it;  // kept: poke() runs it once the run in flight has reported
       continue;
     }
-    if (runner_.run_target(collector_->name(), *it)) ++runs_;
+    runner_.run_target(collector_->name(), *it);
     it = pending_.erase(it);  // run, or no longer a target
   }
 }

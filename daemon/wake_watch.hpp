@@ -37,9 +37,6 @@ class WakeWatch {
   // Call after a collector reported: runs again if a wake arrived meanwhile.
   void poke();
 
-  std::uint64_t wakes() const { return wakes_; }
-  std::uint64_t runs() const { return runs_; }
-
  private:
   void wait();
   void fire();
@@ -55,8 +52,6 @@ class WakeWatch {
   bool timer_armed_ = false;
   bool pending_all_ = false;              // a wake for every target
   std::set<std::string> pending_;         // targets woken and not run yet
-  std::uint64_t wakes_ = 0;
-  std::uint64_t runs_ = 0;
 };
 
 }  // namespace ckptmon

@@ -5,9 +5,12 @@
 #include <charconv>
 #include <limits>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/http_server.hpp"
 #include "util/text.hpp"
 #include "util/version.hpp"
 
@@ -81,27 +84,19 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
   h += "</table>\n<h2>Checkpoints</h2>\n<table><tr><th>tier</th><th>job</th><th>committed</th>"
        "<th>in progress</th><th>partial</th><th>newest committed step</th><th>stored</th></tr>\n";
   for (const auto& [tier, cat] : s.catalogs) {
-    struct Row {
-      int states[3] = {0, 0, 0};
-      std::int64_t step = -1;
-      double bytes = 0;
-    };
-    std::map<std::string, Row> rows;
-    for (const auto& j : cat.jobs) rows[j];
-    for (const auto& c : cat.checkpoints) {
-      Row& r = rows[c.job];
-      ++r.states[static_cast<int>(c.state)];
-      r.bytes += static_cast<double>(c.bytes);
-      if (c.state == CkptState::kCommitted) r.step = std::max(r.step, c.step);
-    }
-    for (const auto& [job, r] : rows) {
+    for (const auto& [job, r] : summarize_jobs(cat)) {
+      const std::uint64_t partial = r.count(CkptState::kPartial);
+      const std::int64_t step = r.latest_committed_step();
+      // Job names are directory names: '&', '#', '+', '%' or a space would
+      // break the query, so the URL is encoded before it is HTML-escaped.
       h += "<tr><td>" + html_escape(tier) + "</td><td><a href=\"/api/v1/checkpoints?tier=" +
-           html_escape(tier) + "&amp;job=" + html_escape(job) + "\">" + html_escape(job) +
-           "</a></td><td>" + std::to_string(r.states[1]) + "</td><td>" +
-           std::to_string(r.states[0]) + "</td><td" +
-           (r.states[2] > 0 ? " class=\"down\"" : "") + ">" + std::to_string(r.states[2]) +
-           "</td><td>" + (r.step >= 0 ? std::to_string(r.step) : "-") + "</td><td>" +
-           human_bytes(r.bytes) + "</td></tr>\n";
+           html_escape(url_encode(tier)) + "&amp;job=" + html_escape(url_encode(job)) + "\">" +
+           html_escape(job) +
+           "</a></td><td>" + std::to_string(r.count(CkptState::kCommitted)) + "</td><td>" +
+           std::to_string(r.count(CkptState::kInProgress)) + "</td><td" +
+           (partial > 0 ? " class=\"down\"" : "") + ">" + std::to_string(partial) +
+           "</td><td>" + (step >= 0 ? std::to_string(step) : "-") + "</td><td>" +
+           human_bytes(static_cast<double>(r.stored_bytes)) + "</td></tr>\n";
     }
   }
   h += "</table>\n<h2>Endpoints</h2>\n<ul>\n"
@@ -176,6 +171,16 @@ std::string query_value(const std::map<std::string, std::string>& q, const char*
   return it == q.end() ? std::string() : it->second;
 }
 
+// "a, b or c": the values a query parameter accepts, for its error message.
+std::string one_of(const std::vector<std::string_view>& values) {
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += i + 1 == values.size() ? " or " : ", ";
+    out += values[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json checkpoint_json(const Checkpoint& c, const State* state) {
@@ -224,18 +229,16 @@ nlohmann::json checkpoint_json(const Checkpoint& c, const State* state) {
 
 bool render_checkpoints_json(const Snapshot& snap, const std::map<std::string, std::string>& query,
                              std::string* body, std::string* error) {
-  auto get = [&](const char* k) {
-    auto it = query.find(k);
-    return it == query.end() ? std::string() : it->second;
-  };
-  const std::string tier = get("tier");
-  const std::string job = get("job");
-  const std::string state = get("state");
+  const std::string tier = query_value(query, "tier");
+  const std::string job = query_value(query, "job");
+  const std::string state = query_value(query, "state");
   std::optional<CkptState> want;
   if (!state.empty()) {
     want = ckpt_state_from(state);
     if (!want) {
-      *error = "unknown state \"" + state + "\"; expected in_progress, committed or partial";
+      std::vector<std::string_view> names;
+      for (CkptState st : kAllCkptStates) names.push_back(to_string(st));
+      *error = "unknown state \"" + state + "\"; expected " + one_of(names);
       return false;
     }
   }
@@ -254,16 +257,17 @@ bool render_checkpoints_json(const Snapshot& snap, const std::map<std::string, s
 
 bool render_findings_json(const Snapshot& snap, const std::map<std::string, std::string>& query,
                           std::string* body, std::string* error) {
-  auto it = query.find("tier");
-  const std::string tier = it == query.end() ? "" : it->second;
-  it = query.find("kind");
+  const std::string tier = query_value(query, "tier");
+  const std::string kind_text = query_value(query, "kind");
   std::optional<FindingKind> kind;
-  if (it != query.end() && !it->second.empty()) {
-    kind = finding_kind_from(it->second);
+  if (!kind_text.empty()) {
+    kind = finding_kind_from(kind_text);
     if (!kind) {
-      *error = "unknown kind \"" + it->second +
-               "\"; expected world_readable, world_writable, foreign_owner, outside_namespace "
-               "or residency";
+      std::vector<std::string_view> names;
+      for (int k = 0; k < kFindingKindCount; ++k) {
+        names.push_back(to_string(static_cast<FindingKind>(k)));
+      }
+      *error = "unknown kind \"" + kind_text + "\"; expected " + one_of(names);
       return false;
     }
   }
@@ -286,30 +290,14 @@ bool render_findings_json(const Snapshot& snap, const std::map<std::string, std:
 std::string render_jobs_json(const Snapshot& snap) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& [tier, cat] : snap.state.catalogs) {
-    std::map<std::string, nlohmann::json> jobs;
-    for (const auto& j : cat.jobs) {
-      jobs[j] = {{"tier", tier}, {"job", j}, {"checkpoints", 0}, {"committed", 0},
-                 {"in_progress", 0}, {"partial", 0}, {"stored_bytes", 0},
-                 {"latest_committed_step", nullptr}};
+    for (const auto& [job, r] : summarize_jobs(cat)) {
+      const std::int64_t step = r.latest_committed_step();
+      nlohmann::json o{{"tier", tier}, {"job", job}, {"checkpoints", r.checkpoints}};
+      for (CkptState s : kAllCkptStates) o[std::string(to_string(s))] = r.count(s);
+      o["stored_bytes"] = r.stored_bytes;
+      o["latest_committed_step"] = step >= 0 ? nlohmann::json(step) : nlohmann::json();
+      arr.push_back(std::move(o));
     }
-    for (const auto& c : cat.checkpoints) {
-      auto& o = jobs[c.job];
-      if (o.is_null()) {
-        o = {{"tier", tier}, {"job", c.job}, {"checkpoints", 0}, {"committed", 0},
-             {"in_progress", 0}, {"partial", 0}, {"stored_bytes", 0},
-             {"latest_committed_step", nullptr}};
-      }
-      o["checkpoints"] = o["checkpoints"].get<int>() + 1;
-      const std::string st(to_string(c.state));
-      o[st] = o[st].get<int>() + 1;
-      o["stored_bytes"] = o["stored_bytes"].get<std::uint64_t>() + c.bytes;
-      if (c.state == CkptState::kCommitted && c.step >= 0 &&
-          (o["latest_committed_step"].is_null() ||
-           o["latest_committed_step"].get<std::int64_t>() < c.step)) {
-        o["latest_committed_step"] = c.step;
-      }
-    }
-    for (auto& [_, o] : jobs) arr.push_back(std::move(o));
   }
   return arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }

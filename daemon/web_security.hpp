@@ -54,8 +54,6 @@ class WebSecurity {
   // prepare() then apply(); false (and nothing changed) when the file is bad.
   bool load(std::vector<ConfigError>* errors);
 
-  const std::string& file() const { return file_; }
-  bool tls() const { return server_.tls(); }
   const BasicAuth& auth() const { return auth_; }
 
   // ckptmon_http_auth_failures_total and ckptmon_http_tls_handshake_failures_total.

@@ -71,4 +71,23 @@ void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
   cat.checkpoints = std::move(next);
 }
 
+std::map<std::string, JobSummary> summarize_jobs(const TierCatalog& cat) {
+  std::map<std::string, JobSummary> jobs;
+  for (const auto& j : cat.jobs) jobs[j];
+  for (const auto& c : cat.checkpoints) {
+    JobSummary& f = jobs[c.job];
+    ++f.by_state[static_cast<std::size_t>(c.state)];
+    ++f.checkpoints;
+    f.stored_bytes += c.bytes;
+    if (c.state == CkptState::kPartial) f.partial_bytes += c.bytes;
+    if (c.state == CkptState::kCommitted &&
+        (f.latest_committed == nullptr || c.step > f.latest_committed->step ||
+         (c.step == f.latest_committed->step &&
+          c.last_write > f.latest_committed->last_write))) {
+      f.latest_committed = &c;
+    }
+  }
+  return jobs;
+}
+
 }  // namespace ckptmon

@@ -3,6 +3,8 @@
 // new scan result is merged into it. Pure data and pure functions; not
 // thread-safe by itself.
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -79,5 +81,33 @@ void merge_scan(TierCatalog& cat, ScanOutcome scan, double now);
 
 // True when two records differ in anything the store keeps (not last_seen).
 bool same_record(const Checkpoint& a, const Checkpoint& b);
+
+// Every checkpoint state, in enum order.
+inline constexpr std::array<CkptState, 3> kAllCkptStates = {
+    CkptState::kInProgress, CkptState::kCommitted, CkptState::kPartial};
+
+// What one job holds in one tier: the roll-up behind the landing page,
+// /api/v1/jobs and the ckpt_* per-job metrics.
+struct JobSummary {
+  std::array<std::uint64_t, kAllCkptStates.size()> by_state{};  // indexed by CkptState
+  std::uint64_t checkpoints = 0;
+  std::uint64_t stored_bytes = 0;   // all states
+  std::uint64_t partial_bytes = 0;  // partial checkpoints only
+  // The latest committed checkpoint: the committed one with the highest step
+  // (a step that could not be parsed, -1, loses to any known one); among
+  // equal steps the one written last (last_write). Null when the job has no
+  // committed checkpoint. Points into the catalog it was summarized from.
+  const Checkpoint* latest_committed = nullptr;
+
+  std::uint64_t count(CkptState s) const { return by_state[static_cast<std::size_t>(s)]; }
+  // The step of latest_committed, or -1 when there is none or it is unknown.
+  std::int64_t latest_committed_step() const {
+    return latest_committed != nullptr ? latest_committed->step : -1;
+  }
+};
+
+// Per job of `cat`, by job name: every job directory seen (cat.jobs), with or
+// without checkpoints, and every job a checkpoint names.
+std::map<std::string, JobSummary> summarize_jobs(const TierCatalog& cat);
 
 }  // namespace ckptmon

@@ -92,5 +92,43 @@ TEST(Catalog, UnreachableRootKeepsTheCatalog) {
   EXPECT_EQ(cat.scan.scans, 2u);
 }
 
+TEST(Catalog, SummarizeJobsCountsAndPicksTheLatestCommitted) {
+  TierCatalog cat;
+  cat.jobs = {"empty", "job"};
+  auto with = [](Checkpoint c, std::int64_t step) {
+    c.step = step;
+    return c;
+  };
+  cat.checkpoints = {
+      with(ckpt("job/s10", CkptState::kCommitted, 0, 10), 10),
+      with(ckpt("job/s20-old", CkptState::kCommitted, 0, 20), 20),
+      with(ckpt("job/s20-new", CkptState::kCommitted, 0, 30), 20),  // same step, written last
+      with(ckpt("job/s30", CkptState::kPartial, 0, 40), 30),
+      with(ckpt("job/s40", CkptState::kInProgress, 0, 50), 40),
+      with(ckpt("job/unknown", CkptState::kCommitted, 0, 60), -1),
+  };
+  cat.checkpoints.push_back(ckpt("other/x", CkptState::kCommitted, 0, 1));
+  cat.checkpoints.back().job = "other";  // step unknown, no job directory listed
+  const auto jobs = summarize_jobs(cat);
+  ASSERT_EQ(jobs.size(), 3u);
+  const JobSummary& j = jobs.at("job");
+  EXPECT_EQ(j.checkpoints, 6u);
+  EXPECT_EQ(j.count(CkptState::kCommitted), 4u);
+  EXPECT_EQ(j.count(CkptState::kInProgress), 1u);
+  EXPECT_EQ(j.count(CkptState::kPartial), 1u);
+  EXPECT_EQ(j.stored_bytes, 600u);
+  EXPECT_EQ(j.partial_bytes, 100u);
+  ASSERT_NE(j.latest_committed, nullptr);
+  EXPECT_EQ(j.latest_committed->path, "job/s20-new");
+  EXPECT_EQ(j.latest_committed_step(), 20);
+  const JobSummary& e = jobs.at("empty");
+  EXPECT_EQ(e.checkpoints, 0u);
+  EXPECT_EQ(e.latest_committed, nullptr);
+  EXPECT_EQ(e.latest_committed_step(), -1);
+  const JobSummary& o = jobs.at("other");
+  ASSERT_NE(o.latest_committed, nullptr);
+  EXPECT_EQ(o.latest_committed_step(), -1);
+}
+
 }  // namespace
 }  // namespace ckptmon

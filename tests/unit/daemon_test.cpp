@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/unit/http_client.hpp"
+#include "tests/unit/tls_fixture.hpp"
 
 namespace ckptmon {
 namespace {
@@ -62,6 +63,7 @@ class DaemonTest : public ::testing::Test {
   bool start(std::string* error) {
     ServeOptions o;
     o.config_file = config_.string();
+    o.web_config_file = web_config_file_;
     o.listen_address = "127.0.0.1:0";
     o.handle_signals = false;
     o.on_listening = [this](const boost::asio::ip::tcp::endpoint& ep) { port_ = ep.port(); };
@@ -98,6 +100,7 @@ class DaemonTest : public ::testing::Test {
 
   fs::path dir_;
   fs::path config_;
+  std::string web_config_file_;  // empty: no --web.config.file
   std::unique_ptr<Daemon> daemon_;
   std::thread loop_;
   std::uint16_t port_ = 0;
@@ -204,6 +207,54 @@ TEST_F(DaemonTest, AConfigThatCannotBeLoadedAtStartIsAnError) {
   EXPECT_FALSE(start(&error));
   EXPECT_THAT(error, HasSubstr(config_.string() + ":"));
   EXPECT_THAT(error, HasSubstr("tiers[0].path"));
+}
+
+TEST_F(DaemonTest, AQueryValueThatIsNotUtf8IsA400WithAJsonError) {
+  write_config(tier_line("a", "a"));
+  std::string error;
+  ASSERT_TRUE(start(&error)) << error;
+  for (const char* path : {"/api/v1/checkpoints?state=%FF", "/api/v1/findings?kind=%FF",
+                           "/api/v1/events/summary?top=%FF"}) {
+    auto r = fetch(path);
+    EXPECT_EQ(r.result_int(), 400u) << path;
+    auto doc = nlohmann::json::parse(r.body(), nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << path << ": " << r.body();
+    ASSERT_TRUE(doc["error"].is_string()) << path << ": " << r.body();
+    EXPECT_THAT(doc["error"].get<std::string>(), HasSubstr("\xEF\xBF\xBD")) << path;
+  }
+  auto error_of = [&](const std::string& path) {
+    auto r = fetch(path);
+    EXPECT_EQ(r.result_int(), 400u) << path;
+    auto doc = nlohmann::json::parse(r.body(), nullptr, false);
+    return doc.is_object() ? doc.value("error", std::string()) : r.body();
+  };
+  EXPECT_EQ(error_of("/api/v1/checkpoints?state=x"),
+            "unknown state \"x\"; expected in_progress, committed or partial");
+  EXPECT_EQ(error_of("/api/v1/findings?kind=x"),
+            "unknown kind \"x\"; expected world_readable, world_writable, foreign_owner, "
+            "outside_namespace or residency");
+}
+
+TEST_F(DaemonTest, SelfUrlFollowsTlsAcrossReloads) {
+  write_config(tier_line("a", "a"));
+  test_tls::make_tls_files(dir_);
+  web_config_file_ = (dir_ / "web.yml").string();
+  std::ofstream(web_config_file_) << "{}\n";
+  std::string error;
+  ASSERT_TRUE(start(&error)) << error;
+  const std::string authority = "127.0.0.1:" + std::to_string(port_);
+  EXPECT_EQ(on_loop([this] { return daemon_->self_url(); }), "http://" + authority);
+
+  std::ofstream(web_config_file_) << "tls_server_config: {cert_file: server.crt, key_file: "
+                                     "server.key}\n";
+  auto out = on_loop([this] { return daemon_->reload(); });
+  ASSERT_TRUE(out.ok) << out.message;
+  EXPECT_EQ(on_loop([this] { return daemon_->self_url(); }), "https://" + authority);
+
+  std::ofstream(web_config_file_) << "{}\n";
+  out = on_loop([this] { return daemon_->reload(); });
+  ASSERT_TRUE(out.ok) << out.message;
+  EXPECT_EQ(on_loop([this] { return daemon_->self_url(); }), "http://" + authority);
 }
 
 TEST_F(DaemonTest, StopEndsRunWithZero) {

@@ -387,5 +387,14 @@ TEST(UrlDecode, DecodesPercentAndPlus) {
   EXPECT_EQ(url_decode("%41"), "A");
 }
 
+TEST(UrlEncode, JobNamesSurviveTheRoundTrip) {
+  EXPECT_EQ(url_encode("run-1_a.b~c"), "run-1_a.b~c");
+  EXPECT_EQ(url_encode("a b&c#d+e%f"), "a%20b%26c%23d%2Be%25f");
+  for (const std::string name :
+       {"a&b", "a#b", "a+b", "100%", "%41", "a b", "x=y?z", "caf\xC3\xA9", "\xFF", ""}) {
+    EXPECT_EQ(url_decode(url_encode(name)), name) << name;
+  }
+}
+
 }  // namespace
 }  // namespace ckptmon
