@@ -124,9 +124,16 @@ class Version(unittest.TestCase):
         self.assertIsNotNone(m, r.stdout)
         self.assertEqual(m.group(1), want)
         rev = m.group(2)
+        in_git = (shutil.which("git") is not None
+                  and os.path.exists(os.path.join(harness.SOURCE_DIR, ".git"))
+                  and subprocess.run(["git", "-C", harness.SOURCE_DIR, "rev-parse", "HEAD"],
+                                     capture_output=True).returncode == 0)
+        if in_git:
+            # Built from a git checkout git can read: the revision must be known.
+            self.assertNotEqual(rev, "unknown")
         if rev != "unknown":
             self.assertRegex(rev, r"^[0-9a-f]{12}$")
-            if shutil.which("git") and os.path.exists(os.path.join(harness.SOURCE_DIR, ".git")):
+            if in_git:
                 g = subprocess.run(["git", "-C", harness.SOURCE_DIR, "cat-file", "-e",
                                     rev + "^{commit}"], capture_output=True)
                 self.assertEqual(g.returncode, 0, f"{rev} is not a commit of this repository")

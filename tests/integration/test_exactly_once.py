@@ -17,6 +17,7 @@ from the rotated file, whether the daemon was alive at the rename or not.
 Run by CTest with CKPTMON_BIN and CKPTMON_SOURCE_DIR.
 """
 
+import http.client
 import json
 import os
 import random
@@ -112,7 +113,8 @@ class Daemons:
             return None
         try:
             m = harness.scrape(port, timeout=2)
-        except Exception:
+        except (OSError, http.client.HTTPException):
+            # The daemon is being killed and restarted: no answer, or a cut one.
             return None
         return sum(v for _, v in m.samples.get("ckptmon_manifest_lines_total", []))
 

@@ -108,20 +108,23 @@ class StuckTier(unittest.TestCase):
 
         # Keep scraping while it stays stuck over several scan intervals: the
         # single in-flight probe is not multiplied, scrapes keep answering.
-        stuck_since = time.monotonic()
         first = self.timed_scrape()
         threads_before = (first.get("ckptmon_worker_threads", state="busy")
                           + first.get("ckptmon_worker_threads", state="idle"))
         skipped_before = first.get("ckptmon_collector_skipped_total", collector="tier_stats")
-        while time.monotonic() - stuck_since < 2.0:
+
+        def skipped_three_more():
             m = self.timed_scrape()
             self.assertEqual(m.get("ckpt_tier_up", tier="stuck"), 0.0)
             self.assertEqual(m.get("ckpt_tier_up", tier="healthy"), 1.0)
-            time.sleep(0.05)
+            skipped = m.get("ckptmon_collector_skipped_total", collector="tier_stats")
+            return m if skipped - skipped_before >= 3 else None
+        m = harness.wait_for(skipped_three_more, timeout=30, interval=0.05,
+                             what="three scan intervals to skip the stuck tier")
         busy = m.get("ckptmon_worker_threads", state="busy")
         idle = m.get("ckptmon_worker_threads", state="idle")
         self.assertGreaterEqual(busy, 1.0, "a thread is stuck on the in-flight probe")
-        # Four scan intervals passed while stuck: each skipped the stuck tier
+        # Three scan intervals passed while stuck: each skipped the stuck tier
         # instead of starting a second statfs that would block a thread of its
         # own (the pool would have had to grow by one per interval). One
         # extra thread is allowed for another collector's job overlapping.

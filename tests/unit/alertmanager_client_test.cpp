@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
@@ -312,18 +314,52 @@ TEST(AlertmanagerClient, ResolvedAlertsAreRetriedUntilTooOld) {
 TEST(AlertmanagerClient, DestroyingTheClientAbandonsThePostInFlight) {
   asio::io_context io;
   tcp::acceptor silent(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  tcp::socket accepted(io);
+  bool accept_done = false;
+  beast::error_code accept_ec;
+  silent.async_accept(accepted, [&](beast::error_code ec) {
+    accept_ec = ec;
+    accept_done = true;
+  });
+  std::string received;
   {
     AlertmanagerOptions opts;
     opts.url = {"127.0.0.1", silent.local_endpoint().port(), ""};
+    opts.timeout_seconds = 600;  // only the destruction can end this POST
     AlertmanagerClient client(io, opts);
     std::vector<AlertInstance> firing{firing_alert(1000)};
     client.update(firing, {}, 1000);
-    io.run_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(run_until(io, [&] { return accept_done; }));
+    ASSERT_FALSE(accept_ec) << accept_ec.message();
+    // The request's headers arrive; the server never answers.
+    bool headers_done = false;
+    beast::error_code headers_ec;
+    asio::async_read_until(accepted, asio::dynamic_buffer(received), "\r\n\r\n",
+                           [&](beast::error_code ec, std::size_t) {
+                             headers_ec = ec;
+                             headers_done = true;
+                           });
+    ASSERT_TRUE(run_until(io, [&] { return headers_done; }));
+    ASSERT_FALSE(headers_ec) << headers_ec.message();
+    EXPECT_TRUE(received.starts_with("POST /api/v2/alerts ")) << received;
+    EXPECT_TRUE(client.stats().in_flight);
   }
+  // The abandoned request closed its socket: reading the rest of the
+  // connection ends at once instead of waiting for the 600 s deadline.
+  bool read_done = false;
+  beast::error_code read_ec;
+  asio::async_read(accepted, asio::dynamic_buffer(received),
+                   [&](beast::error_code ec, std::size_t) {
+                     read_ec = ec;
+                     read_done = true;
+                   });
+  ASSERT_TRUE(run_until(
+      io, [&] { return read_done; }, std::chrono::seconds(10)));
+  EXPECT_TRUE(read_ec == asio::error::eof || read_ec == asio::error::connection_reset)
+      << read_ec.message();
   // The loop drains the abandoned operations without touching the client.
   io.restart();
   io.run_for(std::chrono::milliseconds(50));
-  SUCCEED();
 }
 
 }  // namespace

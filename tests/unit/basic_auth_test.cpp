@@ -1,6 +1,8 @@
 #include "daemon/basic_auth.hpp"
 
+#include <chrono>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -80,7 +82,8 @@ class BasicAuthTest : public ::testing::Test {
     return out;
   }
 
-  // Runs the loop until every slot is filled.
+  // Runs the loop until every slot is filled. The cap only turns a bug into a
+  // failure instead of a hang; nothing is asserted about how long it took.
   void settle(const std::vector<std::shared_ptr<std::optional<AuthDecision>>>& slots) {
     auto all = [&] {
       for (const auto& s : slots) {
@@ -88,7 +91,14 @@ class BasicAuthTest : public ::testing::Test {
       }
       return true;
     };
-    while (!all()) io_.run_one();
+    const auto cap = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!all()) {
+      if (std::chrono::steady_clock::now() > cap) {
+        // Callers dereference the slots next: end the test here.
+        throw std::runtime_error("no decision within 10 s");
+      }
+      io_.run_one_for(std::chrono::milliseconds(10));
+    }
   }
 
   AuthDecision decide(std::string_view header) {
@@ -201,7 +211,14 @@ TEST_F(BasicAuthTest, DestroyedWithChecksInFlightDropsThemQuietly) {
   make();
   auto slot = start(kGoodHeader);
   auth_.reset();
-  // Whatever the worker posts now finds no owner; nothing is decided.
+  // Whatever the worker posts now finds no owner; nothing is decided. Run the
+  // loop until nothing but this test holds the slot (no callback that could
+  // fill it is left anywhere), then once more for anything posted meanwhile.
+  const auto cap = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (slot.use_count() > 1 && std::chrono::steady_clock::now() < cap) {
+    io_.run_one_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(slot.use_count(), 1);
   io_.poll();
   EXPECT_FALSE(slot->has_value());
 }

@@ -307,9 +307,12 @@ TEST_F(CollectorRunnerTest, ResultsAfterTheRunnerIsGoneAreDropped) {
     gate->wait();
     return [token](State& s) { s.tiers["a"].down_reason = "must not be applied"; };
   };
-  fake_->deadline_ = std::chrono::duration_cast<Duration>(20ms);
+  fake_->deadline_ = std::chrono::duration_cast<Duration>(1ms);
   runner_->run_all();
   ASSERT_TRUE(gate->wait_entered(1));
+  // Past the deadline before the loop runs again: a deadline timer that
+  // survived the runner would fire at the first poll below.
+  std::this_thread::sleep_for(5ms);
   runner_.reset();
   const int changes_before = changes_;
   gate->release();

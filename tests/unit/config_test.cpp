@@ -400,7 +400,7 @@ alerting:
   EXPECT_DOUBLE_EQ(p.bandwidth.observe_window_seconds, 12 * 3600.0);
   EXPECT_DOUBLE_EQ(p.drain.rate_window_seconds, 300.0);
   // The tier that says nothing keeps the defaults.
-  EXPECT_EQ(c.tiers[1].policy.retention.keep_last, RetentionPolicy{}.keep_last);
+  EXPECT_EQ(c.tiers[1].policy.retention.keep_last, 3);
   EXPECT_DOUBLE_EQ(c.tiers[1].policy.drain.rate_window_seconds, 900.0);
 
   EXPECT_DOUBLE_EQ(c.history.raw_retention_seconds, 2 * 86400.0);

@@ -151,6 +151,10 @@ TEST_F(DaemonTest, EvaluatesTheRulesOnceReadyAndServesAlerts) {
     pos += 7;
     ++types[m.substr(pos, m.find(' ', pos) - pos)];
   }
+  // The scan's families and the rules' are both among them.
+  for (const char* family : {"ckpt_tier_up", "ckpt_tier_required_capacity_bytes"}) {
+    EXPECT_TRUE(types.contains(family)) << family;
+  }
   for (const auto& [name, n] : types) EXPECT_EQ(n, 1) << name;
 
   auto r = fetch("/api/v1/alerts");

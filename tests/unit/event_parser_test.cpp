@@ -14,6 +14,7 @@
 
 #include "events/commands.hpp"
 #include "events/writer.hpp"
+#include "temp_dir.hpp"
 
 namespace ckptmon {
 namespace {
@@ -756,18 +757,7 @@ TEST(EventWriter, FormatParsesBackToTheSameEvent) {
   EXPECT_EQ(r.event, e);
 }
 
-struct TempDir {
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ckptmon-events-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::filesystem::path path;
-};
+using testing::TempDir;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

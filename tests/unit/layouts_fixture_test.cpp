@@ -17,6 +17,7 @@
 
 #include "collectors/layouts/layout.hpp"
 #include "collectors/tree_walk.hpp"
+#include "temp_dir.hpp"
 #include "tree_builder.hpp"
 
 namespace ckptmon {
@@ -35,29 +36,12 @@ DirNode read_tree(const std::string& path) {
   return d;
 }
 
-class FixtureDir {
- public:
-  FixtureDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ckptmon-layouts-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~FixtureDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 class LayoutFixtures : public ::testing::TestWithParam<int> {};
 
 TEST_P(LayoutFixtures, GeneratorOracleAgreesWithTheRecognisers) {
   if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
-  FixtureDir tmp;
-  ASSERT_FALSE(tmp.path().empty());
-  const std::string out = tmp.path() + "/tier";
+  testing::TempDir tmp;
+  const std::string out = tmp.file("tier");
   const std::string cmd = "/usr/bin/python3 " + std::string(CKPTMON_SOURCE_DIR) +
                           "/tests/fixtures/gen_layouts.py " + out + " --ranks " +
                           std::to_string(GetParam()) + " --now 1700000000";

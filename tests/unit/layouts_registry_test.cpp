@@ -122,8 +122,16 @@ TEST(LayoutRegistry, DeepAndWideTreesDoNotBreakTheWalk) {
   for (int i = 0; i < 300; ++i) deep += "d" + std::to_string(i) + "/";
   b.sparse(deep + "step-1/__0_0.distcp", 1, kNow);  // far below the depth limit: not reached
   for (int i = 0; i < 2000; ++i) b.dir("wide/" + std::to_string(i), kNow);
+  // A positive control in the last of the wide directories: the walk reaches
+  // it, and it is the only checkpoint found.
+  b.sparse("wide/1999/step-7/__0_0.distcp", 100, kNow - 100);
+  b.file("wide/1999/step-7/.metadata", 10, kNow - 99);
   const DirNode tree = b.build();
-  EXPECT_TRUE(recognise_tree(tree, LayoutContext{.now = kNow}).empty());
+  const auto all = recognise_tree(tree, LayoutContext{.now = kNow});
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].path, "wide/1999/step-7");
+  EXPECT_EQ(all[0].framework, "pytorch_dcp");
+  EXPECT_EQ(all[0].step, 7);
 }
 
 TEST(LayoutRegistry, EmptyTreeFindsNothing) {

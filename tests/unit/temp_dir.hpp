@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 namespace ckptmon::testing {
@@ -14,7 +15,7 @@ class TempDir {
   TempDir() {
     std::string tmpl = (std::filesystem::temp_directory_path() / "ckptmon-test-XXXXXX").string();
     if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
+    path_ = std::filesystem::canonical(tmpl);  // TMPDIR may be a symlink
   }
   ~TempDir() {
     std::error_code ec;
@@ -25,6 +26,8 @@ class TempDir {
 
   const std::filesystem::path& path() const { return path_; }
   std::string str() const { return path_.string(); }
+  // The path of `rel` inside the directory, which need not exist.
+  std::string file(const std::string& rel) const { return (path_ / rel).string(); }
 
   // Writes `bytes` bytes of 'x' at `rel`, creating parent directories.
   std::filesystem::path write(const std::string& rel, std::size_t bytes) const {

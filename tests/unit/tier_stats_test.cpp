@@ -12,29 +12,15 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.hpp"
+
 namespace ckptmon {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// A fresh directory under TMPDIR, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ckptmon-tier-stats-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = fs::canonical(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using testing::TempDir;
 
 void write_file(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());

@@ -151,12 +151,13 @@ TEST(WorkerPool, ZeroCapMeansOneThread) {
 
 TEST(WorkerPool, DestructorDoesNotWaitForABlockedTask) {
   auto gate = std::make_shared<Gate>();
-  auto ran_after = std::make_shared<std::atomic<bool>>(false);
+  auto first_resumed = std::make_shared<std::atomic<bool>>(false);
+  auto queued_ran = std::make_shared<std::atomic<bool>>(false);
   {
     WorkerPool pool(2);
-    pool.post([gate, ran_after] {
+    pool.post([gate, first_resumed] {
       gate->wait();
-      ran_after->store(true);
+      first_resumed->store(true);
       std::lock_guard lock(gate->mu);
       ++gate->done;
       gate->cv.notify_all();
@@ -164,12 +165,16 @@ TEST(WorkerPool, DestructorDoesNotWaitForABlockedTask) {
     // Queued behind the cap? No: a second thread takes it. This one is
     // blocked too, and a third is queued and must never run.
     pool.post([gate] { gate->wait(); });
-    pool.post([ran_after] { ran_after->store(true); });
+    pool.post([queued_ran] { queued_ran->store(true); });
     ASSERT_TRUE(gate->wait_until([](Gate& g) { return g.waiting == 2; }));
+    EXPECT_EQ(pool.queued(), 1u);
     // Leaving the scope must return although both threads are stuck: if it
     // joined them, the test would hang here (and time out in ctest).
   }
-  EXPECT_FALSE(ran_after->load());
+  // The queued task was destroyed with the queue: nothing else holds its
+  // captures, so no thread can run it once the gate opens.
+  EXPECT_EQ(queued_ran.use_count(), 1);
+  EXPECT_FALSE(first_resumed->load());
   {
     std::lock_guard lock(gate->mu);
     EXPECT_EQ(gate->waiting, 2);
@@ -178,7 +183,8 @@ TEST(WorkerPool, DestructorDoesNotWaitForABlockedTask) {
   // state they still hold and exit without touching the destroyed pool.
   gate->release();
   ASSERT_TRUE(gate->wait_until([](Gate& g) { return g.passed == 2 && g.done == 1; }));
-  EXPECT_TRUE(ran_after->load());  // the first task resumed after the gate
+  EXPECT_TRUE(first_resumed->load());  // the first task resumed after the gate
+  EXPECT_FALSE(queued_ran->load());
 }
 
 TEST(WorkerPool, QueuedWorkIsDroppedAtDestruction) {
