@@ -100,18 +100,39 @@ DsTag deepspeed_tag(const DirNode& d) {
   return t;
 }
 
+DsLatest read_ds_latest(const DirNode& d) {
+  DsLatest r;
+  r.file = d.file("latest");
+  if (r.file != nullptr) r.tag = read_tracker(*r.file, r.error, r.unread);
+  return r;
+}
+
+std::string ds_missing_tag(const std::string& tag) {
+  return "latest names " + tag + ", which does not exist";
+}
+
+std::string ds_optim_count(std::uint64_t optim, std::uint64_t ref_optim) {
+  return std::to_string(optim) + " of " + std::to_string(ref_optim) + " optimizer shards";
+}
+
+std::string ds_tag_issue(const std::string& tag_name, const DsTag& t, std::uint64_t ref_optim) {
+  if (ref_optim > t.optim) {
+    return "latest names " + tag_name + " with " + ds_optim_count(t.optim, ref_optim);
+  }
+  if (!t.short_optim.empty()) return "latest names " + tag_name + " but " + t.short_optim;
+  return {};
+}
+
 void recognise_deepspeed(DirScope& s) {
   const DirNode& d = s.dir();
-  const FileEntry* latest = d.file("latest");
-  std::optional<std::string> tag;
+  const DsLatest ds_latest = read_ds_latest(d);
+  const FileEntry* latest = ds_latest.file;
+  const std::optional<std::string>& tag = ds_latest.tag;
   std::string latest_problem;
   if (latest == nullptr) {
     latest_problem = "no latest file";
-  } else {
-    std::string error;
-    bool unread = false;
-    tag = read_tracker(*latest, error, unread);
-    if (!tag) latest_problem = unread ? std::string("latest not read") : error;
+  } else if (!tag) {
+    latest_problem = ds_latest.unread ? std::string("latest not read") : ds_latest.error;
   }
 
   std::vector<TagInfo> tags;
@@ -164,9 +185,8 @@ void recognise_deepspeed(DirScope& s) {
     return ref;
   };
 
-  const std::string missing_tag = tag && d.dir(*tag) == nullptr
-                                      ? "latest names " + *tag + ", which does not exist"
-                                      : std::string();
+  const std::string missing_tag =
+      tag && d.dir(*tag) == nullptr ? ds_missing_tag(*tag) : std::string();
 
   for (const auto& t : tags) {
     s.claim(t.dir->name);
@@ -187,10 +207,8 @@ void recognise_deepspeed(DirScope& s) {
     // Other ranks legitimately finish after rank 0 rewrote `latest`.
     v.check_resave = false;
     const TagInfo* ref = reference(t);
-    const bool short_count = ref != nullptr && ref->stats.optim > t.stats.optim;
-    const std::string count = std::to_string(t.stats.optim) + " of " +
-                              (ref ? std::to_string(ref->stats.optim) : std::string("?")) +
-                              " optimizer shards";
+    const std::uint64_t ref_optim = ref != nullptr ? ref->stats.optim : 0;
+    const bool short_count = ref_optim > t.stats.optim;
     if (short_count) c.expected_files = ref->files;
     const int rel = relation(t);
     if (!latest_problem.empty()) {
@@ -200,17 +218,15 @@ void recognise_deepspeed(DirScope& s) {
       c.marker_time = latest->mtime;
       if (!t.stats.looks) {
         v.pending = "latest names " + *tag + ", which holds no model or optimizer shards";
-      } else if (short_count) {
-        v.pending = "latest names " + *tag + " with " + count;
-      } else if (!t.stats.short_optim.empty()) {
-        v.pending = "latest names " + *tag + " but " + t.stats.short_optim;
+      } else {
+        v.pending = ds_tag_issue(*tag, t.stats, ref_optim);
       }
     } else if (rel < 0) {
       v.has_marker = true;
       if (!t.stats.looks) {
         v.broken = t.dir->name + " holds no model or optimizer shards";
       } else if (short_count) {
-        v.broken = t.dir->name + " holds " + count;
+        v.broken = t.dir->name + " holds " + ds_optim_count(t.stats.optim, ref_optim);
       } else if (!t.stats.short_optim.empty()) {
         v.broken = t.stats.short_optim;
       }

@@ -52,21 +52,18 @@ DsInside deepspeed_inside(const DirNode& ckpt) {
   for (const auto& sub : ckpt.dirs) {
     if (sub.name.starts_with("global_step") || deepspeed_tag(sub).looks) has_tags = true;
   }
-  const FileEntry* latest = ckpt.file("latest");
-  if (!has_tags && latest == nullptr) return r;
-  if (latest == nullptr) {
+  const DsLatest latest = read_ds_latest(ckpt);
+  if (!has_tags && latest.file == nullptr) return r;
+  if (latest.file == nullptr) {
     r.issue = "no DeepSpeed latest file";
     return r;
   }
-  std::string error;
-  bool unread = false;
-  auto tag = read_tracker(*latest, error, unread);
-  if (!tag) {
-    if (!unread) r.issue = error;
+  if (!latest.tag) {
+    if (!latest.unread) r.issue = latest.error;
     return r;
   }
-  r.tag = ckpt.dir(*tag);
-  if (r.tag == nullptr) r.issue = "latest names " + *tag + ", which does not exist";
+  r.tag = ckpt.dir(*latest.tag);
+  if (r.tag == nullptr) r.issue = ds_missing_tag(*latest.tag);
   return r;
 }
 
@@ -183,12 +180,7 @@ void recognise_hf_trainer(DirScope& s) {
       if (issue.empty() && ds.tag != nullptr) {
         const DsTag tag = deepspeed_tag(*ds.tag);
         f.ranks = tag.ranks;
-        if (ref_optim > tag.optim) {
-          issue = "latest names " + ds.tag->name + " with " + std::to_string(tag.optim) + " of " +
-                  std::to_string(ref_optim) + " optimizer shards";
-        } else if (!tag.short_optim.empty()) {
-          issue = "latest names " + ds.tag->name + " but " + tag.short_optim;
-        }
+        issue = ds_tag_issue(ds.tag->name, tag, ref_optim);
       }
     }
     if (!issue.empty()) {

@@ -220,6 +220,23 @@ struct DsTag {
 };
 DsTag deepspeed_tag(const DirNode& d);
 
+// A directory's DeepSpeed `latest` file and the tag it names.
+struct DsLatest {
+  const FileEntry* file = nullptr;  // nullptr: no `latest`
+  std::optional<std::string> tag;   // the tag, when `latest` could be used
+  bool unread = false;              // the scanner did not read `latest`
+  std::string error;                // why `latest` can not be used, when read
+};
+DsLatest read_ds_latest(const DirNode& d);
+// "latest names <tag>, which does not exist".
+std::string ds_missing_tag(const std::string& tag);
+// "<optim> of <ref_optim> optimizer shards".
+std::string ds_optim_count(std::uint64_t optim, std::uint64_t ref_optim);
+// What `latest` naming `tag_name` (shard counts `t`) leaves incomplete: fewer
+// optimizer shards than `ref_optim` (0: no reference), or a short optimizer
+// shard; "" when neither.
+std::string ds_tag_issue(const std::string& tag_name, const DsTag& t, std::uint64_t ref_optim);
+
 // Megatron torch_dist judgement of an iteration directory (DCP files plus
 // metadata.json and optional integrity.json); verdict fields filled.
 bool megatron_dist_looks(const DirNode& d);
