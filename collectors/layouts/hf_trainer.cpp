@@ -43,6 +43,7 @@ bool hf_evidence(const DirNode& d) {
 // The DeepSpeed part inside a checkpoint: `latest` and the tag it names.
 struct DsInside {
   const DirNode* tag = nullptr;
+  DsTag stats;  // deepspeed_tag(*tag), when tag is set
   std::string issue;
 };
 
@@ -63,7 +64,11 @@ DsInside deepspeed_inside(const DirNode& ckpt) {
     return r;
   }
   r.tag = ckpt.dir(*latest.tag);
-  if (r.tag == nullptr) r.issue = ds_missing_tag(*latest.tag);
+  if (r.tag == nullptr) {
+    r.issue = ds_missing_tag(*latest.tag);
+  } else {
+    r.stats = deepspeed_tag(*r.tag);
+  }
   return r;
 }
 
@@ -132,17 +137,23 @@ void recognise_hf_trainer(DirScope& s) {
   }
   if (!evidence) return;
 
+  // The DeepSpeed part of each checkpoint listed again (ckpts[i] -> inside[i]).
+  std::vector<DsInside> inside(ckpts.size());
+  for (std::size_t i = 0; i < ckpts.size(); ++i) {
+    if (!ckpts[i]->reused) inside[i] = deepspeed_inside(*ckpts[i]);
+  }
+
   // Optimizer shards of DeepSpeed tags in finished checkpoints, the reference
   // for one still being written.
   std::uint64_t ref_optim = 0;
-  for (const DirNode* ck : ckpts) {
+  for (std::size_t i = 0; i < ckpts.size(); ++i) {
+    const DirNode* ck = ckpts[i];
     if (ck->reused || ck->file(kMarker) == nullptr) continue;
-    if (const DsInside ds = deepspeed_inside(*ck); ds.tag != nullptr) {
-      ref_optim = std::max(ref_optim, deepspeed_tag(*ds.tag).optim);
-    }
+    if (inside[i].tag != nullptr) ref_optim = std::max(ref_optim, inside[i].stats.optim);
   }
 
-  for (const DirNode* ck : ckpts) {
+  for (std::size_t i = 0; i < ckpts.size(); ++i) {
+    const DirNode* ck = ckpts[i];
     s.claim(ck->name);
     if (ck->reused) {
       s.emit(from_reused(*ck, s.path_of(ck->name)));
@@ -175,12 +186,11 @@ void recognise_hf_trainer(DirScope& s) {
       if (e.looks && !e.pending.empty()) issue = sub.name + ": " + e.pending;
     }
     if (issue.empty()) {
-      const DsInside ds = deepspeed_inside(*ck);
+      const DsInside& ds = inside[i];
       issue = ds.issue;
       if (issue.empty() && ds.tag != nullptr) {
-        const DsTag tag = deepspeed_tag(*ds.tag);
-        f.ranks = tag.ranks;
-        issue = ds_tag_issue(ds.tag->name, tag, ref_optim);
+        f.ranks = ds.stats.ranks;
+        issue = ds_tag_issue(ds.tag->name, ds.stats, ref_optim);
       }
     }
     if (!issue.empty()) {
