@@ -40,22 +40,14 @@ struct TagInfo {
   const DirNode* dir = nullptr;
   DsTag stats;
   std::int64_t step = -1;
-  double newest = 0;  // newest mtime in the tag, for ordering tags without a step
+  double newest = 0;  // newest mtime in the tag: its activity, and the order of tags without a step
   std::uint64_t files = 0;
+  Found found;  // the tag's checkpoint, figures filled; emitted after the verdict
 };
 
 bool tag_before(const TagInfo& a, const TagInfo& b) {
   if (a.step != b.step) return a.step < b.step;
   return a.newest < b.newest;
-}
-
-void scan_tag(const DirNode& d, TagInfo& info, int depth = 0) {
-  info.newest = std::max(info.newest, d.mtime);
-  info.files += d.files.size();
-  for (const auto& f : d.files) info.newest = std::max(info.newest, f.mtime);
-  if (depth < kMaxDepth) {
-    for (const auto& sub : d.dirs) scan_tag(sub, info, depth + 1);
-  }
 }
 
 }  // namespace
@@ -154,8 +146,18 @@ void recognise_deepspeed(DirScope& s) {
     evidence = evidence || info.stats.looks;
     info.dir = &child;
     info.step = parse_step(child.name);
-    scan_tag(child, info);
-    tags.push_back(info);
+    Checkpoint& c = info.found.ckpt;
+    c.path = s.path_of(child.name);
+    c.step = info.step;
+    c.framework = "deepspeed";
+    info.found.ranks = info.stats.ranks;
+    {
+      Tally tally(c, s.ctx());
+      tally.tree(child, "");
+      info.newest = tally.newest();
+    }
+    info.files = c.files;
+    tags.push_back(std::move(info));
   }
   if (!evidence) return;
 
@@ -188,20 +190,9 @@ void recognise_deepspeed(DirScope& s) {
   const std::string missing_tag =
       tag && d.dir(*tag) == nullptr ? ds_missing_tag(*tag) : std::string();
 
-  for (const auto& t : tags) {
+  for (auto& t : tags) {
     s.claim(t.dir->name);
-    Found f;
-    Checkpoint& c = f.ckpt;
-    c.path = s.path_of(t.dir->name);
-    c.step = t.step;
-    c.framework = "deepspeed";
-    f.ranks = t.stats.ranks;
-    double activity = 0;
-    {
-      Tally tally(c, s.ctx());
-      tally.tree(*t.dir, "");
-      activity = tally.newest();
-    }
+    Checkpoint& c = t.found.ckpt;
     Verdict v;
     v.marker_name = "latest";
     // Other ranks legitimately finish after rank 0 rewrote `latest`.
@@ -234,8 +225,8 @@ void recognise_deepspeed(DirScope& s) {
       v.pending =
           !missing_tag.empty() ? missing_tag : "newer than the tag latest names (" + *tag + ")";
     }
-    decide(c, v, activity, s.ctx());
-    s.emit(std::move(f));
+    decide(c, v, t.newest, s.ctx());
+    s.emit(std::move(t.found));
   }
 
   for (const DirNode* stub : stubs) {
