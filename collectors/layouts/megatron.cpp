@@ -84,8 +84,7 @@ bool megatron_dist_looks(const DirNode& d) {
                      [](const FileEntry& f) { return f.name.ends_with(".distcp"); });
 }
 
-void megatron_dist_verdict(const DirNode& d, Verdict& v, Checkpoint& c) {
-  const DcpEval e = evaluate_dcp_dir(d);
+void megatron_dist_verdict(const DirNode& d, const DcpEval& e, Verdict& v, Checkpoint& c) {
   v.marker_name = "metadata.json";
   const FileEntry* mj = d.file("metadata.json");
   if (mj == nullptr) {
@@ -261,7 +260,7 @@ void recognise_megatron(DirScope& s) {
       }
     } else {
       c.framework = "megatron_torch_dist";
-      megatron_dist_verdict(*it, v, c);
+      megatron_dist_verdict(*it, evaluate_dcp_dir(*it), v, c);
       if (rel == Rel::kNewer && v.broken.empty()) {
         v.pending = v.pending.empty() ? newer : newer + "; " + v.pending;
       } else if ((rel == Rel::kOlder || rel == Rel::kCurrent) && v.broken.empty() &&

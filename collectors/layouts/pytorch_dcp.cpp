@@ -116,7 +116,7 @@ void recognise_pytorch_dcp(DirScope& s) {
   if (megatron_dist_looks(d)) {
     // A Megatron torch_dist iteration shown on its own (no tracker above it).
     c.framework = "megatron_torch_dist";
-    megatron_dist_verdict(d, v, c);
+    megatron_dist_verdict(d, e, v, c);
   } else {
     c.framework = "pytorch_dcp";
     v.marker_name = ".metadata";

@@ -238,8 +238,9 @@ std::string ds_optim_count(std::uint64_t optim, std::uint64_t ref_optim);
 std::string ds_tag_issue(const std::string& tag_name, const DsTag& t, std::uint64_t ref_optim);
 
 // Megatron torch_dist judgement of an iteration directory (DCP files plus
-// metadata.json and optional integrity.json); verdict fields filled.
+// metadata.json and optional integrity.json); verdict fields filled. `e` is
+// evaluate_dcp_dir(d).
 bool megatron_dist_looks(const DirNode& d);
-void megatron_dist_verdict(const DirNode& d, Verdict& v, Checkpoint& c);
+void megatron_dist_verdict(const DirNode& d, const DcpEval& e, Verdict& v, Checkpoint& c);
 
 }  // namespace ckptmon::layouts
