@@ -233,6 +233,12 @@ void Tally::tree(const DirNode& d, const std::string& prefix, int depth) {
     tree(sub, prefix.empty() ? sub.name : prefix + "/" + sub.name, depth + 1);
 }
 
+double tally_tree(Checkpoint& c, const DirNode& d, const LayoutContext& ctx) {
+  Tally t(c, ctx);
+  t.tree(d, "");
+  return t.newest();
+}
+
 Found from_reused(const DirNode& d, std::string path) {
   Found f;
   f.ckpt = *d.reused;

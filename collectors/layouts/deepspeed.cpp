@@ -151,11 +151,7 @@ void recognise_deepspeed(DirScope& s) {
     c.step = info.step;
     c.framework = "deepspeed";
     info.found.ranks = info.stats.ranks;
-    {
-      Tally tally(c, s.ctx());
-      tally.tree(child, "");
-      info.newest = tally.newest();
-    }
+    info.newest = tally_tree(c, child, s.ctx());
     info.files = c.files;
     tags.push_back(std::move(info));
   }

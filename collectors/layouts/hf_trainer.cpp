@@ -165,12 +165,7 @@ void recognise_hf_trainer(DirScope& s) {
     c.path = s.path_of(ck->name);
     c.step = checkpoint_number(ck->name, tmp).value_or(-1);
     c.framework = "hf_trainer";
-    double activity = 0;
-    {
-      Tally t(c, s.ctx());
-      t.tree(*ck, "");
-      activity = t.newest();
-    }
+    const double activity = tally_tree(c, *ck, s.ctx());
     Verdict v;
     v.marker_name = std::string(kMarker);
     const FileEntry* marker = ck->file(kMarker);

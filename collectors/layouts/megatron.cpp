@@ -216,12 +216,7 @@ void recognise_megatron(DirScope& s) {
     Checkpoint& c = f.ckpt;
     c.path = s.path_of(it->name);
     c.step = iter;
-    double activity = 0;
-    {
-      Tally t(c, s.ctx());
-      t.tree(*it, "");
-      activity = t.newest();
-    }
+    const double activity = tally_tree(c, *it, s.ctx());
     Verdict v;
     if (legacy_looks(*it) || !dist_files_look(*it)) {
       c.framework = "megatron";

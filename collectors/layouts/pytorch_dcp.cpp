@@ -107,12 +107,7 @@ void recognise_pytorch_dcp(DirScope& s) {
   c.step = parse_step(d.name);
   f.ranks = e.ranks;
   Verdict v;
-  double activity = 0;
-  {
-    Tally t(c, s.ctx());
-    t.tree(d, "");
-    activity = t.newest();
-  }
+  const double activity = tally_tree(c, d, s.ctx());
   if (megatron_dist_looks(d)) {
     // A Megatron torch_dist iteration shown on its own (no tracker above it).
     c.framework = "megatron_torch_dist";

@@ -143,6 +143,10 @@ class Tally {
   double newest_ = 0;
 };
 
+// Tallies `d` (the checkpoint's directory) and everything below it into `c`;
+// returns the newest mtime seen, the checkpoint's activity.
+double tally_tree(Checkpoint& c, const DirNode& d, const LayoutContext& ctx);
+
 // Figures of a checkpoint the scanner did not list again (DirNode::reused).
 Found from_reused(const DirNode& d, std::string path);
 // Newest time the catalog record shows any activity.
