@@ -167,7 +167,12 @@ bool is_auxiliary(std::string_view name) {
   return n.ends_with(".md");
 }
 
-Component classify(std::string_view rel_path) {
+namespace {
+
+// classify(), also telling whether the file name (the text after the last
+// '/') is auxiliary; asked only of names that are not metadata.
+Component classify_path(std::string_view rel_path, bool& auxiliary) {
+  auxiliary = false;
   std::vector<std::string_view> parts;
   std::size_t start = 0;
   while (start <= rel_path.size()) {
@@ -179,7 +184,11 @@ Component classify(std::string_view rel_path) {
   if (parts.empty()) return Component::kOther;
   const std::string_view name = parts.back();
   if (is_metadata_name(name)) return Component::kMetadata;
-  if (is_auxiliary(name)) return Component::kOther;
+  if (is_auxiliary(name)) {
+    // A path ending in '/' has an empty file name, which is not auxiliary.
+    auxiliary = !rel_path.ends_with('/');
+    return Component::kOther;
+  }
   // Megatron's legacy file holds weights, optimizer and RNG together; the
   // weights lead its name and usually its size.
   if (name == "model_optim_rng.pt") return Component::kModel;
@@ -188,6 +197,13 @@ Component classify(std::string_view rel_path) {
     if (auto c = classify_word(lower(parts[i]))) return *c;
   }
   return Component::kOther;
+}
+
+}  // namespace
+
+Component classify(std::string_view rel_path) {
+  bool auxiliary = false;
+  return classify_path(rel_path, auxiliary);
 }
 
 // ---- figures -----------------------------------------------------------------
@@ -202,9 +218,9 @@ Tally::~Tally() {
 }
 
 void Tally::file(const FileEntry& f, const std::string& rel) {
-  const Component comp = classify(rel);
-  const std::string_view base = std::string_view(rel).substr(rel.rfind('/') + 1);
-  file(f, rel, comp, comp != Component::kMetadata && !is_auxiliary(base));
+  bool auxiliary = false;
+  const Component comp = classify_path(rel, auxiliary);
+  file(f, rel, comp, comp != Component::kMetadata && !auxiliary);
 }
 
 void Tally::file(const FileEntry& f, const std::string& rel, Component comp, bool shard) {
