@@ -8,6 +8,7 @@
 
 #include "collectors/layouts/recogniser.hpp"
 #include "util/duration.hpp"
+#include "util/text.hpp"
 
 namespace ckptmon::layouts {
 
@@ -348,15 +349,7 @@ std::optional<std::string> read_tracker(const FileEntry& f, std::string& error, 
     error = m.error;
     return std::nullopt;
   }
-  std::string_view t = *m.text;
-  while (!t.empty() &&
-         (t.front() == ' ' || t.front() == '\n' || t.front() == '\r' || t.front() == '\t')) {
-    t.remove_prefix(1);
-  }
-  while (!t.empty() &&
-         (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) {
-    t.remove_suffix(1);
-  }
+  const std::string_view t = trim(*m.text);
   if (t.empty()) {
     error = f.name + ": empty";
     return std::nullopt;
