@@ -54,8 +54,6 @@ std::optional<std::int64_t> parse_uint(std::string_view s) {
   return v;
 }
 
-namespace {
-
 bool cut_suffix(std::string_view& s, std::string_view suffix) {
   if (s.size() > suffix.size() && s.ends_with(suffix)) {
     s.remove_suffix(suffix.size());
@@ -63,6 +61,16 @@ bool cut_suffix(std::string_view& s, std::string_view suffix) {
   }
   return false;
 }
+
+std::string rank_list(const std::vector<std::int64_t>& ranks) {
+  std::string s;
+  const std::size_t shown = std::min<std::size_t>(ranks.size(), 5);
+  for (std::size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > shown) s += " and " + std::to_string(ranks.size() - shown) + " more";
+  return s;
+}
+
+namespace {
 
 std::string lower(std::string_view s) {
   std::string out(s);

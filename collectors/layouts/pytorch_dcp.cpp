@@ -25,14 +25,6 @@ std::optional<std::int64_t> rank_of(std::string_view name, std::string_view suff
   return parse_uint(mid);
 }
 
-std::string rank_list(const std::vector<std::int64_t>& ranks) {
-  std::string s;
-  const std::size_t shown = std::min<std::size_t>(ranks.size(), 5);
-  for (std::size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  if (ranks.size() > shown) s += " and " + std::to_string(ranks.size() - shown) + " more";
-  return s;
-}
-
 }  // namespace
 
 DcpEval evaluate_dcp_dir(const DirNode& d) {

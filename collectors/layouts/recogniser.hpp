@@ -106,6 +106,10 @@ std::optional<std::int64_t> parse_uint(std::string_view s);
 // prefix_N; a trailing known suffix (.ckpt, .pt, .orbax-checkpoint-tmp...,
 // -unfinished, -vN) is ignored. -1 when the name tells none.
 std::int64_t parse_step(std::string_view name);
+// Removes `suffix` from the end of `s` when `s` is longer than it; true if it did.
+bool cut_suffix(std::string_view& s, std::string_view suffix);
+// "3, 7, 12" or, past five, "0, 1, 2, 3, 4 and 6 more": ranks for reasons.
+std::string rank_list(const std::vector<std::int64_t>& ranks);
 
 // What a file holds, from its path inside the checkpoint (file name first, then
 // the directories above it, innermost first).
