@@ -373,6 +373,12 @@ std::optional<std::string> read_tracker(const FileEntry& f, std::string& error, 
   return std::string(t);
 }
 
+std::string listed_missing(std::string_view manifest, const std::vector<std::string>& missing) {
+  std::string s = std::string(manifest) + " lists " + missing.front() + ", missing";
+  if (missing.size() > 1) s += " (and " + std::to_string(missing.size() - 1) + " more)";
+  return s;
+}
+
 const nlohmann::json* json_member(const nlohmann::json& j, std::string_view key) {
   if (!j.is_object()) return nullptr;
   auto it = j.find(std::string(key));

@@ -104,8 +104,7 @@ void check_index(const DirNode& d, Verdict& v, Checkpoint& c) {
     }
     missing_count += missing.size();
     if (!missing.empty() && v.broken.empty()) {
-      v.broken = f.name + " lists " + missing.front() + ", missing";
-      if (missing.size() > 1) v.broken += " (and " + std::to_string(missing.size() - 1) + " more)";
+      v.broken = listed_missing(f.name, missing);
     }
     // total_size counts tensor bytes; every shard file adds a header on top.
     const nlohmann::json* meta = json_member(*j, "metadata");

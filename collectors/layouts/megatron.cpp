@@ -126,8 +126,7 @@ void megatron_dist_verdict(const DirNode& d, const DcpEval& e, Verdict& v, Check
     }
     c.expected_files = files->size() + 1;  // the listed files and integrity.json itself
     if (!missing.empty() && v.broken.empty()) {
-      v.broken = "integrity.json lists " + missing.front() + ", missing";
-      if (missing.size() > 1) v.broken += " (and " + std::to_string(missing.size() - 1) + " more)";
+      v.broken = listed_missing("integrity.json", missing);
     }
   }
 }

@@ -176,6 +176,9 @@ int json_depth(std::string_view text, int limit);
 // latest_checkpointed_iteration.txt); nullopt with `error` for anything else.
 std::optional<std::string> read_tracker(const FileEntry& f, std::string& error, bool& unread);
 
+// "<manifest> lists <first missing>, missing (and N more)"; `missing` not empty.
+std::string listed_missing(std::string_view manifest, const std::vector<std::string>& missing);
+
 // Never-throwing accessors for parsed JSON.
 const nlohmann::json* json_member(const nlohmann::json& j, std::string_view key);
 std::optional<std::int64_t> json_int(const nlohmann::json* j);
