@@ -399,6 +399,9 @@ std::optional<std::int64_t> json_int(const nlohmann::json* j) {
 
 // ---- states ------------------------------------------------------------------
 
+namespace {
+
+// "45s", "12m", "2h5m", "3d": an age for reasons.
 std::string human_age(double seconds) {
   if (!(seconds > 0)) return "0s";
   if (seconds < 60) return std::to_string(static_cast<long long>(seconds)) + "s";
@@ -406,8 +409,6 @@ std::string human_age(double seconds) {
   if (rounded > 1e12) return "a very long time";
   return format_duration(Duration(static_cast<long long>(rounded) * 1000));
 }
-
-namespace {
 
 void age_gate(Checkpoint& c, const std::string& pending, double activity,
               const LayoutContext& ctx) {
@@ -452,11 +453,6 @@ void demote(Checkpoint& c, const std::string& pending, const LayoutContext& ctx)
   age_gate(c, pending, activity_of(c), ctx);
   // The earlier reason already says when the last write was.
   if (c.state == CkptState::kInProgress && was_in_progress) c.reason = pending + "; " + before;
-}
-
-void break_ckpt(Checkpoint& c, const std::string& reason) {
-  c.state = CkptState::kPartial;
-  c.reason = reason;
 }
 
 }  // namespace ckptmon::layouts

@@ -203,11 +203,6 @@ void decide(Checkpoint& c, const Verdict& v, double activity, const LayoutContex
 // is not committed: a committed one becomes in_progress or partial by age, a
 // partial one stays partial; the reason is prefixed.
 void demote(Checkpoint& c, const std::string& pending, const LayoutContext& ctx);
-// Container evidence says the checkpoint can not be restored.
-void break_ckpt(Checkpoint& c, const std::string& reason);
-
-// "45s", "12m", "2h5m", "3d": an age for reasons.
-std::string human_age(double seconds);
 
 // ---- shared layout pieces ----------------------------------------------------
 
