@@ -79,7 +79,7 @@ struct ScanOutcome {
 // checkpoint (the tier is unreachable, not empty).
 void merge_scan(TierCatalog& cat, ScanOutcome scan, double now);
 
-// True when two records differ in anything the store keeps (not last_seen).
+// True when two records agree in everything the store keeps (not last_seen).
 bool same_record(const Checkpoint& a, const Checkpoint& b);
 
 // Every checkpoint state, in enum order.

@@ -8,6 +8,7 @@
 
 #include "collectors/layouts/recogniser.hpp"
 #include "util/duration.hpp"
+#include "util/text.hpp"
 
 namespace ckptmon::layouts {
 
@@ -53,8 +54,6 @@ std::optional<std::int64_t> parse_uint(std::string_view s) {
   return v;
 }
 
-namespace {
-
 bool cut_suffix(std::string_view& s, std::string_view suffix) {
   if (s.size() > suffix.size() && s.ends_with(suffix)) {
     s.remove_suffix(suffix.size());
@@ -62,6 +61,16 @@ bool cut_suffix(std::string_view& s, std::string_view suffix) {
   }
   return false;
 }
+
+std::string rank_list(const std::vector<std::int64_t>& ranks) {
+  std::string s;
+  const std::size_t shown = std::min<std::size_t>(ranks.size(), 5);
+  for (std::size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > shown) s += " and " + std::to_string(ranks.size() - shown) + " more";
+  return s;
+}
+
+namespace {
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -167,7 +176,12 @@ bool is_auxiliary(std::string_view name) {
   return n.ends_with(".md");
 }
 
-Component classify(std::string_view rel_path) {
+namespace {
+
+// classify(), also telling whether the file name (the text after the last
+// '/') is auxiliary; asked only of names that are not metadata.
+Component classify_path(std::string_view rel_path, bool& auxiliary) {
+  auxiliary = false;
   std::vector<std::string_view> parts;
   std::size_t start = 0;
   while (start <= rel_path.size()) {
@@ -179,7 +193,11 @@ Component classify(std::string_view rel_path) {
   if (parts.empty()) return Component::kOther;
   const std::string_view name = parts.back();
   if (is_metadata_name(name)) return Component::kMetadata;
-  if (is_auxiliary(name)) return Component::kOther;
+  if (is_auxiliary(name)) {
+    // A path ending in '/' has an empty file name, which is not auxiliary.
+    auxiliary = !rel_path.ends_with('/');
+    return Component::kOther;
+  }
   // Megatron's legacy file holds weights, optimizer and RNG together; the
   // weights lead its name and usually its size.
   if (name == "model_optim_rng.pt") return Component::kModel;
@@ -188,6 +206,13 @@ Component classify(std::string_view rel_path) {
     if (auto c = classify_word(lower(parts[i]))) return *c;
   }
   return Component::kOther;
+}
+
+}  // namespace
+
+Component classify(std::string_view rel_path) {
+  bool auxiliary = false;
+  return classify_path(rel_path, auxiliary);
 }
 
 // ---- figures -----------------------------------------------------------------
@@ -202,9 +227,9 @@ Tally::~Tally() {
 }
 
 void Tally::file(const FileEntry& f, const std::string& rel) {
-  const Component comp = classify(rel);
-  const std::string_view base = std::string_view(rel).substr(rel.rfind('/') + 1);
-  file(f, rel, comp, comp != Component::kMetadata && !is_auxiliary(base));
+  bool auxiliary = false;
+  const Component comp = classify_path(rel, auxiliary);
+  file(f, rel, comp, comp != Component::kMetadata && !auxiliary);
 }
 
 void Tally::file(const FileEntry& f, const std::string& rel, Component comp, bool shard) {
@@ -231,6 +256,12 @@ void Tally::tree(const DirNode& d, const std::string& prefix, int depth) {
   if (depth >= kMaxDepth) return;
   for (const auto& sub : d.dirs)
     tree(sub, prefix.empty() ? sub.name : prefix + "/" + sub.name, depth + 1);
+}
+
+double tally_tree(Checkpoint& c, const DirNode& d, const LayoutContext& ctx) {
+  Tally t(c, ctx);
+  t.tree(d, "");
+  return t.newest();
 }
 
 Found from_reused(const DirNode& d, std::string path) {
@@ -326,15 +357,7 @@ std::optional<std::string> read_tracker(const FileEntry& f, std::string& error, 
     error = m.error;
     return std::nullopt;
   }
-  std::string_view t = *m.text;
-  while (!t.empty() &&
-         (t.front() == ' ' || t.front() == '\n' || t.front() == '\r' || t.front() == '\t')) {
-    t.remove_prefix(1);
-  }
-  while (!t.empty() &&
-         (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) {
-    t.remove_suffix(1);
-  }
+  const std::string_view t = trim(*m.text);
   if (t.empty()) {
     error = f.name + ": empty";
     return std::nullopt;
@@ -348,6 +371,12 @@ std::optional<std::string> read_tracker(const FileEntry& f, std::string& error, 
     return std::nullopt;
   }
   return std::string(t);
+}
+
+std::string listed_missing(std::string_view manifest, const std::vector<std::string>& missing) {
+  std::string s = std::string(manifest) + " lists " + missing.front() + ", missing";
+  if (missing.size() > 1) s += " (and " + std::to_string(missing.size() - 1) + " more)";
+  return s;
 }
 
 const nlohmann::json* json_member(const nlohmann::json& j, std::string_view key) {
@@ -370,6 +399,9 @@ std::optional<std::int64_t> json_int(const nlohmann::json* j) {
 
 // ---- states ------------------------------------------------------------------
 
+namespace {
+
+// "45s", "12m", "2h5m", "3d": an age for reasons.
 std::string human_age(double seconds) {
   if (!(seconds > 0)) return "0s";
   if (seconds < 60) return std::to_string(static_cast<long long>(seconds)) + "s";
@@ -377,8 +409,6 @@ std::string human_age(double seconds) {
   if (rounded > 1e12) return "a very long time";
   return format_duration(Duration(static_cast<long long>(rounded) * 1000));
 }
-
-namespace {
 
 void age_gate(Checkpoint& c, const std::string& pending, double activity,
               const LayoutContext& ctx) {
@@ -423,11 +453,6 @@ void demote(Checkpoint& c, const std::string& pending, const LayoutContext& ctx)
   age_gate(c, pending, activity_of(c), ctx);
   // The earlier reason already says when the last write was.
   if (c.state == CkptState::kInProgress && was_in_progress) c.reason = pending + "; " + before;
-}
-
-void break_ckpt(Checkpoint& c, const std::string& reason) {
-  c.state = CkptState::kPartial;
-  c.reason = reason;
 }
 
 }  // namespace ckptmon::layouts

@@ -40,22 +40,14 @@ struct TagInfo {
   const DirNode* dir = nullptr;
   DsTag stats;
   std::int64_t step = -1;
-  double newest = 0;  // newest mtime in the tag, for ordering tags without a step
+  double newest = 0;  // newest mtime in the tag: its activity, and the order of tags without a step
   std::uint64_t files = 0;
+  Found found;  // the tag's checkpoint, figures filled; emitted after the verdict
 };
 
 bool tag_before(const TagInfo& a, const TagInfo& b) {
   if (a.step != b.step) return a.step < b.step;
   return a.newest < b.newest;
-}
-
-void scan_tag(const DirNode& d, TagInfo& info, int depth = 0) {
-  info.newest = std::max(info.newest, d.mtime);
-  info.files += d.files.size();
-  for (const auto& f : d.files) info.newest = std::max(info.newest, f.mtime);
-  if (depth < kMaxDepth) {
-    for (const auto& sub : d.dirs) scan_tag(sub, info, depth + 1);
-  }
 }
 
 }  // namespace
@@ -100,18 +92,39 @@ DsTag deepspeed_tag(const DirNode& d) {
   return t;
 }
 
+DsLatest read_ds_latest(const DirNode& d) {
+  DsLatest r;
+  r.file = d.file("latest");
+  if (r.file != nullptr) r.tag = read_tracker(*r.file, r.error, r.unread);
+  return r;
+}
+
+std::string ds_missing_tag(const std::string& tag) {
+  return "latest names " + tag + ", which does not exist";
+}
+
+std::string ds_optim_count(std::uint64_t optim, std::uint64_t ref_optim) {
+  return std::to_string(optim) + " of " + std::to_string(ref_optim) + " optimizer shards";
+}
+
+std::string ds_tag_issue(const std::string& tag_name, const DsTag& t, std::uint64_t ref_optim) {
+  if (ref_optim > t.optim) {
+    return "latest names " + tag_name + " with " + ds_optim_count(t.optim, ref_optim);
+  }
+  if (!t.short_optim.empty()) return "latest names " + tag_name + " but " + t.short_optim;
+  return {};
+}
+
 void recognise_deepspeed(DirScope& s) {
   const DirNode& d = s.dir();
-  const FileEntry* latest = d.file("latest");
-  std::optional<std::string> tag;
+  const DsLatest ds_latest = read_ds_latest(d);
+  const FileEntry* latest = ds_latest.file;
+  const std::optional<std::string>& tag = ds_latest.tag;
   std::string latest_problem;
   if (latest == nullptr) {
     latest_problem = "no latest file";
-  } else {
-    std::string error;
-    bool unread = false;
-    tag = read_tracker(*latest, error, unread);
-    if (!tag) latest_problem = unread ? std::string("latest not read") : error;
+  } else if (!tag) {
+    latest_problem = ds_latest.unread ? std::string("latest not read") : ds_latest.error;
   }
 
   std::vector<TagInfo> tags;
@@ -133,8 +146,14 @@ void recognise_deepspeed(DirScope& s) {
     evidence = evidence || info.stats.looks;
     info.dir = &child;
     info.step = parse_step(child.name);
-    scan_tag(child, info);
-    tags.push_back(info);
+    Checkpoint& c = info.found.ckpt;
+    c.path = s.path_of(child.name);
+    c.step = info.step;
+    c.framework = "deepspeed";
+    info.found.ranks = info.stats.ranks;
+    info.newest = tally_tree(c, child, s.ctx());
+    info.files = c.files;
+    tags.push_back(std::move(info));
   }
   if (!evidence) return;
 
@@ -164,33 +183,19 @@ void recognise_deepspeed(DirScope& s) {
     return ref;
   };
 
-  const std::string missing_tag = tag && d.dir(*tag) == nullptr
-                                      ? "latest names " + *tag + ", which does not exist"
-                                      : std::string();
+  const std::string missing_tag =
+      tag && d.dir(*tag) == nullptr ? ds_missing_tag(*tag) : std::string();
 
-  for (const auto& t : tags) {
+  for (auto& t : tags) {
     s.claim(t.dir->name);
-    Found f;
-    Checkpoint& c = f.ckpt;
-    c.path = s.path_of(t.dir->name);
-    c.step = t.step;
-    c.framework = "deepspeed";
-    f.ranks = t.stats.ranks;
-    double activity = 0;
-    {
-      Tally tally(c, s.ctx());
-      tally.tree(*t.dir, "");
-      activity = tally.newest();
-    }
+    Checkpoint& c = t.found.ckpt;
     Verdict v;
     v.marker_name = "latest";
     // Other ranks legitimately finish after rank 0 rewrote `latest`.
     v.check_resave = false;
     const TagInfo* ref = reference(t);
-    const bool short_count = ref != nullptr && ref->stats.optim > t.stats.optim;
-    const std::string count = std::to_string(t.stats.optim) + " of " +
-                              (ref ? std::to_string(ref->stats.optim) : std::string("?")) +
-                              " optimizer shards";
+    const std::uint64_t ref_optim = ref != nullptr ? ref->stats.optim : 0;
+    const bool short_count = ref_optim > t.stats.optim;
     if (short_count) c.expected_files = ref->files;
     const int rel = relation(t);
     if (!latest_problem.empty()) {
@@ -200,17 +205,15 @@ void recognise_deepspeed(DirScope& s) {
       c.marker_time = latest->mtime;
       if (!t.stats.looks) {
         v.pending = "latest names " + *tag + ", which holds no model or optimizer shards";
-      } else if (short_count) {
-        v.pending = "latest names " + *tag + " with " + count;
-      } else if (!t.stats.short_optim.empty()) {
-        v.pending = "latest names " + *tag + " but " + t.stats.short_optim;
+      } else {
+        v.pending = ds_tag_issue(*tag, t.stats, ref_optim);
       }
     } else if (rel < 0) {
       v.has_marker = true;
       if (!t.stats.looks) {
         v.broken = t.dir->name + " holds no model or optimizer shards";
       } else if (short_count) {
-        v.broken = t.dir->name + " holds " + count;
+        v.broken = t.dir->name + " holds " + ds_optim_count(t.stats.optim, ref_optim);
       } else if (!t.stats.short_optim.empty()) {
         v.broken = t.stats.short_optim;
       }
@@ -218,8 +221,8 @@ void recognise_deepspeed(DirScope& s) {
       v.pending =
           !missing_tag.empty() ? missing_tag : "newer than the tag latest names (" + *tag + ")";
     }
-    decide(c, v, activity, s.ctx());
-    s.emit(std::move(f));
+    decide(c, v, t.newest, s.ctx());
+    s.emit(std::move(t.found));
   }
 
   for (const DirNode* stub : stubs) {

@@ -64,12 +64,7 @@ void recognise_dlrover(DirScope& s) {
     c.path = s.path_of(std::string(kStage) + "/" + sub.name);
     c.step = *step;
     c.framework = "dlrover";
-    double activity = 0;
-    {
-      Tally t(c, s.ctx());
-      t.tree(sub, "");
-      activity = t.newest();
-    }
+    const double activity = tally_tree(c, sub, s.ctx());
     Verdict v;
     // finish_dlrover() adds the done count.
     v.pending = "staged in " + std::string(kStage) + ", not yet moved into place";
@@ -111,12 +106,7 @@ void finish_dlrover(DirScope& s) {
     c.step = *step;
     c.framework = "dlrover";
     c.expected_files = dd.expected;
-    double activity = 0;
-    {
-      Tally t(c, s.ctx());
-      t.tree(sub, "");
-      activity = t.newest();
-    }
+    const double activity = tally_tree(c, sub, s.ctx());
     Verdict v;
     v.pending = why;
     decide(c, v, activity, s.ctx());

@@ -43,6 +43,7 @@ bool hf_evidence(const DirNode& d) {
 // The DeepSpeed part inside a checkpoint: `latest` and the tag it names.
 struct DsInside {
   const DirNode* tag = nullptr;
+  DsTag stats;  // deepspeed_tag(*tag), when tag is set
   std::string issue;
 };
 
@@ -52,21 +53,22 @@ DsInside deepspeed_inside(const DirNode& ckpt) {
   for (const auto& sub : ckpt.dirs) {
     if (sub.name.starts_with("global_step") || deepspeed_tag(sub).looks) has_tags = true;
   }
-  const FileEntry* latest = ckpt.file("latest");
-  if (!has_tags && latest == nullptr) return r;
-  if (latest == nullptr) {
+  const DsLatest latest = read_ds_latest(ckpt);
+  if (!has_tags && latest.file == nullptr) return r;
+  if (latest.file == nullptr) {
     r.issue = "no DeepSpeed latest file";
     return r;
   }
-  std::string error;
-  bool unread = false;
-  auto tag = read_tracker(*latest, error, unread);
-  if (!tag) {
-    if (!unread) r.issue = error;
+  if (!latest.tag) {
+    if (!latest.unread) r.issue = latest.error;
     return r;
   }
-  r.tag = ckpt.dir(*tag);
-  if (r.tag == nullptr) r.issue = "latest names " + *tag + ", which does not exist";
+  r.tag = ckpt.dir(*latest.tag);
+  if (r.tag == nullptr) {
+    r.issue = ds_missing_tag(*latest.tag);
+  } else {
+    r.stats = deepspeed_tag(*r.tag);
+  }
   return r;
 }
 
@@ -102,8 +104,7 @@ void check_index(const DirNode& d, Verdict& v, Checkpoint& c) {
     }
     missing_count += missing.size();
     if (!missing.empty() && v.broken.empty()) {
-      v.broken = f.name + " lists " + missing.front() + ", missing";
-      if (missing.size() > 1) v.broken += " (and " + std::to_string(missing.size() - 1) + " more)";
+      v.broken = listed_missing(f.name, missing);
     }
     // total_size counts tensor bytes; every shard file adds a header on top.
     const nlohmann::json* meta = json_member(*j, "metadata");
@@ -135,17 +136,23 @@ void recognise_hf_trainer(DirScope& s) {
   }
   if (!evidence) return;
 
+  // The DeepSpeed part of each checkpoint listed again (ckpts[i] -> inside[i]).
+  std::vector<DsInside> inside(ckpts.size());
+  for (std::size_t i = 0; i < ckpts.size(); ++i) {
+    if (!ckpts[i]->reused) inside[i] = deepspeed_inside(*ckpts[i]);
+  }
+
   // Optimizer shards of DeepSpeed tags in finished checkpoints, the reference
   // for one still being written.
   std::uint64_t ref_optim = 0;
-  for (const DirNode* ck : ckpts) {
+  for (std::size_t i = 0; i < ckpts.size(); ++i) {
+    const DirNode* ck = ckpts[i];
     if (ck->reused || ck->file(kMarker) == nullptr) continue;
-    if (const DsInside ds = deepspeed_inside(*ck); ds.tag != nullptr) {
-      ref_optim = std::max(ref_optim, deepspeed_tag(*ds.tag).optim);
-    }
+    if (inside[i].tag != nullptr) ref_optim = std::max(ref_optim, inside[i].stats.optim);
   }
 
-  for (const DirNode* ck : ckpts) {
+  for (std::size_t i = 0; i < ckpts.size(); ++i) {
+    const DirNode* ck = ckpts[i];
     s.claim(ck->name);
     if (ck->reused) {
       s.emit(from_reused(*ck, s.path_of(ck->name)));
@@ -157,12 +164,7 @@ void recognise_hf_trainer(DirScope& s) {
     c.path = s.path_of(ck->name);
     c.step = checkpoint_number(ck->name, tmp).value_or(-1);
     c.framework = "hf_trainer";
-    double activity = 0;
-    {
-      Tally t(c, s.ctx());
-      t.tree(*ck, "");
-      activity = t.newest();
-    }
+    const double activity = tally_tree(c, *ck, s.ctx());
     Verdict v;
     v.marker_name = std::string(kMarker);
     const FileEntry* marker = ck->file(kMarker);
@@ -178,17 +180,11 @@ void recognise_hf_trainer(DirScope& s) {
       if (e.looks && !e.pending.empty()) issue = sub.name + ": " + e.pending;
     }
     if (issue.empty()) {
-      const DsInside ds = deepspeed_inside(*ck);
+      const DsInside& ds = inside[i];
       issue = ds.issue;
       if (issue.empty() && ds.tag != nullptr) {
-        const DsTag tag = deepspeed_tag(*ds.tag);
-        f.ranks = tag.ranks;
-        if (ref_optim > tag.optim) {
-          issue = "latest names " + ds.tag->name + " with " + std::to_string(tag.optim) + " of " +
-                  std::to_string(ref_optim) + " optimizer shards";
-        } else if (!tag.short_optim.empty()) {
-          issue = "latest names " + ds.tag->name + " but " + tag.short_optim;
-        }
+        f.ranks = ds.stats.ranks;
+        issue = ds_tag_issue(ds.tag->name, ds.stats, ref_optim);
       }
     }
     if (!issue.empty()) {

@@ -18,8 +18,7 @@ constexpr std::string_view kUnfinished = "-unfinished";
 
 std::string_view stem_of(std::string_view name) {
   for (std::string_view ext : {".ckpt", ".nemo"}) {
-    if (name.size() > ext.size() && name.ends_with(ext))
-      return name.substr(0, name.size() - ext.size());
+    if (cut_suffix(name, ext)) break;
   }
   return name;
 }

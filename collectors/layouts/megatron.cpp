@@ -84,8 +84,7 @@ bool megatron_dist_looks(const DirNode& d) {
                      [](const FileEntry& f) { return f.name.ends_with(".distcp"); });
 }
 
-void megatron_dist_verdict(const DirNode& d, Verdict& v, Checkpoint& c) {
-  const DcpEval e = evaluate_dcp_dir(d);
+void megatron_dist_verdict(const DirNode& d, const DcpEval& e, Verdict& v, Checkpoint& c) {
   v.marker_name = "metadata.json";
   const FileEntry* mj = d.file("metadata.json");
   if (mj == nullptr) {
@@ -127,8 +126,7 @@ void megatron_dist_verdict(const DirNode& d, Verdict& v, Checkpoint& c) {
     }
     c.expected_files = files->size() + 1;  // the listed files and integrity.json itself
     if (!missing.empty() && v.broken.empty()) {
-      v.broken = "integrity.json lists " + missing.front() + ", missing";
-      if (missing.size() > 1) v.broken += " (and " + std::to_string(missing.size() - 1) + " more)";
+      v.broken = listed_missing("integrity.json", missing);
     }
   }
 }
@@ -217,12 +215,7 @@ void recognise_megatron(DirScope& s) {
     Checkpoint& c = f.ckpt;
     c.path = s.path_of(it->name);
     c.step = iter;
-    double activity = 0;
-    {
-      Tally t(c, s.ctx());
-      t.tree(*it, "");
-      activity = t.newest();
-    }
+    const double activity = tally_tree(c, *it, s.ctx());
     Verdict v;
     if (legacy_looks(*it) || !dist_files_look(*it)) {
       c.framework = "megatron";
@@ -261,7 +254,7 @@ void recognise_megatron(DirScope& s) {
       }
     } else {
       c.framework = "megatron_torch_dist";
-      megatron_dist_verdict(*it, v, c);
+      megatron_dist_verdict(*it, evaluate_dcp_dir(*it), v, c);
       if (rel == Rel::kNewer && v.broken.empty()) {
         v.pending = v.pending.empty() ? newer : newer + "; " + v.pending;
       } else if ((rel == Rel::kOlder || rel == Rel::kCurrent) && v.broken.empty() &&

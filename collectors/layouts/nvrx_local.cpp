@@ -50,14 +50,6 @@ std::string iter_name(std::int64_t iteration) {
   return "iter_" + digits;
 }
 
-std::string list(const std::vector<std::int64_t>& v) {
-  std::string s;
-  const std::size_t shown = std::min<std::size_t>(v.size(), 5);
-  for (std::size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  if (v.size() > shown) s += " and " + std::to_string(v.size() - shown) + " more";
-  return s;
-}
-
 struct Iteration {
   std::vector<std::pair<const DirNode*, const FileEntry*>> files;
   std::set<std::int64_t> done;   // ranks with a final file somewhere
@@ -120,13 +112,14 @@ void recognise_nvrx_local(DirScope& s) {
     v.check_resave = false;
     if (!dirty.empty()) {
       v.pending =
-          std::to_string(dirty.size()) + " *_local.dirty.pt files (rank " + list(dirty) + ")";
+          std::to_string(dirty.size()) + " *_local.dirty.pt files (rank " + rank_list(dirty) + ")";
     }
     if (!missing.empty()) {
       c.expected_files = ranks.size();
       const std::string m = "no " + iter_name(iteration) + "_{rank}_local.pt for rank " +
-                            list(missing) + " (" + std::to_string(ranks.size() - missing.size()) +
-                            " of " + std::to_string(ranks.size()) + " ranks)";
+                            rank_list(missing) + " (" +
+                            std::to_string(ranks.size() - missing.size()) + " of " +
+                            std::to_string(ranks.size()) + " ranks)";
       v.pending = v.pending.empty() ? m : v.pending + "; " + m;
     }
     decide(c, v, activity, s.ctx());

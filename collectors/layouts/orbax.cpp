@@ -52,12 +52,7 @@ void recognise_orbax(DirScope& s) {
   c.path = s.self_path();
   c.step = parse_step(d.name);
   c.framework = "orbax";
-  double activity = 0;
-  {
-    Tally t(c, s.ctx());
-    t.tree(d, "");
-    activity = t.newest();
-  }
+  const double activity = tally_tree(c, d, s.ctx());
   Verdict v;
   bool committed_ts = false;
   if (meta != nullptr) {

@@ -25,14 +25,6 @@ std::optional<std::int64_t> rank_of(std::string_view name, std::string_view suff
   return parse_uint(mid);
 }
 
-std::string rank_list(const std::vector<std::int64_t>& ranks) {
-  std::string s;
-  const std::size_t shown = std::min<std::size_t>(ranks.size(), 5);
-  for (std::size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  if (ranks.size() > shown) s += " and " + std::to_string(ranks.size() - shown) + " more";
-  return s;
-}
-
 }  // namespace
 
 DcpEval evaluate_dcp_dir(const DirNode& d) {
@@ -107,16 +99,11 @@ void recognise_pytorch_dcp(DirScope& s) {
   c.step = parse_step(d.name);
   f.ranks = e.ranks;
   Verdict v;
-  double activity = 0;
-  {
-    Tally t(c, s.ctx());
-    t.tree(d, "");
-    activity = t.newest();
-  }
+  const double activity = tally_tree(c, d, s.ctx());
   if (megatron_dist_looks(d)) {
     // A Megatron torch_dist iteration shown on its own (no tracker above it).
     c.framework = "megatron_torch_dist";
-    megatron_dist_verdict(d, v, c);
+    megatron_dist_verdict(d, e, v, c);
   } else {
     c.framework = "pytorch_dcp";
     v.marker_name = ".metadata";

@@ -106,6 +106,10 @@ std::optional<std::int64_t> parse_uint(std::string_view s);
 // prefix_N; a trailing known suffix (.ckpt, .pt, .orbax-checkpoint-tmp...,
 // -unfinished, -vN) is ignored. -1 when the name tells none.
 std::int64_t parse_step(std::string_view name);
+// Removes `suffix` from the end of `s` when `s` is longer than it; true if it did.
+bool cut_suffix(std::string_view& s, std::string_view suffix);
+// "3, 7, 12" or, past five, "0, 1, 2, 3, 4 and 6 more": ranks for reasons.
+std::string rank_list(const std::vector<std::int64_t>& ranks);
 
 // What a file holds, from its path inside the checkpoint (file name first, then
 // the directories above it, innermost first).
@@ -143,6 +147,10 @@ class Tally {
   double newest_ = 0;
 };
 
+// Tallies `d` (the checkpoint's directory) and everything below it into `c`;
+// returns the newest mtime seen, the checkpoint's activity.
+double tally_tree(Checkpoint& c, const DirNode& d, const LayoutContext& ctx);
+
 // Figures of a checkpoint the scanner did not list again (DirNode::reused).
 Found from_reused(const DirNode& d, std::string path);
 // Newest time the catalog record shows any activity.
@@ -168,6 +176,9 @@ int json_depth(std::string_view text, int limit);
 // latest_checkpointed_iteration.txt); nullopt with `error` for anything else.
 std::optional<std::string> read_tracker(const FileEntry& f, std::string& error, bool& unread);
 
+// "<manifest> lists <first missing>, missing (and N more)"; `missing` not empty.
+std::string listed_missing(std::string_view manifest, const std::vector<std::string>& missing);
+
 // Never-throwing accessors for parsed JSON.
 const nlohmann::json* json_member(const nlohmann::json& j, std::string_view key);
 std::optional<std::int64_t> json_int(const nlohmann::json* j);
@@ -192,11 +203,6 @@ void decide(Checkpoint& c, const Verdict& v, double activity, const LayoutContex
 // is not committed: a committed one becomes in_progress or partial by age, a
 // partial one stays partial; the reason is prefixed.
 void demote(Checkpoint& c, const std::string& pending, const LayoutContext& ctx);
-// Container evidence says the checkpoint can not be restored.
-void break_ckpt(Checkpoint& c, const std::string& reason);
-
-// "45s", "12m", "2h5m", "3d": an age for reasons.
-std::string human_age(double seconds);
 
 // ---- shared layout pieces ----------------------------------------------------
 
@@ -220,9 +226,27 @@ struct DsTag {
 };
 DsTag deepspeed_tag(const DirNode& d);
 
+// A directory's DeepSpeed `latest` file and the tag it names.
+struct DsLatest {
+  const FileEntry* file = nullptr;  // nullptr: no `latest`
+  std::optional<std::string> tag;   // the tag, when `latest` could be used
+  bool unread = false;              // the scanner did not read `latest`
+  std::string error;                // why `latest` can not be used, when read
+};
+DsLatest read_ds_latest(const DirNode& d);
+// "latest names <tag>, which does not exist".
+std::string ds_missing_tag(const std::string& tag);
+// "<optim> of <ref_optim> optimizer shards".
+std::string ds_optim_count(std::uint64_t optim, std::uint64_t ref_optim);
+// What `latest` naming `tag_name` (shard counts `t`) leaves incomplete: fewer
+// optimizer shards than `ref_optim` (0: no reference), or a short optimizer
+// shard; "" when neither.
+std::string ds_tag_issue(const std::string& tag_name, const DsTag& t, std::uint64_t ref_optim);
+
 // Megatron torch_dist judgement of an iteration directory (DCP files plus
-// metadata.json and optional integrity.json); verdict fields filled.
+// metadata.json and optional integrity.json); verdict fields filled. `e` is
+// evaluate_dcp_dir(d).
 bool megatron_dist_looks(const DirNode& d);
-void megatron_dist_verdict(const DirNode& d, Verdict& v, Checkpoint& c);
+void megatron_dist_verdict(const DirNode& d, const DcpEval& e, Verdict& v, Checkpoint& c);
 
 }  // namespace ckptmon::layouts

@@ -171,12 +171,7 @@ void recognise_torchsnapshot(DirScope& s) {
   c.path = s.self_path();
   c.step = parse_step(d.name);
   c.framework = "torchsnapshot";
-  double activity = 0;
-  {
-    Tally t(c, s.ctx());
-    t.tree(d, "");
-    activity = t.newest();
-  }
+  const double activity = tally_tree(c, d, s.ctx());
   Verdict v;
   v.marker_name = std::string(kMeta);
   if (meta != nullptr) {
