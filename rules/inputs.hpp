@@ -46,16 +46,18 @@ struct DrainSample {
 
 using DrainHistory = std::map<DrainKey, std::vector<DrainSample>>;
 
-// Identifies a checkpoint across the catalog and the event log.
+// Identifies one checkpoint of the catalog: its path is relative to the tier
+// root, so unique within a tier. (Job and step are not: checkpoints without a
+// step, or one step saved under two paths, would share a key.)
 struct CheckpointKey {
   std::string tier;
-  std::string job;
-  std::int64_t step = -1;
+  std::string path;
   auto operator<=>(const CheckpointKey&) const = default;
 };
 
-// Outcome of integrity verification (issue 4): true = every checksum matched.
-// A checkpoint with no entry has not been verified (or carries no checksums).
+// Outcome of integrity verification (issue 4), per checkpoint: true = every
+// checksum matched. A checkpoint with no entry has not been verified (or
+// carries no checksums).
 using Verifications = std::map<CheckpointKey, bool>;
 
 // When a checkpoint became complete: the marker's mtime, else the save end the
