@@ -373,6 +373,7 @@ void RulesCycle::render(const RuleFigures& figures, const std::vector<AlertInsta
   auto out = std::make_shared<RulesOutput>();
   out->metrics_text = serialize(families);
   out->active = active;
+  out->alerts_json = alerts_json(out->active);
   out->evaluated_at = now;
   output_ = std::move(out);
 }
