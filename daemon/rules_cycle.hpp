@@ -86,7 +86,6 @@ class RulesCycle {
   const RulesHistory& history() const { return history_; }
   const AlertmanagerClient* alertmanager() const { return alertmanager_.get(); }
   std::uint64_t cycles() const { return cycles_; }
-  double last_duration_seconds() const { return last_duration_; }
 
  private:
   void arm(Duration after);

@@ -91,12 +91,10 @@ std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const 
 
     // This cycle's observation plus the remembered ones inside the window.
     std::vector<Point> copied{{now, static_cast<double>(f.copied_bytes)}};
-    std::vector<Point> backlog{{now, static_cast<double>(f.backlog_bytes)}};
     std::vector<Point> drained{{now, f.drained_total}};
     if (auto it = history.find(f.key()); it != history.end()) {
       for (const DrainSample& s : it->second) {
         copied.push_back({s.t, s.copied_bytes});
-        backlog.push_back({s.t, s.backlog_bytes});
         drained.push_back({s.t, s.drained_total});
       }
     }
@@ -108,8 +106,6 @@ std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const 
     }
     if (!f.rate_bytes_per_second)
       f.rate_bytes_per_second = rise_rate(window_points(copied, now, w));
-    const std::vector<Point> backlog_w = window_points(backlog, now, w);
-    if (auto fit = least_squares(backlog_w, now)) f.backlog_slope = fit->slope;
 
     if (f.backlog_bytes == 0) {
       f.time_to_empty_seconds = 0.0;

@@ -48,8 +48,6 @@ struct DrainFigures {
   // 0 when the backlog is empty, +Inf when it is not and nothing is being
   // copied, nullopt when the rate is unknown.
   std::optional<double> time_to_empty_seconds;
-  // Least-squares slope of the backlog over the rate window, bytes per second.
-  std::optional<double> backlog_slope;
   double drained_total = std::numeric_limits<double>::quiet_NaN();  // as given
   std::vector<PendingCheckpoint> pending;                           // oldest first
 
