@@ -107,6 +107,25 @@ Signal below(double v, double fire, double clear) {
   return Signal::kHold;
 }
 
+// A count: fire at `min` or more, clear at none, hold between.
+Signal at_least(double n, double min) {
+  if (n >= min) return Signal::kFire;
+  if (n <= 0) return Signal::kClear;
+  return Signal::kHold;
+}
+
+// A signal with the value it was taken from.
+struct Reading {
+  Signal signal = Signal::kHold;
+  double value = std::numeric_limits<double>::infinity();
+};
+
+// below() of a figure that may be unknown this cycle: unknown holds, with +Inf.
+Reading below_if_known(const std::optional<double>& v, double fire, double clear) {
+  if (!v) return {};
+  return {below(*v, fire, clear), *v};
+}
+
 }  // namespace
 
 std::string_view to_string(AlertState s) {
@@ -130,9 +149,8 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
 
   for (const DrainFigures& d : figures.drain) {
     const double overlap = static_cast<double>(d.overlapping_checkpoints);
-    Signal s = overlap >= static_cast<double>(r.drain_backlog_growing.min_overlapping)
-                   ? Signal::kFire
-                   : (overlap <= 0 ? Signal::kClear : Signal::kHold);
+    const Signal s =
+        at_least(overlap, static_cast<double>(r.drain_backlog_growing.min_overlapping));
     out.add(kAlertNames[0], r.drain_backlog_growing, d.tier, d.job, s, overlap, [&] {
       return Texts{
           "Drain backlog of job " + d.job + " on tier " + d.tier + " is growing",
@@ -166,13 +184,10 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
 
   for (const CapacityFigures& c : figures.capacity) {
     {
-      Signal s = Signal::kHold;
-      double v = std::numeric_limits<double>::infinity();
-      if (c.time_to_full_seconds) {
-        v = *c.time_to_full_seconds;
-        s = below(v, r.tier_filling_up.horizon_seconds, r.tier_filling_up.clear_horizon_seconds);
-      }
-      out.add(kAlertNames[2], r.tier_filling_up, c.tier, "", s, v, [&] {
+      const Reading full = below_if_known(c.time_to_full_seconds, r.tier_filling_up.horizon_seconds,
+                                          r.tier_filling_up.clear_horizon_seconds);
+      const double v = full.value;
+      out.add(kAlertNames[2], r.tier_filling_up, c.tier, "", full.signal, v, [&] {
         return Texts{"Tier " + c.tier + " is predicted to be full in " + human_seconds(v),
                      "At the linear trend of its available space, tier " + c.tier + " (" +
                          bytes(c.avail_bytes) + " available of " + bytes(c.size_bytes) +
@@ -226,10 +241,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
   for (const JobTierFigures& j : figures.job_tiers) {
     const double n = static_cast<double>(j.partial_checkpoints);
     out.add(kAlertNames[5], r.partial, j.tier, j.job,
-            n >= static_cast<double>(r.partial.min_partial)
-                ? Signal::kFire
-                : (n <= 0 ? Signal::kClear : Signal::kHold),
-            n, [&] {
+            at_least(n, static_cast<double>(r.partial.min_partial)), n, [&] {
               return Texts{"Job " + j.job + " left partial checkpoints on tier " + j.tier,
                            std::to_string(j.partial_checkpoints) + " partial checkpoints of job " +
                                j.job + " on tier " + j.tier + " (" +
@@ -306,13 +318,13 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
 
   for (const BandwidthFigures& b : figures.bandwidth) {
     const auto& rule = r.bandwidth_shortfall;
-    Signal s = Signal::kHold;
-    double ratio = std::numeric_limits<double>::infinity();
+    std::optional<double> known;
     if (b.observed_bytes_per_second && b.required_bytes_per_second > 0) {
-      ratio = *b.observed_bytes_per_second / b.required_bytes_per_second;
-      s = below(ratio, rule.min_ratio, rule.clear_ratio);
+      known = *b.observed_bytes_per_second / b.required_bytes_per_second;
     }
-    out.add(kAlertNames[10], rule, b.tier, "", s, ratio, [&] {
+    const Reading shortfall = below_if_known(known, rule.min_ratio, rule.clear_ratio);
+    const double ratio = shortfall.value;
+    out.add(kAlertNames[10], rule, b.tier, "", shortfall.signal, ratio, [&] {
       return Texts{
           "Write bandwidth of tier " + b.tier + " falls short of what checkpoints need",
           "Checkpoints on tier " + b.tier + " were written at " +
