@@ -267,17 +267,10 @@ void RulesCycle::evaluate() {
       checkpoints.insert(checkpoints.end(), cat.checkpoints.begin(), cat.checkpoints.end());
     }
 
-    history_.drained_totals = drained_totals_of(state_);
-    RuleFigures figures = evaluate_rules(state_.tiers, checkpoints, history_,
-                                         verifications_of(state_, checkpoints), policy_, now);
-    record_drain_samples(history_.drain, figures.drain, now, drain_keep_seconds_);
-    for (const DrainFigures& d : figures.drain) {
-      // The sample record_drain_samples() just appended.
-      auto it = history_.drain.find(d.key());
-      if (it != history_.drain.end() && !it->second.empty()) {
-        write.drain.emplace_back(d.key(), it->second.back());
-      }
-    }
+    RuleFigures figures =
+        evaluate_rules(state_.tiers, checkpoints, history_, verifications_of(state_, checkpoints),
+                       policy_, now, drained_totals_of(state_));
+    write.drain = record_drain_samples(history_.drain, figures.drain, now, drain_keep_seconds_);
     const std::vector<AlertCondition> conditions =
         alert_conditions(figures, state_.tiers, policy_.alerting);
     write.transitions = evaluator_.evaluate(conditions, now);

@@ -120,13 +120,17 @@ std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const 
   return out;
 }
 
-void record_drain_samples(DrainHistory& history, std::span<const DrainFigures> figures, double now,
-                          double keep_seconds) {
+std::vector<std::pair<DrainKey, DrainSample>> record_drain_samples(
+    DrainHistory& history, std::span<const DrainFigures> figures, double now, double keep_seconds) {
+  std::vector<std::pair<DrainKey, DrainSample>> appended;
+  appended.reserve(figures.size());
   for (const DrainFigures& f : figures) {
+    const DrainSample sample{now, static_cast<double>(f.backlog_bytes),
+                             static_cast<double>(f.copied_bytes), f.drained_total};
     std::vector<DrainSample>& series = history[f.key()];
     if (!series.empty() && series.back().t > now) series.clear();
-    series.push_back({now, static_cast<double>(f.backlog_bytes),
-                      static_cast<double>(f.copied_bytes), f.drained_total});
+    series.push_back(sample);
+    appended.emplace_back(f.key(), sample);
   }
   for (auto it = history.begin(); it != history.end();) {
     std::vector<DrainSample>& series = it->second;
@@ -134,6 +138,7 @@ void record_drain_samples(DrainHistory& history, std::span<const DrainFigures> f
                   [&](const DrainSample& s) { return s.t < now - keep_seconds || s.t > now; });
     it = series.empty() ? history.erase(it) : std::next(it);
   }
+  return appended;
 }
 
 }  // namespace ckptmon

@@ -71,8 +71,9 @@ std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const 
 
 // Appends this cycle's observations to the history and forgets samples older
 // than `keep_seconds`. A series whose last sample lies after `now` (the clock
-// jumped back) starts over, so rates never mix the two time lines.
-void record_drain_samples(DrainHistory& history, std::span<const DrainFigures> figures, double now,
-                          double keep_seconds);
+// jumped back) starts over, so rates never mix the two time lines. Returns
+// the samples appended, one per figure, in the figures' order.
+std::vector<std::pair<DrainKey, DrainSample>> record_drain_samples(
+    DrainHistory& history, std::span<const DrainFigures> figures, double now, double keep_seconds);
 
 }  // namespace ckptmon

@@ -182,7 +182,11 @@ TEST(RulesDrain, RecordingKeepsAWindowAndStartsOverWhenTheClockJumpsBack) {
   f.job = "a";
   f.backlog_bytes = 10;
   std::vector<DrainFigures> figs{f};
-  record_drain_samples(h, figs, 1000, 300);
+  const auto appended = record_drain_samples(h, figs, 1000, 300);
+  ASSERT_EQ(appended.size(), 1u);  // what the store is handed
+  EXPECT_EQ(appended[0].first, (DrainKey{"staging", "rapid", "a"}));
+  EXPECT_EQ(appended[0].second.t, 1000);
+  EXPECT_EQ(appended[0].second.backlog_bytes, 10);
   record_drain_samples(h, figs, 1100, 300);
   record_drain_samples(h, figs, 1400, 300);  // 1000 is now older than 300 s
   ASSERT_EQ(h.size(), 1u);
