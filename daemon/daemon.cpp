@@ -377,9 +377,8 @@ void Daemon::add_routes() {
     return HttpResponse::json(200, render_jobs_json(*snapshot_));
   });
   server_.route("/api/v1/alerts", {"GET"}, [this](const HttpRequest&) {
-    static const std::vector<AlertInstance> kNone;
     const auto& rules = snapshot_->rules;
-    return HttpResponse::json(200, alerts_json(rules ? rules->active : kNone));
+    return HttpResponse::json(200, rules ? rules->alerts_json : alerts_json({}));
   });
   server_.route("/api/v1/events/summary", {"GET"}, [this](const HttpRequest& req) {
     return query_response(render_events_summary_json, *snapshot_, req);

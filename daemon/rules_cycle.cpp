@@ -196,16 +196,40 @@ void RulesCycle::sample_tiers(double now, HistoryWrite& write) {
   std::erase_if(sampled_probe_, [&](const auto& kv) { return !state_.tiers.contains(kv.first); });
 }
 
+namespace {
+
+// IntegrityStatus::failed() and passed() for one checkpoint with one lookup
+// of each of its results (passed() would call failed() again): false when
+// its event checksums or its integrity.json found a broken file, true when
+// some file was verified and none failed, nullopt when nothing was verified.
+std::optional<bool> verification_of(const IntegrityStatus& integrity, const Checkpoint& c) {
+  const IntegrityCounts* by_step = nullptr;
+  if (auto it = integrity.steps.find(StepKeyLess::View{c.tier, c.job, c.step});
+      it != integrity.steps.end()) {
+    by_step = &it->second;
+  }
+  const IntegrityCounts* by_path = nullptr;
+  if (auto it = integrity.checkpoints.find({c.tier, c.path}); it != integrity.checkpoints.end()) {
+    by_path = &it->second;
+  }
+  if ((by_step != nullptr && by_step->failed()) || (by_path != nullptr && by_path->failed())) {
+    return false;
+  }
+  if ((by_step != nullptr && (*by_step)[IntegrityResult::kOk] > 0) ||
+      (by_path != nullptr && (*by_path)[IntegrityResult::kOk] > 0)) {
+    return true;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Verifications verifications_of(const State& state, std::span<const Checkpoint> checkpoints) {
   Verifications out;
   if (!state.integrity) return out;
   for (const Checkpoint& c : checkpoints) {
     if (c.state != CkptState::kCommitted) continue;
-    if (state.integrity->failed(c.tier, c.job, c.step, c.path)) {
-      out[CheckpointKey{c.tier, c.job, c.step}] = false;
-    } else if (state.integrity->passed(c.tier, c.job, c.step, c.path)) {
-      out.emplace(CheckpointKey{c.tier, c.job, c.step}, true);
-    }
+    if (auto v = verification_of(*state.integrity, c)) out[CheckpointKey{c.tier, c.path}] = *v;
   }
   return out;
 }
@@ -243,17 +267,10 @@ void RulesCycle::evaluate() {
       checkpoints.insert(checkpoints.end(), cat.checkpoints.begin(), cat.checkpoints.end());
     }
 
-    history_.drained_totals = drained_totals_of(state_);
-    RuleFigures figures = evaluate_rules(state_.tiers, checkpoints, history_,
-                                         verifications_of(state_, checkpoints), policy_, now);
-    record_drain_samples(history_.drain, figures.drain, now, drain_keep_seconds_);
-    for (const DrainFigures& d : figures.drain) {
-      // The sample record_drain_samples() just appended.
-      auto it = history_.drain.find(d.key());
-      if (it != history_.drain.end() && !it->second.empty()) {
-        write.drain.emplace_back(d.key(), it->second.back());
-      }
-    }
+    RuleFigures figures =
+        evaluate_rules(state_.tiers, checkpoints, history_, verifications_of(state_, checkpoints),
+                       policy_, now, drained_totals_of(state_));
+    write.drain = record_drain_samples(history_.drain, figures.drain, now, drain_keep_seconds_);
     const std::vector<AlertCondition> conditions =
         alert_conditions(figures, state_.tiers, policy_.alerting);
     write.transitions = evaluator_.evaluate(conditions, now);
@@ -349,6 +366,7 @@ void RulesCycle::render(const RuleFigures& figures, const std::vector<AlertInsta
   auto out = std::make_shared<RulesOutput>();
   out->metrics_text = serialize(families);
   out->active = active;
+  out->alerts_json = alerts_json(out->active);
   out->evaluated_at = now;
   output_ = std::move(out);
 }

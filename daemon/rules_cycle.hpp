@@ -35,6 +35,7 @@ class Store;
 struct RulesOutput {
   std::string metrics_text;           // rule, alert, Alertmanager and ckptmon_rules_* families
   std::vector<AlertInstance> active;  // pending and firing alerts, sorted by labels
+  std::string alerts_json;            // GET /api/v1/alerts body: alerts_json(active)
   double evaluated_at = 0;            // the injected clock's now of the cycle
 };
 
@@ -85,7 +86,6 @@ class RulesCycle {
   const RulesHistory& history() const { return history_; }
   const AlertmanagerClient* alertmanager() const { return alertmanager_.get(); }
   std::uint64_t cycles() const { return cycles_; }
-  double last_duration_seconds() const { return last_duration_; }
 
  private:
   void arm(Duration after);

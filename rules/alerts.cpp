@@ -56,23 +56,34 @@ std::string rate(const std::optional<double>& r) {
   return r ? human_bytes(*r) + "/s" : std::string("unknown");
 }
 
+struct Texts {
+  std::string summary;
+  std::string description;
+};
+
 // Builds conditions with the shared fields filled in.
 class Conditions {
  public:
   explicit Conditions(const AlertingConfig& config) : config_(config) {}
 
+  // `texts()` returns the summary and description; it runs only when the
+  // signal is not kClear: the evaluator never reads a cleared condition's
+  // texts, and most conditions are clear most of the time.
+  template <typename MakeTexts>
   void add(std::string_view name, const AlertRuleCommon& rule, const std::string& tier,
-           const std::string& job, Signal signal, double value, std::string summary,
-           std::string description) {
+           const std::string& job, Signal signal, double value, MakeTexts&& texts) {
     if (!rule.enabled) return;
     AlertCondition c;
     c.labels = {std::string(name), std::string(to_string(rule.severity)), tier, job};
     c.signal = signal;
     c.for_seconds = rule.for_seconds;
     c.value = value;
-    c.summary = std::move(summary);
-    c.description = std::move(description);
-    c.runbook_url = config_.runbook_url + "#" + lower(name);
+    if (signal != Signal::kClear) {
+      Texts t = std::forward<MakeTexts>(texts)();
+      c.summary = std::move(t.summary);
+      c.description = std::move(t.description);
+      c.runbook_url = config_.runbook_url + "#" + lower(name);
+    }
     out_.push_back(std::move(c));
   }
   std::vector<AlertCondition> take() { return std::move(out_); }
@@ -94,6 +105,25 @@ Signal below(double v, double fire, double clear) {
   if (v < fire) return Signal::kFire;
   if (v >= clear) return Signal::kClear;
   return Signal::kHold;
+}
+
+// A count: fire at `min` or more, clear at none, hold between.
+Signal at_least(double n, double min) {
+  if (n >= min) return Signal::kFire;
+  if (n <= 0) return Signal::kClear;
+  return Signal::kHold;
+}
+
+// A signal with the value it was taken from.
+struct Reading {
+  Signal signal = Signal::kHold;
+  double value = std::numeric_limits<double>::infinity();
+};
+
+// below() of a figure that may be unknown this cycle: unknown holds, with +Inf.
+Reading below_if_known(const std::optional<double>& v, double fire, double clear) {
+  if (!v) return {};
+  return {below(*v, fire, clear), *v};
 }
 
 }  // namespace
@@ -119,84 +149,91 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
 
   for (const DrainFigures& d : figures.drain) {
     const double overlap = static_cast<double>(d.overlapping_checkpoints);
-    Signal s = overlap >= static_cast<double>(r.drain_backlog_growing.min_overlapping)
-                   ? Signal::kFire
-                   : (overlap <= 0 ? Signal::kClear : Signal::kHold);
-    out.add(kAlertNames[0], r.drain_backlog_growing, d.tier, d.job, s, overlap,
-            "Drain backlog of job " + d.job + " on tier " + d.tier + " is growing",
-            std::to_string(d.pending_checkpoints) + " committed checkpoints of job " + d.job +
-                " on tier " + d.tier + " wait to drain to " + d.to_tier + " (" +
-                bytes(static_cast<double>(d.backlog_bytes)) + " still to copy, oldest waiting " +
-                human_seconds(d.oldest_pending_age) +
-                "): a new checkpoint arrived before the previous one finished draining. Drain "
-                "rate " +
-                rate(d.rate_bytes_per_second) + ".");
+    const Signal s =
+        at_least(overlap, static_cast<double>(r.drain_backlog_growing.min_overlapping));
+    out.add(kAlertNames[0], r.drain_backlog_growing, d.tier, d.job, s, overlap, [&] {
+      return Texts{
+          "Drain backlog of job " + d.job + " on tier " + d.tier + " is growing",
+          std::to_string(d.pending_checkpoints) + " committed checkpoints of job " + d.job +
+              " on tier " + d.tier + " wait to drain to " + d.to_tier + " (" +
+              bytes(static_cast<double>(d.backlog_bytes)) + " still to copy, oldest waiting " +
+              human_seconds(d.oldest_pending_age) +
+              "): a new checkpoint arrived before the previous one finished draining. Drain "
+              "rate " +
+              rate(d.rate_bytes_per_second) + "."};
+    });
 
     const bool too_old = d.oldest_pending_age > r.drain_too_slow.max_pending_age_seconds;
     const bool too_long = d.time_to_empty_seconds &&
                           *d.time_to_empty_seconds > r.drain_too_slow.max_time_to_empty_seconds;
     out.add(kAlertNames[1], r.drain_too_slow, d.tier, d.job,
-            too_old || too_long ? Signal::kFire : Signal::kClear, d.oldest_pending_age,
-            "Drain of job " + d.job + " from " + d.tier + " to " + d.to_tier + " is too slow",
-            "The oldest pending checkpoint of job " + d.job + " on tier " + d.tier +
-                " has waited " + human_seconds(d.oldest_pending_age) + " (limit " +
-                human_seconds(r.drain_too_slow.max_pending_age_seconds) + "); " +
-                bytes(static_cast<double>(d.backlog_bytes)) + " still to copy to " + d.to_tier +
-                " at " + rate(d.rate_bytes_per_second) + ", time to empty " +
-                (d.time_to_empty_seconds ? human_seconds(*d.time_to_empty_seconds)
-                                         : std::string("unknown")) +
-                " (limit " + human_seconds(r.drain_too_slow.max_time_to_empty_seconds) + ").");
+            too_old || too_long ? Signal::kFire : Signal::kClear, d.oldest_pending_age, [&] {
+              return Texts{
+                  "Drain of job " + d.job + " from " + d.tier + " to " + d.to_tier + " is too slow",
+                  "The oldest pending checkpoint of job " + d.job + " on tier " + d.tier +
+                      " has waited " + human_seconds(d.oldest_pending_age) + " (limit " +
+                      human_seconds(r.drain_too_slow.max_pending_age_seconds) + "); " +
+                      bytes(static_cast<double>(d.backlog_bytes)) + " still to copy to " +
+                      d.to_tier + " at " + rate(d.rate_bytes_per_second) + ", time to empty " +
+                      (d.time_to_empty_seconds ? human_seconds(*d.time_to_empty_seconds)
+                                               : std::string("unknown")) +
+                      " (limit " + human_seconds(r.drain_too_slow.max_time_to_empty_seconds) +
+                      ")."};
+            });
   }
 
   for (const CapacityFigures& c : figures.capacity) {
     {
-      Signal s = Signal::kHold;
-      double v = std::numeric_limits<double>::infinity();
-      if (c.time_to_full_seconds) {
-        v = *c.time_to_full_seconds;
-        s = below(v, r.tier_filling_up.horizon_seconds, r.tier_filling_up.clear_horizon_seconds);
-      }
-      out.add(kAlertNames[2], r.tier_filling_up, c.tier, "", s, v,
-              "Tier " + c.tier + " is predicted to be full in " + human_seconds(v),
-              "At the linear trend of its available space, tier " + c.tier + " (" +
-                  bytes(c.avail_bytes) + " available of " + bytes(c.size_bytes) + ") fills up in " +
-                  human_seconds(v) + ", within the horizon of " +
-                  human_seconds(r.tier_filling_up.horizon_seconds) +
-                  ". Required by the sizing "
-                  "rule: " +
-                  bytes(c.required_bytes) + ".");
+      const Reading full = below_if_known(c.time_to_full_seconds, r.tier_filling_up.horizon_seconds,
+                                          r.tier_filling_up.clear_horizon_seconds);
+      const double v = full.value;
+      out.add(kAlertNames[2], r.tier_filling_up, c.tier, "", full.signal, v, [&] {
+        return Texts{"Tier " + c.tier + " is predicted to be full in " + human_seconds(v),
+                     "At the linear trend of its available space, tier " + c.tier + " (" +
+                         bytes(c.avail_bytes) + " available of " + bytes(c.size_bytes) +
+                         ") fills up in " + human_seconds(v) + ", within the horizon of " +
+                         human_seconds(r.tier_filling_up.horizon_seconds) +
+                         ". Required by the sizing "
+                         "rule: " +
+                         bytes(c.required_bytes) + "."};
+      });
     }
     if (c.used_ratio) {
       const double v = *c.used_ratio;
       out.add(kAlertNames[3], r.tier_almost_full, c.tier, "",
-              above(v, r.tier_almost_full.used_ratio, r.tier_almost_full.clear_used_ratio), v,
-              "Tier " + c.tier + " is " + percent(v) + " full",
-              "Tier " + c.tier + " has " + bytes(c.avail_bytes) + " available of " +
-                  bytes(c.size_bytes) + " (" + percent(v) + " used, threshold " +
-                  percent(r.tier_almost_full.used_ratio) +
-                  "). Checkpoints still needed: " + bytes(c.still_needed_bytes) + ".");
+              above(v, r.tier_almost_full.used_ratio, r.tier_almost_full.clear_used_ratio), v, [&] {
+                return Texts{"Tier " + c.tier + " is " + percent(v) + " full",
+                             "Tier " + c.tier + " has " + bytes(c.avail_bytes) + " available of " +
+                                 bytes(c.size_bytes) + " (" + percent(v) + " used, threshold " +
+                                 percent(r.tier_almost_full.used_ratio) +
+                                 "). Checkpoints still needed: " + bytes(c.still_needed_bytes) +
+                                 "."};
+              });
     }
     if (c.has_stats) {
       const double margin = 1.0 + r.next_wont_fit.clear_margin_ratio;
       for (const JobCapacity& j : c.jobs) {
         out.add(kAlertNames[4], r.next_wont_fit, c.tier, j.job,
                 below(c.avail_bytes, j.next_checkpoint_bytes, j.next_checkpoint_bytes * margin),
-                j.next_checkpoint_bytes,
-                "Next checkpoint of job " + j.job + " will not fit on tier " + c.tier,
-                "The next checkpoint of job " + j.job + " needs " + bytes(j.next_checkpoint_bytes) +
-                    " more on tier " + c.tier + " (latest checkpoint " +
-                    bytes(static_cast<double>(j.latest_bytes)) + "), but only " +
-                    bytes(c.avail_bytes) + " is available.");
+                j.next_checkpoint_bytes, [&] {
+                  return Texts{
+                      "Next checkpoint of job " + j.job + " will not fit on tier " + c.tier,
+                      "The next checkpoint of job " + j.job + " needs " +
+                          bytes(j.next_checkpoint_bytes) + " more on tier " + c.tier +
+                          " (latest checkpoint " + bytes(static_cast<double>(j.latest_bytes)) +
+                          "), but only " + bytes(c.avail_bytes) + " is available."};
+                });
       }
       if (c.concurrent_jobs > 1 && c.jobs.size() > 1) {
         out.add(kAlertNames[4], r.next_wont_fit, c.tier, "",
                 below(c.avail_bytes, c.next_checkpoint_bytes, c.next_checkpoint_bytes * margin),
-                c.next_checkpoint_bytes,
-                "Next checkpoints of concurrent jobs will not fit on tier " + c.tier,
-                "The next checkpoints of the " + std::to_string(c.concurrent_jobs) +
-                    " jobs that checkpoint at the same time need " +
-                    bytes(c.next_checkpoint_bytes) + " on tier " + c.tier + ", but only " +
-                    bytes(c.avail_bytes) + " is available.");
+                c.next_checkpoint_bytes, [&] {
+                  return Texts{"Next checkpoints of concurrent jobs will not fit on tier " + c.tier,
+                               "The next checkpoints of the " + std::to_string(c.concurrent_jobs) +
+                                   " jobs that checkpoint at the same time need " +
+                                   bytes(c.next_checkpoint_bytes) + " on tier " + c.tier +
+                                   ", but only " + bytes(c.avail_bytes) + " is available."};
+                });
       }
     }
   }
@@ -204,25 +241,28 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
   for (const JobTierFigures& j : figures.job_tiers) {
     const double n = static_cast<double>(j.partial_checkpoints);
     out.add(kAlertNames[5], r.partial, j.tier, j.job,
-            n >= static_cast<double>(r.partial.min_partial)
-                ? Signal::kFire
-                : (n <= 0 ? Signal::kClear : Signal::kHold),
-            n, "Job " + j.job + " left partial checkpoints on tier " + j.tier,
-            std::to_string(j.partial_checkpoints) + " partial checkpoints of job " + j.job +
-                " on tier " + j.tier + " (" + bytes(static_cast<double>(j.partial_bytes)) +
-                ") cannot be restored: a save was interrupted or is broken.");
+            at_least(n, static_cast<double>(r.partial.min_partial)), n, [&] {
+              return Texts{"Job " + j.job + " left partial checkpoints on tier " + j.tier,
+                           std::to_string(j.partial_checkpoints) + " partial checkpoints of job " +
+                               j.job + " on tier " + j.tier + " (" +
+                               bytes(static_cast<double>(j.partial_bytes)) +
+                               ") cannot be restored: a save was interrupted or is broken."};
+            });
     if (j.has_committed) {
       const double v = j.last_completion_skew_seconds;
       const auto& rule = r.completion_skew_high;
       out.add(kAlertNames[8], rule, j.tier, j.job,
-              above(v, rule.max_skew_seconds, rule.clear_skew_seconds), v,
-              "Checkpoint shards of job " + j.job + " on tier " + j.tier + " land " +
-                  human_seconds(v) + " apart",
-              "The latest committed checkpoint of job " + j.job + " on tier " + j.tier + " (step " +
-                  std::to_string(j.last_step) + ") took " + human_seconds(v) +
-                  " from its first to its last shard (threshold " +
-                  human_seconds(rule.max_skew_seconds) +
-                  "): some ranks write much later than others and the whole job waits for them.");
+              above(v, rule.max_skew_seconds, rule.clear_skew_seconds), v, [&] {
+                return Texts{
+                    "Checkpoint shards of job " + j.job + " on tier " + j.tier + " land " +
+                        human_seconds(v) + " apart",
+                    "The latest committed checkpoint of job " + j.job + " on tier " + j.tier +
+                        " (step " + std::to_string(j.last_step) + ") took " + human_seconds(v) +
+                        " from its first to its last shard (threshold " +
+                        human_seconds(rule.max_skew_seconds) +
+                        "): some ranks write much later than others and the whole job waits for "
+                        "them."};
+              });
     }
   }
 
@@ -235,13 +275,14 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
       queued += f.pending_bytes();
     }
     out.add(kAlertNames[6], r.cleanup_stalled, tier, "",
-            age > r.cleanup_stalled.max_age_seconds ? Signal::kFire : Signal::kClear, age,
-            "Cleanup of tier " + tier + " is stalled",
-            std::to_string(count) + " checkpoints (" + bytes(static_cast<double>(queued)) +
-                ") on tier " + tier +
-                " should be gone by the retention policy; the oldest has waited " +
-                human_seconds(age) + " (threshold " +
-                human_seconds(r.cleanup_stalled.max_age_seconds) + ").");
+            age > r.cleanup_stalled.max_age_seconds ? Signal::kFire : Signal::kClear, age, [&] {
+              return Texts{"Cleanup of tier " + tier + " is stalled",
+                           std::to_string(count) + " checkpoints (" +
+                               bytes(static_cast<double>(queued)) + ") on tier " + tier +
+                               " should be gone by the retention policy; the oldest has waited " +
+                               human_seconds(age) + " (threshold " +
+                               human_seconds(r.cleanup_stalled.max_age_seconds) + ")."};
+            });
   }
 
   for (const RecoveryPoint& p : figures.recovery) {
@@ -249,43 +290,49 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
     const bool active = p.last_activity > 0 && now - p.last_activity <= rule.active_window_seconds;
     const double since = p.restorable ? p.timestamp : p.first_activity;
     const double age = since > 0 ? std::max(0.0, now - since) : 0;
-    std::string what = p.restorable ? "The newest restorable checkpoint of job " + p.job +
-                                          " (step " + std::to_string(p.step) + " on tier " +
-                                          p.tier + ") is " + human_seconds(age) + " old"
-                                    : "Job " + p.job + " has no restorable checkpoint after " +
-                                          human_seconds(age) + " of checkpoint activity";
     out.add(kAlertNames[7], rule, "", p.job,
-            active && age > rule.max_age_seconds ? Signal::kFire : Signal::kClear, age,
-            "Recovery point of job " + p.job + " is " + human_seconds(age) + " old",
-            what + " (threshold " + human_seconds(rule.max_age_seconds) +
-                "), yet the job wrote checkpoint data " +
-                human_seconds(std::max(0.0, now - p.last_activity)) +
-                " ago: a failure now loses that much training.");
+            active && age > rule.max_age_seconds ? Signal::kFire : Signal::kClear, age, [&] {
+              std::string what = p.restorable
+                                     ? "The newest restorable checkpoint of job " + p.job +
+                                           " (step " + std::to_string(p.step) + " on tier " +
+                                           p.tier + ") is " + human_seconds(age) + " old"
+                                     : "Job " + p.job + " has no restorable checkpoint after " +
+                                           human_seconds(age) + " of checkpoint activity";
+              return Texts{"Recovery point of job " + p.job + " is " + human_seconds(age) + " old",
+                           what + " (threshold " + human_seconds(rule.max_age_seconds) +
+                               "), yet the job wrote checkpoint data " +
+                               human_seconds(std::max(0.0, now - p.last_activity)) +
+                               " ago: a failure now loses that much training."};
+            });
   }
 
   for (const auto& [name, t] : tiers) {
     out.add(kAlertNames[9], r.tier_down, name, "", t.up ? Signal::kClear : Signal::kFire,
-            t.up ? 1 : 0, "Tier " + name + " is down",
-            "Tier " + name + " (" + t.config.path + ") cannot be probed: " + t.down_reason +
-                ". Its figures are stale and checkpoints written there may fail.");
+            t.up ? 1 : 0, [&] {
+              return Texts{"Tier " + name + " is down",
+                           "Tier " + name + " (" + t.config.path +
+                               ") cannot be probed: " + t.down_reason +
+                               ". Its figures are stale and checkpoints written there may fail."};
+            });
   }
 
   for (const BandwidthFigures& b : figures.bandwidth) {
     const auto& rule = r.bandwidth_shortfall;
-    Signal s = Signal::kHold;
-    double ratio = std::numeric_limits<double>::infinity();
+    std::optional<double> known;
     if (b.observed_bytes_per_second && b.required_bytes_per_second > 0) {
-      ratio = *b.observed_bytes_per_second / b.required_bytes_per_second;
-      s = below(ratio, rule.min_ratio, rule.clear_ratio);
+      known = *b.observed_bytes_per_second / b.required_bytes_per_second;
     }
-    out.add(kAlertNames[10], rule, b.tier, "", s, ratio,
-            "Write bandwidth of tier " + b.tier + " falls short of what checkpoints need",
-            "Checkpoints on tier " + b.tier + " were written at " +
-                rate(b.observed_bytes_per_second) + ", but " +
-                std::to_string(b.concurrent_writers) + " concurrent writers of " +
-                bytes(b.bytes_per_checkpoint) + " each need " + rate(b.required_bytes_per_second) +
-                " to finish within the allowed window (ratio " + number(ratio) + ", threshold " +
-                number(rule.min_ratio) + ").");
+    const Reading shortfall = below_if_known(known, rule.min_ratio, rule.clear_ratio);
+    const double ratio = shortfall.value;
+    out.add(kAlertNames[10], rule, b.tier, "", shortfall.signal, ratio, [&] {
+      return Texts{
+          "Write bandwidth of tier " + b.tier + " falls short of what checkpoints need",
+          "Checkpoints on tier " + b.tier + " were written at " +
+              rate(b.observed_bytes_per_second) + ", but " + std::to_string(b.concurrent_writers) +
+              " concurrent writers of " + bytes(b.bytes_per_checkpoint) + " each need " +
+              rate(b.required_bytes_per_second) + " to finish within the allowed window (ratio " +
+              number(ratio) + ", threshold " + number(rule.min_ratio) + ")."};
+    });
   }
   return out.take();
 }

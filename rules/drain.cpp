@@ -91,12 +91,10 @@ std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const 
 
     // This cycle's observation plus the remembered ones inside the window.
     std::vector<Point> copied{{now, static_cast<double>(f.copied_bytes)}};
-    std::vector<Point> backlog{{now, static_cast<double>(f.backlog_bytes)}};
     std::vector<Point> drained{{now, f.drained_total}};
     if (auto it = history.find(f.key()); it != history.end()) {
       for (const DrainSample& s : it->second) {
         copied.push_back({s.t, s.copied_bytes});
-        backlog.push_back({s.t, s.backlog_bytes});
         drained.push_back({s.t, s.drained_total});
       }
     }
@@ -108,8 +106,6 @@ std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const 
     }
     if (!f.rate_bytes_per_second)
       f.rate_bytes_per_second = rise_rate(window_points(copied, now, w));
-    const std::vector<Point> backlog_w = window_points(backlog, now, w);
-    if (auto fit = least_squares(backlog_w, now)) f.backlog_slope = fit->slope;
 
     if (f.backlog_bytes == 0) {
       f.time_to_empty_seconds = 0.0;
@@ -124,13 +120,17 @@ std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const 
   return out;
 }
 
-void record_drain_samples(DrainHistory& history, std::span<const DrainFigures> figures, double now,
-                          double keep_seconds) {
+std::vector<std::pair<DrainKey, DrainSample>> record_drain_samples(
+    DrainHistory& history, std::span<const DrainFigures> figures, double now, double keep_seconds) {
+  std::vector<std::pair<DrainKey, DrainSample>> appended;
+  appended.reserve(figures.size());
   for (const DrainFigures& f : figures) {
+    const DrainSample sample{now, static_cast<double>(f.backlog_bytes),
+                             static_cast<double>(f.copied_bytes), f.drained_total};
     std::vector<DrainSample>& series = history[f.key()];
     if (!series.empty() && series.back().t > now) series.clear();
-    series.push_back({now, static_cast<double>(f.backlog_bytes),
-                      static_cast<double>(f.copied_bytes), f.drained_total});
+    series.push_back(sample);
+    appended.emplace_back(f.key(), sample);
   }
   for (auto it = history.begin(); it != history.end();) {
     std::vector<DrainSample>& series = it->second;
@@ -138,6 +138,7 @@ void record_drain_samples(DrainHistory& history, std::span<const DrainFigures> f
                   [&](const DrainSample& s) { return s.t < now - keep_seconds || s.t > now; });
     it = series.empty() ? history.erase(it) : std::next(it);
   }
+  return appended;
 }
 
 }  // namespace ckptmon

@@ -48,8 +48,6 @@ struct DrainFigures {
   // 0 when the backlog is empty, +Inf when it is not and nothing is being
   // copied, nullopt when the rate is unknown.
   std::optional<double> time_to_empty_seconds;
-  // Least-squares slope of the backlog over the rate window, bytes per second.
-  std::optional<double> backlog_slope;
   double drained_total = std::numeric_limits<double>::quiet_NaN();  // as given
   std::vector<PendingCheckpoint> pending;                           // oldest first
 
@@ -73,8 +71,9 @@ std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const 
 
 // Appends this cycle's observations to the history and forgets samples older
 // than `keep_seconds`. A series whose last sample lies after `now` (the clock
-// jumped back) starts over, so rates never mix the two time lines.
-void record_drain_samples(DrainHistory& history, std::span<const DrainFigures> figures, double now,
-                          double keep_seconds);
+// jumped back) starts over, so rates never mix the two time lines. Returns
+// the samples appended, one per figure, in the figures' order.
+std::vector<std::pair<DrainKey, DrainSample>> record_drain_samples(
+    DrainHistory& history, std::span<const DrainFigures> figures, double now, double keep_seconds);
 
 }  // namespace ckptmon

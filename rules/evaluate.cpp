@@ -24,7 +24,8 @@ const TierPolicy& RulesPolicy::for_tier(const std::string& tier) const {
 
 RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
                            std::span<const Checkpoint> checkpoints, const RulesHistory& history,
-                           const Verifications& verified, const RulesPolicy& policy, double now) {
+                           const Verifications& verified, const RulesPolicy& policy, double now,
+                           const std::map<DrainKey, double>& drained_totals) {
   RuleFigures out;
   out.now = now;
   std::set<std::string> deletion_tiers;
@@ -34,8 +35,8 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
     if (tier.config.role == TierRole::kDeletion) deletion_tiers.insert(name);
 
     if (!tier.config.drains_to.empty()) {
-      auto d = evaluate_drain(checkpoints, tier.config, history.drain, p.drain, now,
-                              history.drained_totals);
+      auto d =
+          evaluate_drain(checkpoints, tier.config, history.drain, p.drain, now, drained_totals);
       for (auto& f : d) out.drain.push_back(std::move(f));
     }
     auto h = history.tiers.find(name);

@@ -25,8 +25,6 @@ namespace ckptmon {
 struct RulesHistory {
   std::map<std::string, std::vector<TierSample>> tiers;  // by tier, any order
   DrainHistory drain;
-  // Cumulative drained bytes from the event log (shard_drained), by drain.
-  std::map<DrainKey, double> drained_totals;
 };
 
 // Per (tier, job) figures the alerts need besides the rule families.
@@ -53,9 +51,11 @@ struct RuleFigures {
 };
 
 // `tiers` is State::tiers (configuration, up/down, statfs figures).
-// Checkpoints on tiers not in `tiers` are ignored.
+// Checkpoints on tiers not in `tiers` are ignored. `drained_totals`: the
+// event log's cumulative drained bytes (shard_drained) by drain, where known.
 RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
                            std::span<const Checkpoint> checkpoints, const RulesHistory& history,
-                           const Verifications& verified, const RulesPolicy& policy, double now);
+                           const Verifications& verified, const RulesPolicy& policy, double now,
+                           const std::map<DrainKey, double>& drained_totals = {});
 
 }  // namespace ckptmon

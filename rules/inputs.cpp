@@ -1,7 +1,6 @@
 #include "rules/inputs.hpp"
 
 #include <algorithm>
-#include <set>
 #include <tuple>
 
 namespace ckptmon {
@@ -39,30 +38,12 @@ std::vector<const Checkpoint*> committed_oldest_first(std::span<const Checkpoint
   return out;
 }
 
-std::vector<const Checkpoint*> committed_oldest_first(std::span<const Checkpoint> all,
-                                                      const std::string& tier,
-                                                      const std::string& job) {
-  std::vector<const Checkpoint*> mine;
-  for (const Checkpoint& c : all) {
-    if (c.tier == tier && c.job == job) mine.push_back(&c);
-  }
-  return committed_oldest_first(mine);
-}
-
 JobCheckpoints group_by_job(std::span<const Checkpoint> all, const std::string& tier) {
   JobCheckpoints out;
   for (const Checkpoint& c : all) {
     if (c.tier == tier) out[c.job].push_back(&c);
   }
   return out;
-}
-
-std::vector<std::string> jobs_on_tier(std::span<const Checkpoint> all, const std::string& tier) {
-  std::set<std::string> jobs;
-  for (const Checkpoint& c : all) {
-    if (c.tier == tier) jobs.insert(c.job);
-  }
-  return {jobs.begin(), jobs.end()};
 }
 
 std::int64_t observed_concurrency(std::span<const Checkpoint> all, const std::string& tier) {

@@ -46,16 +46,18 @@ struct DrainSample {
 
 using DrainHistory = std::map<DrainKey, std::vector<DrainSample>>;
 
-// Identifies a checkpoint across the catalog and the event log.
+// Identifies one checkpoint of the catalog: its path is relative to the tier
+// root, so unique within a tier. (Job and step are not: checkpoints without a
+// step, or one step saved under two paths, would share a key.)
 struct CheckpointKey {
   std::string tier;
-  std::string job;
-  std::int64_t step = -1;
+  std::string path;
   auto operator<=>(const CheckpointKey&) const = default;
 };
 
-// Outcome of integrity verification (issue 4): true = every checksum matched.
-// A checkpoint with no entry has not been verified (or carries no checksums).
+// Outcome of integrity verification (issue 4), per checkpoint: true = every
+// checksum matched. A checkpoint with no entry has not been verified (or
+// carries no checksums).
 using Verifications = std::map<CheckpointKey, bool>;
 
 // When a checkpoint became complete: the marker's mtime, else the save end the
@@ -65,21 +67,15 @@ double commit_time(const Checkpoint& c);
 // When a save started: the stated save start, else the oldest shard.
 double save_start_time(const Checkpoint& c);
 
-// Checkpoints of one (tier, job), committed ones only, oldest first. Ordered
-// by step when every one has a step, otherwise by commit time (ties by path).
-std::vector<const Checkpoint*> committed_oldest_first(std::span<const Checkpoint> all,
-                                                      const std::string& tier,
-                                                      const std::string& job);
-// The same over the checkpoints of one (tier, job) already picked out.
+// The committed ones of the checkpoints of one (tier, job), oldest first.
+// Ordered by step when every one has a step, otherwise by commit time (ties
+// by path).
 std::vector<const Checkpoint*> committed_oldest_first(std::span<const Checkpoint* const> job);
 
 // The checkpoints of `tier` by job, in catalog order: one pass over the
 // catalog, so per-job rules cost O(checkpoints) in total, not per job.
 using JobCheckpoints = std::map<std::string, std::vector<const Checkpoint*>>;
 JobCheckpoints group_by_job(std::span<const Checkpoint> all, const std::string& tier);
-
-// Jobs that have any checkpoint on `tier`, sorted.
-std::vector<std::string> jobs_on_tier(std::span<const Checkpoint> all, const std::string& tier);
 
 // Most distinct jobs whose saves on `tier` overlapped in time, over the
 // checkpoints in the catalog (save start to commit time, closed intervals); at

@@ -24,7 +24,7 @@ std::vector<RecoveryPoint> evaluate_recovery(std::span<const Checkpoint> all,
 
     if (c.state != CkptState::kCommitted || skip_tiers.contains(c.tier)) continue;
     bool ok = false;
-    if (auto it = verified.find(CheckpointKey{c.tier, c.job, c.step}); it != verified.end()) {
+    if (auto it = verified.find(CheckpointKey{c.tier, c.path}); it != verified.end()) {
       if (!it->second) continue;  // failed verification: not restorable
       ok = true;
     }

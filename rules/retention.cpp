@@ -18,24 +18,6 @@ double partial_reference_time(const Checkpoint& c) {
 
 }  // namespace
 
-std::string_view to_string(RetentionKind k) {
-  switch (k) {
-    case RetentionKind::kKeptNewest:
-      return "kept_newest";
-    case RetentionKind::kKeptLast:
-      return "kept_last";
-    case RetentionKind::kKeptMilestone:
-      return "kept_milestone";
-    case RetentionKind::kExpired:
-      return "expired";
-    case RetentionKind::kResidue:
-      return "residue";
-    case RetentionKind::kNotDue:
-      return "not_due";
-  }
-  return "unknown";
-}
-
 std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint> all,
                                                 const std::string& tier, const std::string& job,
                                                 const RetentionPolicy& policy, double now) {

@@ -22,7 +22,6 @@ enum class RetentionKind {
   kResidue,        // partial, older than the partial window: failed-run residue
   kNotDue,         // in progress, or partial within its window
 };
-std::string_view to_string(RetentionKind k);
 
 struct RetentionDecision {
   const Checkpoint* checkpoint = nullptr;

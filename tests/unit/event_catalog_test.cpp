@@ -363,8 +363,8 @@ TEST(EventMerge, ACheckpointThatFailedVerificationIsNotRestorable) {
   st.integrity = integ;
   EXPECT_EQ(recovery_step(st), 10);
   const auto v = verifications_of(st, st.catalogs.at("rapid").checkpoints);
-  EXPECT_EQ(v.at(CheckpointKey{"rapid", "llama", 20}), false);
-  EXPECT_EQ(v.at(CheckpointKey{"rapid", "llama", 10}), true);
+  EXPECT_EQ(v.at(CheckpointKey{"rapid", "llama/step-20"}), false);
+  EXPECT_EQ(v.at(CheckpointKey{"rapid", "llama/step-10"}), true);
   const std::string text = serialize(state_families(st));
   EXPECT_TRUE(
       has_sample(text, "ckpt_integrity_checks_total{tier=\"rapid\",result=\"mismatch\"} 1"));
@@ -376,6 +376,60 @@ TEST(EventMerge, ACheckpointThatFailedVerificationIsNotRestorable) {
   integ2->steps[StepKey{"rapid", "llama", 20}][IntegrityResult::kMismatch] = 1;
   st.integrity = integ2;
   EXPECT_EQ(recovery_step(st), -1);
+}
+
+// Verification results are per checkpoint (tier, path): checkpoints that share
+// a job and a step (or have none) do not take each other's result.
+Checkpoint committed_at(const std::string& path, std::int64_t step, double t) {
+  Checkpoint c = scanned(10);
+  c.path = path;
+  c.step = step;
+  c.first_write = t - 30;
+  c.last_write = t;
+  c.marker_time = t;
+  return c;
+}
+
+TEST(EventMerge, AFailedUnsteppedCheckpointLeavesItsNeighboursRestorable) {
+  const std::vector<Checkpoint> cps{committed_at("llama/ckpt-old", -1, 1000),
+                                    committed_at("llama/ckpt-new", -1, 2000)};
+  State st;
+  auto integ = std::make_shared<IntegrityStatus>();
+  integ->checkpoints[{"rapid", "llama/ckpt-new"}][IntegrityResult::kMismatch] = 1;
+  st.integrity = integ;
+  auto points = evaluate_recovery(cps, verifications_of(st, cps), {});
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_TRUE(points[0].restorable);
+  EXPECT_EQ(points[0].path, "llama/ckpt-old");
+  EXPECT_FALSE(points[0].verified);
+
+  // A passed one does not make its unverified neighbour "verified".
+  auto integ2 = std::make_shared<IntegrityStatus>();
+  integ2->checkpoints[{"rapid", "llama/ckpt-old"}][IntegrityResult::kOk] = 1;
+  st.integrity = integ2;
+  points = evaluate_recovery(cps, verifications_of(st, cps), {});
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].path, "llama/ckpt-new");
+  EXPECT_FALSE(points[0].verified);
+}
+
+TEST(EventMerge, OneStepOnTwoPathsIsVerifiedPerPath) {
+  const std::vector<Checkpoint> cps{committed_at("llama/a/step-100", 100, 1000),
+                                    committed_at("llama/b/step-100", 100, 1100)};
+  State st;
+  auto integ = std::make_shared<IntegrityStatus>();
+  integ->checkpoints[{"rapid", "llama/a/step-100"}][IntegrityResult::kOk] = 1;
+  integ->checkpoints[{"rapid", "llama/b/step-100"}][IntegrityResult::kMissing] = 1;
+  st.integrity = integ;
+  const auto v = verifications_of(st, cps);
+  EXPECT_EQ(v.at(CheckpointKey{"rapid", "llama/a/step-100"}), true);
+  EXPECT_EQ(v.at(CheckpointKey{"rapid", "llama/b/step-100"}), false);
+  auto points = evaluate_recovery(cps, v, {});
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_TRUE(points[0].restorable);
+  EXPECT_EQ(points[0].step, 100);
+  EXPECT_EQ(points[0].path, "llama/a/step-100");
+  EXPECT_TRUE(points[0].verified);
 }
 
 TEST(EventMerge, DrainedBytesFromEventsReachTheRules) {

@@ -269,8 +269,13 @@ TEST(AlertConditions, EveryAlertFiresOnItsFigureWithTheFiguresInItsText) {
     std::transform(anchor.begin(), anchor.end(), anchor.begin(), ::tolower);
     EXPECT_EQ(c->runbook_url, "docs/runbook.md#" + anchor);
   }
-  // The up tier clears TierDown.
-  EXPECT_EQ(find(cs, "CheckpointTierDown", "staging", "")->signal, Signal::kClear);
+  // The up tier clears TierDown. A cleared condition's texts are not built:
+  // the evaluator keeps the texts of the cycle that last held or fired.
+  const AlertCondition* up = find(cs, "CheckpointTierDown", "staging", "");
+  EXPECT_EQ(up->signal, Signal::kClear);
+  EXPECT_TRUE(up->summary.empty());
+  EXPECT_TRUE(up->description.empty());
+  EXPECT_TRUE(up->runbook_url.empty());
 }
 
 TEST(AlertConditions, DisabledRulesProduceNothingAndForComesFromTheConfig) {
@@ -301,6 +306,10 @@ TEST(AlertConditions, TierAlmostFullFiresAbove95AndClearsBelow93) {
   EXPECT_EQ(step(0.96, 10), 1u);  // fires
   EXPECT_EQ(step(0.94, 20), 1u);  // between: still firing
   EXPECT_EQ(step(0.93, 30), 0u);  // at the clear threshold: resolved
+  // with the texts of the last cycle it held (the cleared condition has none)
+  ASSERT_EQ(ev.resolved().size(), 1u);
+  EXPECT_EQ(ev.resolved()[0].summary, "Tier staging is 94% full");
+  EXPECT_EQ(ev.resolved()[0].runbook_url, "docs/runbook.md#checkpointtieralmostfull");
   EXPECT_EQ(step(0.94, 40), 0u);  // between: stays resolved
 }
 

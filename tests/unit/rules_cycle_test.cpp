@@ -114,6 +114,8 @@ TEST_F(RulesCycleTest, GrowingBacklogFiresAndIsRenderedAndRecorded) {
     return a.state == AlertState::kFiring && a.labels.alertname == "CheckpointDrainBacklogGrowing";
   });
   EXPECT_EQ(firing, 1);
+  // /api/v1/alerts serves the body rendered with the cycle.
+  EXPECT_EQ(out->alerts_json, alerts_json(out->active));
 
   store_->flush();
   auto t = transitions();

@@ -38,7 +38,7 @@ TEST(RulesRecovery, HighestCommittedStepOnAnyTierWithItsEarliestCopy) {
 TEST(RulesRecovery, FailedVerificationIsNotRestorableAndPassedIsMarked) {
   std::vector<Checkpoint> cks{Ck("rapid", "a", 300).committed(10, 290, 300),
                               Ck("rapid", "a", 200).committed(10, 190, 200)};
-  Verifications v{{{"rapid", "a", 300}, false}, {{"rapid", "a", 200}, true}};
+  Verifications v{{{"rapid", "a/step-300"}, false}, {{"rapid", "a/step-200"}, true}};
   auto r = evaluate_recovery(cks, v, {});
   EXPECT_EQ(r[0].step, 200);
   EXPECT_TRUE(r[0].verified);
