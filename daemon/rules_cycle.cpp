@@ -196,40 +196,14 @@ void RulesCycle::sample_tiers(double now, HistoryWrite& write) {
   std::erase_if(sampled_probe_, [&](const auto& kv) { return !state_.tiers.contains(kv.first); });
 }
 
-namespace {
-
-// IntegrityStatus::failed() and passed() for one checkpoint with one lookup
-// of each of its results (passed() would call failed() again): false when
-// its event checksums or its integrity.json found a broken file, true when
-// some file was verified and none failed, nullopt when nothing was verified.
-std::optional<bool> verification_of(const IntegrityStatus& integrity, const Checkpoint& c) {
-  const IntegrityCounts* by_step = nullptr;
-  if (auto it = integrity.steps.find(StepKeyLess::View{c.tier, c.job, c.step});
-      it != integrity.steps.end()) {
-    by_step = &it->second;
-  }
-  const IntegrityCounts* by_path = nullptr;
-  if (auto it = integrity.checkpoints.find({c.tier, c.path}); it != integrity.checkpoints.end()) {
-    by_path = &it->second;
-  }
-  if ((by_step != nullptr && by_step->failed()) || (by_path != nullptr && by_path->failed())) {
-    return false;
-  }
-  if ((by_step != nullptr && (*by_step)[IntegrityResult::kOk] > 0) ||
-      (by_path != nullptr && (*by_path)[IntegrityResult::kOk] > 0)) {
-    return true;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
 Verifications verifications_of(const State& state, std::span<const Checkpoint> checkpoints) {
   Verifications out;
   if (!state.integrity) return out;
   for (const Checkpoint& c : checkpoints) {
     if (c.state != CkptState::kCommitted) continue;
-    if (auto v = verification_of(*state.integrity, c)) out[CheckpointKey{c.tier, c.path}] = *v;
+    if (auto v = state.integrity->verdict(c.tier, c.job, c.step, c.path)) {
+      out[CheckpointKey{c.tier, c.path}] = *v;
+    }
   }
   return out;
 }

@@ -127,24 +127,22 @@ std::vector<std::pair<std::int64_t, std::uint64_t>> EventCatalog::slow_ranks(
   return out;
 }
 
-bool IntegrityStatus::failed(const std::string& tier, const std::string& job, std::int64_t step,
-                             const std::string& path) const {
+std::optional<bool> IntegrityStatus::verdict(const std::string& tier, const std::string& job,
+                                             std::int64_t step, const std::string& path) const {
+  const IntegrityCounts* by_step = nullptr;
   if (auto it = steps.find(StepKeyLess::View{tier, job, step}); it != steps.end()) {
-    if (it->second.failed()) return true;
+    by_step = &it->second;
   }
-  if (auto it = checkpoints.find({tier, path}); it != checkpoints.end()) {
-    if (it->second.failed()) return true;
+  const IntegrityCounts* by_path = nullptr;
+  if (auto it = checkpoints.find({tier, path}); it != checkpoints.end()) by_path = &it->second;
+  if ((by_step != nullptr && by_step->failed()) || (by_path != nullptr && by_path->failed())) {
+    return false;
   }
-  return false;
-}
-
-bool IntegrityStatus::passed(const std::string& tier, const std::string& job, std::int64_t step,
-                             const std::string& path) const {
-  if (failed(tier, job, step, path)) return false;
-  auto s = steps.find(StepKeyLess::View{tier, job, step});
-  auto c = checkpoints.find({tier, path});
-  return (s != steps.end() && s->second[IntegrityResult::kOk] > 0) ||
-         (c != checkpoints.end() && c->second[IntegrityResult::kOk] > 0);
+  if ((by_step != nullptr && (*by_step)[IntegrityResult::kOk] > 0) ||
+      (by_path != nullptr && (*by_path)[IntegrityResult::kOk] > 0)) {
+    return true;
+  }
+  return std::nullopt;
 }
 
 // --- aggregation -----------------------------------------------------------------

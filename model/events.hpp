@@ -321,12 +321,16 @@ struct IntegrityStatus {
   std::uint64_t pending_shards = 0;  // queued, not verified yet
   std::uint64_t version = 0;
 
-  // Whether verification found `c` broken, by its event checksums or its integrity.json.
+  // What verification says of a checkpoint, by its event checksums (tier, job,
+  // step) and its integrity.json (tier, path): false when a file was found
+  // broken, true when some file was verified and none failed, nullopt when
+  // nothing was verified.
+  std::optional<bool> verdict(const std::string& tier, const std::string& job, std::int64_t step,
+                              const std::string& path) const;
   bool failed(const std::string& tier, const std::string& job, std::int64_t step,
-              const std::string& path) const;
-  // Whether some of its files were verified and none failed.
-  bool passed(const std::string& tier, const std::string& job, std::int64_t step,
-              const std::string& path) const;
+              const std::string& path) const {
+    return verdict(tier, job, step, path) == false;
+  }
 };
 
 }  // namespace ckptmon
