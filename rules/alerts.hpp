@@ -42,7 +42,8 @@ struct AlertLabels {
 // stays inactive. A figure that is unknown this cycle holds as well.
 enum class Signal { kFire, kHold, kClear };
 
-// One alert instance's condition in one cycle, with its texts.
+// One alert instance's condition in one cycle, with its texts (left empty
+// when the signal is kClear: nothing reads them then).
 struct AlertCondition {
   AlertLabels labels;
   Signal signal = Signal::kClear;
