@@ -1,11 +1,14 @@
 #include "daemon/cli.hpp"
 
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 
 #include <CLI/CLI.hpp>
 
 #include "config/config.hpp"
+#include "daemon/burst_command.hpp"
 #include "daemon/daemon.hpp"
 #include "daemon/demo.hpp"
 #include "daemon/scan_command.hpp"
@@ -51,8 +54,8 @@ int cli_main(int argc, char** argv) {
   CLI::App app{"ckptmon: monitor AI training checkpoint storage tiers for Prometheus"};
   app.require_subcommand(1);
   app.fallthrough();
-  app.set_version_flag("--version", std::string("ckptmon ") + kVersion + " (revision " +
-                                        kRevision + ")");
+  app.set_version_flag("--version",
+                       std::string("ckptmon ") + kVersion + " (revision " + kRevision + ")");
   std::string log_level = "info";
   std::string log_format = "logfmt";
   app.add_option("--log.level", log_level, "debug, info, warn or error")
@@ -144,10 +147,15 @@ int cli_main(int argc, char** argv) {
         f.flag, [field = f.field](const std::string& v) { *field = v; }, f.help);
   }
 
+  BurstArgs burst_args;
+  auto* burst = add_burst_command(app, burst_args);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int rc = app.exit(e);
+    // burst promises exit code 2 for every kind of bad input.
+    return rc != 0 && burst->parsed() ? 2 : rc;
   }
   log::init(*log::parse_level(log_level), *log::parse_format(log_format));
 
@@ -167,6 +175,10 @@ int cli_main(int argc, char** argv) {
   }
   if (*events_check) return check_event_logs(event_logs, std::cout, std::cerr);
   if (*emit) return emit_event(emit_args, SystemClock(), std::cerr);
+  if (*burst) {
+    return run_burst_command(burst_args, SystemClock(), ::isatty(STDOUT_FILENO) != 0, std::cout,
+                             std::cerr);
+  }
   if (*demo) {
     if (!exit_after.empty()) {
       auto d = parse_duration(exit_after);

@@ -310,6 +310,10 @@ std::string render_tiers_json(const Snapshot& snap) {
     j["path"] = t.config.path;
     j["role"] = std::string(to_string(t.config.role));
     j["drains_to"] = t.config.drains_to.empty() ? nlohmann::json() : nlohmann::json(t.config.drains_to);
+    j["partial_after_seconds"] = to_seconds(t.config.partial_after);
+    if (snap.state.config) {
+      j["scan_interval_seconds"] = to_seconds(snap.state.config->global.scan_interval);
+    }
     j["up"] = t.up;
     j["down_reason"] = t.up ? nlohmann::json() : nlohmann::json(t.down_reason);
     j["last_success"] = t.last_success > 0 ? nlohmann::json(t.last_success) : nlohmann::json();

@@ -1,0 +1,1304 @@
+#include "daemon/burst.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "events/event.hpp"
+#include "events/writer.hpp"
+#include "util/digest.hpp"
+#include "util/log.hpp"
+
+namespace ckptmon::burst {
+
+namespace fs = std::filesystem;
+
+std::optional<Layout> layout_from_name(std::string_view name) {
+  if (name == "dcp") return Layout::kDcp;
+  if (name == "deepspeed") return Layout::kDeepSpeed;
+  if (name == "megatron") return Layout::kMegatron;
+  if (name == "hf") return Layout::kHf;
+  if (name == "orbax") return Layout::kOrbax;
+  return std::nullopt;
+}
+
+std::string_view layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::kDcp:
+      return "dcp";
+    case Layout::kDeepSpeed:
+      return "deepspeed";
+    case Layout::kMegatron:
+      return "megatron";
+    case Layout::kHf:
+      return "hf";
+    case Layout::kOrbax:
+      return "orbax";
+  }
+  return "dcp";
+}
+
+std::string_view outcome_name(CkptOutcome o) {
+  switch (o) {
+    case CkptOutcome::kCommitted:
+      return "committed";
+    case CkptOutcome::kPartial:
+      return "partial";
+    case CkptOutcome::kInProgress:
+      return "in_progress";
+  }
+  return "in_progress";
+}
+
+// ---- pacers ------------------------------------------------------------------
+
+double RealPacer::mono() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool RealPacer::sleep(double seconds) {
+  if (stop_) return false;
+  if (seconds <= 0) return true;
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return stop_.load(); });
+  return !stop_;
+}
+
+void RealPacer::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+}
+
+double FakePacer::mono() {
+  std::lock_guard lock(mu_);
+  return now_;
+}
+
+bool FakePacer::sleep(double seconds) {
+  if (stop_) return false;
+  if (seconds > 0) {
+    std::lock_guard lock(mu_);
+    now_ += seconds;
+    slept_ += seconds;
+  }
+  return !stop_;
+}
+
+double FakePacer::slept() const {
+  std::lock_guard lock(mu_);
+  return slept_;
+}
+
+std::optional<double> fill_level(const std::string& path, std::string* error) {
+  struct statvfs st {};
+  if (::statvfs(path.c_str(), &st) != 0) {
+    if (error) *error = path + ": statvfs: " + std::strerror(errno);
+    return std::nullopt;
+  }
+  const double used = static_cast<double>(st.f_blocks - st.f_bfree);
+  const double avail = static_cast<double>(st.f_bavail);
+  if (used + avail <= 0) return 0.0;
+  return used / (used + avail);
+}
+
+namespace {
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// ---- the manifest of created paths -------------------------------------------
+//
+// One line per created path, relative to the manifest's directory:
+//   f <dev> <ino> <path>   a regular file
+//   d <dev> <ino> <path>   a directory
+//   m <from> <to>          a rename of something listed (paths below `from` move too)
+//   x <path>               the burst deleted it itself (retention in the demo)
+class Manifest {
+ public:
+  bool open(const std::string& dir, std::string* error) {
+    dir_ = dir;
+    const std::string p = dir + "/" + std::string(kManifestName);
+    fd_ = ::open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd_ < 0) {
+      *error = p + ": cannot create: " + errno_text(errno);
+      return false;
+    }
+    return true;
+  }
+  ~Manifest() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  const std::string& dir() const { return dir_; }
+
+  void created(char kind, const struct stat& st, const std::string& rel) {
+    line(std::string(1, kind) + " " + std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) +
+         " " + rel + "\n");
+    std::lock_guard lock(mu_);
+    if (kind == 'd') dirs_.insert(rel);
+  }
+  void renamed(const std::string& from, const std::string& to) {
+    line("m " + from + " " + to + "\n");
+    std::lock_guard lock(mu_);
+    if (dirs_.erase(from) > 0) dirs_.insert(to);
+  }
+  void deleted(const std::string& rel) { line("x " + rel + "\n"); }
+  // A file outside the directory (the event log), by absolute path.
+  void external(const struct stat& st, const std::string& abs_path) {
+    line("e " + std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " + abs_path +
+         "\n");
+  }
+  bool has_dir(const std::string& rel) const {
+    std::lock_guard lock(mu_);
+    return dirs_.contains(rel);
+  }
+
+ private:
+  void line(const std::string& text) {
+    if (fd_ < 0) return;
+    ssize_t n = 0;
+    do {
+      n = ::write(fd_, text.data(), text.size());
+    } while (n < 0 && errno == EINTR);
+  }
+  std::string dir_;
+  int fd_ = -1;
+  mutable std::mutex mu_;
+  std::set<std::string> dirs_;
+};
+
+// ---- files -------------------------------------------------------------------
+
+constexpr std::size_t kChunk = 1 << 20;
+
+// What happened to one file write.
+enum class WriteEnd { kDone, kKilled, kStopped, kError };
+
+struct Counters {
+  std::uint64_t creates = 0, renames = 0, fsyncs = 0;
+};
+
+// Creates directories below manifest.dir() for `rel` ("job0/step-100/sub"),
+// each one that is missing; a directory that exists and was not created by
+// this burst is an error (burst never writes into what it did not create).
+bool make_dirs(Manifest& m, const std::string& rel, Counters& c, std::string* error) {
+  std::string cur;
+  for (const auto& part : fs::path(rel)) {
+    cur = cur.empty() ? part.string() : cur + "/" + part.string();
+    if (m.has_dir(cur)) continue;
+    const std::string abs = m.dir() + "/" + cur;
+    if (::mkdir(abs.c_str(), 0755) != 0) {
+      if (errno == EEXIST) {
+        *error = abs +
+                 ": exists and was not created by this burst; burst never writes into "
+                 "what it did not create (run --cleanup, or choose an empty --target)";
+      } else {
+        *error = abs + ": cannot create directory: " + errno_text(errno);
+      }
+      return false;
+    }
+    ++c.creates;
+    struct stat st {};
+    if (::lstat(abs.c_str(), &st) == 0) m.created('d', st, cur);
+  }
+  return true;
+}
+
+bool fsync_dir(const std::string& abs) {
+  int fd = ::open(abs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// A pseudo-random 1 MiB block per writer (xorshift), so the data does not
+// compress or deduplicate to nothing.
+std::vector<char> data_block(std::uint64_t seed) {
+  std::vector<char> buf(kChunk);
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (std::size_t i = 0; i + 8 <= buf.size(); i += 8) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::memcpy(buf.data() + i, &x, 8);
+  }
+  return buf;
+}
+
+}  // namespace
+
+// ---- the engine --------------------------------------------------------------
+
+struct FileSpec {
+  std::string rel;  // inside the checkpoint's write directory
+  std::uint64_t size = 0;
+};
+
+struct JobRound {
+  std::string job;
+  int index = 0;
+  std::int64_t step = 0;
+  std::string dir;        // final checkpoint directory, relative to the target
+  std::string write_dir;  // where the shards go (Orbax: the temporary name)
+  std::vector<std::vector<FileSpec>> per_rank;
+  int remaining = 0;  // ranks still writing (under Impl::mu)
+  bool failed = false;
+  int failed_rank = -1;
+  bool stopped = false;
+  double start_mono = 0;
+  double start_ts = 0;
+  double first_shard_start = -1, first_shard_end = -1, last_shard_end = -1;
+  Counters counters;
+};
+
+struct DrainItem {
+  std::string job;
+  std::int64_t step = 0;
+  std::string dir;                   // relative to the target (and to the drain directory)
+  std::vector<std::string> data;     // files relative to the target, markers excluded
+  std::vector<std::string> markers;  // in commit order
+  std::string tracker_rel;           // job-level tracker ("" = none)
+  std::string tracker_text;
+  std::uint64_t bytes = 0;
+};
+
+struct Burst::Impl {
+  Burst& b;
+  const Options& o;
+  Manifest manifest;
+  Manifest drain_manifest;
+  std::string tier;
+  std::string drain_tier;
+  std::mutex mu;  // rounds, results, first error
+  std::string error;
+  std::atomic<bool> abort{false};
+  std::atomic<bool> fill_stop{false};
+  std::atomic<double> fill_seen{0};
+  std::atomic<std::uint64_t> shards_done{0};
+  std::atomic<std::uint64_t> bytes_done{0};
+  std::uint64_t shards_planned = 0;
+  Result* result = nullptr;
+  std::map<std::string, std::deque<std::string>> kept;  // job -> committed dirs, oldest first
+  std::map<std::string, int> commits;                   // job -> committed saves
+  std::map<std::string, std::uint64_t> dir_bytes;       // committed dir -> bytes
+  std::map<std::string, std::uint64_t> dir_files;
+  // Drain queue.
+  std::mutex dmu;
+  std::condition_variable dcv;
+  std::deque<DrainItem> dqueue;
+  bool dclosed = false;
+  std::thread drain_thread;
+  std::mutex emu;  // event log
+
+  Impl(Burst& burst) : b(burst), o(burst.opts_) {}
+
+  std::string abs(const std::string& rel) const { return o.target + "/" + rel; }
+
+  void fail(const std::string& what) {
+    std::lock_guard lock(mu);
+    if (error.empty()) error = what;
+    abort = true;
+  }
+
+  void emit(Event e) {
+    if (o.events.empty()) return;
+    if (e.ts == 0) e.ts = b.clock_.now();
+    std::string err;
+    std::lock_guard lock(emu);
+    if (!append_line(o.events, format_event_line(e), &err)) {
+      log::warn("burst: cannot write event", {{"err", err}});
+    }
+  }
+  Event event(EventType t, const std::string& job, std::int64_t step) {
+    Event e;
+    e.type = t;
+    e.job = job;
+    e.step = step;
+    return e;
+  }
+
+  // True while the fill level is below --fill-to; checks the file system.
+  bool below_fill() {
+    if (!o.fill_to) return true;
+    if (fill_stop) return false;
+    auto level = fill_level(o.target);
+    if (!level) return true;
+    fill_seen = *level;
+    if (*level >= *o.fill_to) {
+      fill_stop = true;
+      return false;
+    }
+    return true;
+  }
+
+  bool should_stop() { return abort || fill_stop || b.pacer_.stopped(); }
+
+  // Writes one file of `size` bytes; `kill_at` > 0 stops after that many
+  // bytes as if the writer died (no fsync, no close-time flush matters).
+  WriteEnd write_file(const std::string& rel, std::uint64_t size, const std::vector<char>& block,
+                      std::uint64_t kill_at, Counters& c, std::string* checksum) {
+    const std::string path = abs(rel);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+      fail(path + ": cannot create: " + errno_text(errno));
+      return WriteEnd::kError;
+    }
+    ++c.creates;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) manifest.created('f', st, rel);
+    std::unique_ptr<Digest> digest;
+    if (checksum != nullptr && !o.sparse) digest = Digest::make(ChecksumAlgo::kCrc32c);
+    const std::uint64_t limit = kill_at > 0 ? kill_at : size;
+    WriteEnd end = WriteEnd::kDone;
+    if (o.sparse) {
+      if (::ftruncate(fd, static_cast<off_t>(limit)) != 0) {
+        fail(path + ": ftruncate: " + errno_text(errno));
+        end = WriteEnd::kError;
+      }
+      bytes_done += limit;
+    } else {
+      std::uint64_t done = 0;
+      while (done < limit) {
+        if (should_stop() || !below_fill()) {
+          end = abort ? WriteEnd::kError : WriteEnd::kStopped;
+          break;
+        }
+        const std::size_t n =
+            static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, limit - done));
+        ssize_t w = ::write(fd, block.data(), n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) {
+          const int err = errno;
+          std::string msg = path + ": write: " + errno_text(err);
+          if (err == ENOSPC && o.fill_to) {
+            char pct[32];
+            std::snprintf(pct, sizeof pct, "%.1f%%", fill_seen.load() * 100);
+            msg +=
+                " before the --fill-to threshold was reached (last seen " + std::string(pct) + ")";
+          }
+          fail(msg);
+          end = WriteEnd::kError;
+          break;
+        }
+        if (digest) digest->update(block.data(), static_cast<std::size_t>(w));
+        done += static_cast<std::uint64_t>(w);
+        bytes_done += static_cast<std::uint64_t>(w);
+      }
+    }
+    if (kill_at > 0 && end == WriteEnd::kDone) end = WriteEnd::kKilled;
+    if (end == WriteEnd::kDone && o.fsync) {
+      if (::fsync(fd) != 0) {
+        fail(path + ": fsync: " + errno_text(errno));
+        end = WriteEnd::kError;
+      } else {
+        ++c.fsyncs;
+      }
+    }
+    if (::close(fd) != 0 && end == WriteEnd::kDone) {
+      fail(path + ": close: " + errno_text(errno));
+      end = WriteEnd::kError;
+    }
+    if (digest && end == WriteEnd::kDone) *checksum = "crc32c:" + digest->hex();
+    return end;
+  }
+
+  // A small file with `text`, created (or, for trackers, rewritten in place).
+  bool write_text(const std::string& rel, const std::string& text, bool rewrite, Counters& c) {
+    const std::string path = abs(rel);
+    int flags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW;
+    flags |= rewrite ? O_TRUNC : (O_CREAT | O_EXCL);
+    int fd = ::open(path.c_str(), flags, 0644);
+    if (fd < 0) {
+      fail(path + ": cannot " + (rewrite ? "rewrite: " : "create: ") + errno_text(errno));
+      return false;
+    }
+    if (!rewrite) {
+      ++c.creates;
+      struct stat st {};
+      if (::fstat(fd, &st) == 0) manifest.created('f', st, rel);
+    }
+    bool ok = true;
+    std::size_t done = 0;
+    while (done < text.size()) {
+      ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        fail(path + ": write: " + errno_text(errno));
+        ok = false;
+        break;
+      }
+      done += static_cast<std::size_t>(w);
+    }
+    if (ok && o.fsync) {
+      if (::fsync(fd) == 0) {
+        ++c.fsyncs;
+      } else {
+        fail(path + ": fsync: " + errno_text(errno));
+        ok = false;
+      }
+    }
+    ::close(fd);
+    return ok;
+  }
+
+  bool rename_rel(const std::string& from, const std::string& to, Counters& c) {
+    if (::rename(abs(from).c_str(), abs(to).c_str()) != 0) {
+      fail(abs(from) + ": rename to " + abs(to) + ": " + errno_text(errno));
+      return false;
+    }
+    ++c.renames;
+    manifest.renamed(from, to);
+    return true;
+  }
+
+  // ---- layouts ----
+
+  static std::string pad(std::int64_t v, int width) {
+    std::string s = std::to_string(v);
+    return s.size() >= static_cast<std::size_t>(width) ? s : std::string(width - s.size(), '0') + s;
+  }
+
+  std::uint64_t meta_size() const { return 4096 + 64 * static_cast<std::uint64_t>(o.ranks); }
+
+  JobRound plan(const std::string& job, int index) {
+    JobRound r;
+    r.job = job;
+    r.index = index;
+    r.step = index * o.step_stride;
+    const auto R = static_cast<std::size_t>(o.ranks);
+    r.per_rank.resize(R);
+    const std::uint64_t S = o.shard_size;
+    switch (o.layout) {
+      case Layout::kDcp:
+        r.dir = job + "/step-" + std::to_string(r.step);
+        for (std::size_t k = 0; k < R; ++k) {
+          r.per_rank[k].push_back({"__" + std::to_string(k) + "_0.distcp", S});
+        }
+        break;
+      case Layout::kMegatron:
+        r.dir = job + "/iter_" + pad(r.step, 7);
+        for (std::size_t k = 0; k < R; ++k) {
+          r.per_rank[k].push_back({"__" + std::to_string(k) + "_0.distcp", S});
+        }
+        break;
+      case Layout::kDeepSpeed:
+        r.dir = job + "/global_step" + std::to_string(r.step);
+        for (std::size_t k = 0; k < R; ++k) {
+          r.per_rank[k].push_back(
+              {"zero_pp_rank_" + std::to_string(k) + "_mp_rank_00_optim_states.pt", S});
+        }
+        // Rank 0 also saves the module's states.
+        r.per_rank[0].push_back({"mp_rank_00_model_states.pt", std::max<std::uint64_t>(S / 4, 1)});
+        break;
+      case Layout::kHf:
+        r.dir = job + "/checkpoint-" + std::to_string(r.step);
+        for (std::size_t k = 0; k < R; ++k) {
+          r.per_rank[k].push_back({"model-" + pad(static_cast<std::int64_t>(k) + 1, 5) + "-of-" +
+                                       pad(static_cast<std::int64_t>(R), 5) + ".safetensors",
+                                   S});
+          r.per_rank[k].push_back({"rng_state_" + std::to_string(k) + ".pth", 14 * 1024});
+        }
+        break;
+      case Layout::kOrbax:
+        r.dir = job + "/" + std::to_string(r.step);
+        for (std::size_t k = 0; k < R; ++k) {
+          r.per_rank[k].push_back({"state/ocdbt.process_" + std::to_string(k) + "/d/" +
+                                       pad(static_cast<std::int64_t>(k), 8),
+                                   S});
+        }
+        break;
+    }
+    r.write_dir = r.dir;
+    if (o.layout == Layout::kOrbax) {
+      r.write_dir = r.dir + ".orbax-checkpoint-tmp-" +
+                    std::to_string(static_cast<std::int64_t>(b.clock_.now()));
+    }
+    return r;
+  }
+
+  // The coordinator's commit, the way the framework does it. Returns the
+  // marker files (relative to the target, inside the checkpoint) in order and
+  // the job-level tracker.
+  bool commit(JobRound& r, std::vector<std::string>& markers, std::string& tracker_rel,
+              std::string& tracker_text) {
+    Counters& c = r.counters;
+    const std::string W = r.write_dir;
+    const auto dcp_meta = [&](const std::string& dir) {
+      const std::string tmp = dir + "/.metadata.tmp";
+      if (!write_text(tmp, std::string(meta_size(), 'M'), false, c)) return false;
+      if (!rename_rel(tmp, dir + "/.metadata", c)) return false;
+      if (o.fsync && fsync_dir(abs(dir))) ++c.fsyncs;
+      markers.push_back(dir + "/.metadata");
+      return true;
+    };
+    const auto tracker = [&](const std::string& rel, const std::string& text) {
+      const bool exists = created_trackers.contains(rel);
+      if (!write_text(rel, text, exists, c)) return false;
+      created_trackers.insert(rel);
+      tracker_rel = rel;
+      tracker_text = text;
+      return true;
+    };
+    switch (o.layout) {
+      case Layout::kDcp:
+        return dcp_meta(W);
+      case Layout::kMegatron:
+        if (!dcp_meta(W)) return false;
+        if (!write_text(W + "/metadata.json",
+                        "{\"sharded_backend\": \"torch_dist\", \"sharded_backend_version\": 1}\n",
+                        false, c)) {
+          return false;
+        }
+        markers.push_back(W + "/metadata.json");
+        return tracker(r.job + "/latest_checkpointed_iteration.txt", std::to_string(r.step));
+      case Layout::kDeepSpeed:
+        // Rank 0 rewrites `latest` in place (not atomic), as the engine does.
+        return tracker(r.job + "/latest", "global_step" + std::to_string(r.step));
+      case Layout::kHf: {
+        std::string index = "{\"metadata\": {\"total_size\": " +
+                            std::to_string(o.shard_size * static_cast<std::uint64_t>(o.ranks)) +
+                            "}, \"weight_map\": {";
+        for (int k = 0; k < o.ranks; ++k) {
+          index += (k ? ", " : "") + std::string("\"layer.") + std::to_string(k) + "\": \"" +
+                   r.per_rank[static_cast<std::size_t>(k)][0].rel + "\"";
+        }
+        index += "}}\n";
+        if (!write_text(W + "/model.safetensors.index.json", index, false, c)) return false;
+        markers.push_back(W + "/model.safetensors.index.json");
+        if (!write_text(W + "/trainer_state.json",
+                        "{\"global_step\": " + std::to_string(r.step) + "}\n", false, c)) {
+          return false;
+        }
+        markers.push_back(W + "/trainer_state.json");
+        return true;
+      }
+      case Layout::kOrbax: {
+        if (!write_text(W + "/state/_METADATA", "{\"tree_metadata\": {}}\n", false, c) ||
+            !write_text(W + "/state/manifest.ocdbt", std::string(512, 'O'), false, c)) {
+          return false;
+        }
+        const auto ns = [](double t) { return std::to_string(static_cast<std::int64_t>(t * 1e9)); };
+        if (!write_text(W + "/_CHECKPOINT_METADATA",
+                        "{\"init_timestamp_nsecs\": " + ns(r.start_ts) +
+                            ", \"commit_timestamp_nsecs\": " + ns(b.clock_.now()) + "}\n",
+                        false, c)) {
+          return false;
+        }
+        if (!rename_rel(W, r.dir, c)) return false;
+        r.write_dir = r.dir;
+        if (o.fsync && fsync_dir(abs(r.job))) ++c.fsyncs;
+        markers.push_back(r.dir + "/state/_METADATA");
+        markers.push_back(r.dir + "/state/manifest.ocdbt");
+        markers.push_back(r.dir + "/_CHECKPOINT_METADATA");
+        if (!write_text(r.dir + "/commit_success.txt", "Checkpoint commit was successful.\n", false,
+                        c)) {
+          return false;
+        }
+        markers.push_back(r.dir + "/commit_success.txt");
+        return true;
+      }
+    }
+    return false;
+  }
+  std::mutex cmu;                          // commits
+  std::set<std::string> created_trackers;  // under cmu
+
+  // Figures of what is inside the checkpoint directory now (files, bytes).
+  void tally(const std::string& rel, std::uint64_t& files, std::uint64_t& bytes) {
+    files = 0;
+    bytes = 0;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(abs(rel), ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_regular_file(ec)) {
+        ++files;
+        bytes += it->file_size(ec);
+      }
+    }
+  }
+
+  // One rank's files of a round; the last rank to finish commits.
+  void write_rank(JobRound& r, std::size_t rank, const std::vector<char>& block) {
+    bool killed = false;
+    bool stopped = false;
+    const bool fail_here = r.job == (o.job_names.empty() ? std::string("job0") : o.job_names[0]) &&
+                           std::any_of(o.fail.begin(), o.fail.end(), [&](const FailPoint& f) {
+                             return f.rank == static_cast<int>(rank) && f.checkpoint == r.index;
+                           });
+    for (std::size_t i = 0; i < r.per_rank[rank].size() && !killed && !stopped; ++i) {
+      const FileSpec& f = r.per_rank[rank][i];
+      if (should_stop()) {
+        stopped = true;
+        break;
+      }
+      const std::string rel = r.write_dir + "/" + f.rel;
+      const auto parent = fs::path(rel).parent_path().string();
+      Counters c;
+      {
+        std::lock_guard lock(mu);
+        if (!make_dirs(manifest, parent, r.counters, &error)) {
+          abort = true;
+          return;
+        }
+      }
+      const double t0 = b.pacer_.mono();
+      const double ts0 = b.clock_.now();
+      std::string checksum;
+      const std::uint64_t kill_at =
+          fail_here && i == 0 ? std::max<std::uint64_t>(f.size / 2, 1) : 0;
+      const WriteEnd end = write_file(rel, f.size, block, kill_at, c, &checksum);
+      const double t1 = b.pacer_.mono();
+      {
+        std::lock_guard lock(mu);
+        r.counters.creates += c.creates;
+        r.counters.fsyncs += c.fsyncs;
+        if (r.first_shard_start < 0 || t0 < r.first_shard_start) r.first_shard_start = t0;
+        if (end == WriteEnd::kDone) {
+          if (r.first_shard_end < 0 || t1 < r.first_shard_end) r.first_shard_end = t1;
+          r.last_shard_end = std::max(r.last_shard_end, t1);
+        }
+      }
+      if (end == WriteEnd::kKilled) {
+        killed = true;
+      } else if (end != WriteEnd::kDone) {
+        stopped = true;
+      } else {
+        Event e = event(EventType::kShardWritten, r.job, r.step);
+        e.tier = tier;
+        e.rank = static_cast<std::int64_t>(rank);
+        e.path = abs(rel);
+        e.bytes = f.size;
+        e.start_ts = ts0;
+        if (!checksum.empty()) e.checksum = *parse_checksum(checksum);
+        emit(e);
+        ++shards_done;
+        if (b.progress_) b.progress_(shards_done, shards_planned, bytes_done);
+      }
+    }
+    bool last = false;
+    {
+      std::lock_guard lock(mu);
+      if (killed) {
+        r.failed = true;
+        r.failed_rank = static_cast<int>(rank);
+      }
+      if (stopped) r.stopped = true;
+      last = --r.remaining == 0;
+    }
+    if (last) finish(r);
+  }
+
+  // After the barrier: commit, or record the failure.
+  void finish(JobRound& r) {
+    CheckpointResult cr;
+    cr.job = r.job;
+    cr.index = r.index;
+    cr.step = r.step;
+    cr.start_ts = r.start_ts;
+    std::vector<std::string> markers;
+    std::string tracker_rel, tracker_text;
+    if (r.failed) {
+      cr.outcome = CkptOutcome::kPartial;
+      cr.failed_rank = r.failed_rank;
+      cr.reason = "writer rank " + std::to_string(r.failed_rank) +
+                  " killed mid-shard (--fail-writer); never committed";
+      Event e = event(EventType::kCheckpointFailed, r.job, r.step);
+      e.tier = tier;
+      e.rank = r.failed_rank;
+      e.reason = "writer rank " + std::to_string(r.failed_rank) + " killed mid-shard";
+      emit(e);
+    } else if (r.stopped || abort) {
+      cr.outcome = CkptOutcome::kInProgress;
+      if (fill_stop) {
+        char pct[32];
+        std::snprintf(pct, sizeof pct, "%.1f%%", fill_seen.load() * 100);
+        cr.reason = "burst stopped mid-save: file system at " + std::string(pct) + " (--fill-to)";
+      } else {
+        cr.reason = abort ? "burst stopped mid-save by an error" : "burst stopped mid-save";
+      }
+    } else {
+      bool committed = false;
+      {
+        std::lock_guard lock(cmu);  // trackers
+        committed = commit(r, markers, tracker_rel, tracker_text);
+      }
+      if (committed) {
+        cr.outcome = CkptOutcome::kCommitted;
+      } else {
+        std::lock_guard lock(mu);
+        cr.outcome = CkptOutcome::kInProgress;
+        cr.reason = "commit failed: " + error;
+      }
+    }
+    const double end_mono = b.pacer_.mono();
+    cr.end_ts = b.clock_.now();
+    cr.path = r.write_dir;
+    cr.duration = end_mono - r.start_mono;
+    if (r.first_shard_start >= 0 && r.last_shard_end >= 0) {
+      cr.write_seconds = r.last_shard_end - r.first_shard_start;
+      cr.skew_seconds = r.last_shard_end - r.first_shard_end;
+    }
+    cr.creates = r.counters.creates;
+    cr.renames = r.counters.renames;
+    cr.fsyncs = r.counters.fsyncs;
+    tally(r.write_dir, cr.files, cr.bytes);
+    if (o.window && cr.outcome == CkptOutcome::kCommitted) cr.window_met = cr.duration <= *o.window;
+    if (cr.outcome == CkptOutcome::kCommitted) {
+      Event e = event(EventType::kCheckpointCommit, r.job, r.step);
+      e.tier = tier;
+      e.files = cr.files;
+      e.bytes = cr.bytes;
+      e.ts = cr.end_ts;
+      emit(e);
+    }
+    Event pe = event(EventType::kPauseEnd, r.job, r.step);
+    pe.ts = cr.end_ts;
+    emit(pe);
+    if (cr.outcome == CkptOutcome::kCommitted) {
+      {
+        std::lock_guard lock(mu);
+        kept[r.job].push_back(r.dir);
+        ++commits[r.job];
+        dir_bytes[r.dir] = cr.bytes;
+        dir_files[r.dir] = cr.files;
+      }
+      if (!o.drain_to.empty()) {
+        DrainItem d;
+        d.job = r.job;
+        d.step = r.step;
+        d.dir = r.dir;
+        d.markers = markers;
+        d.tracker_rel = tracker_rel;
+        d.tracker_text = tracker_text;
+        std::error_code ec;
+        for (auto it = fs::recursive_directory_iterator(abs(r.dir), ec);
+             !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+          if (!it->is_regular_file(ec)) continue;
+          const std::string rel = fs::relative(it->path(), o.target, ec).string();
+          if (std::find(markers.begin(), markers.end(), rel) == markers.end())
+            d.data.push_back(rel);
+          d.bytes += it->file_size(ec);
+        }
+        std::sort(d.data.begin(), d.data.end());
+        b.backlog_ += d.bytes;
+        {
+          std::lock_guard lock(mu);
+          if (b.backlog_ > result->drain_backlog_max) {
+            result->drain_backlog_max = b.backlog_;
+            result->drain_backlog_max_ts = cr.end_ts;
+          }
+        }
+        {
+          std::lock_guard lock(dmu);
+          dqueue.push_back(std::move(d));
+        }
+        dcv.notify_all();
+      }
+    }
+    if (b.on_checkpoint_) b.on_checkpoint_(cr);
+    std::lock_guard lock(mu);
+    result->checkpoints.push_back(std::move(cr));
+  }
+
+  // ---- drain ----
+
+  void drain_loop() {
+    const std::vector<char> unused;
+    std::vector<char> buf(kChunk);
+    while (true) {
+      DrainItem d;
+      {
+        std::unique_lock lock(dmu);
+        dcv.wait(lock, [&] { return !dqueue.empty() || dclosed; });
+        if (dqueue.empty()) return;
+        d = std::move(dqueue.front());
+        dqueue.pop_front();
+      }
+      drain_one(d, buf);
+      if (b.pacer_.stopped()) return;
+    }
+  }
+
+  // Rate limiting: bytes may not run ahead of start + bytes / rate.
+  double drain_t0 = -1;
+  std::uint64_t drain_sent = 0;
+  bool pace(std::uint64_t n) {
+    if (o.drain_rate == 0) return !b.pacer_.stopped();
+    if (drain_t0 < 0) drain_t0 = b.pacer_.mono();
+    drain_sent += n;
+    const double due =
+        drain_t0 + static_cast<double>(drain_sent) / static_cast<double>(o.drain_rate);
+    return b.pacer_.sleep(due - b.pacer_.mono());
+  }
+
+  void drain_one(DrainItem& d, std::vector<char>& buf) {
+    const double t0 = b.pacer_.mono();
+    Event s = event(EventType::kDrainStart, d.job, d.step);
+    s.from_tier = tier;
+    s.to_tier = drain_tier;
+    emit(s);
+    DrainResult res;
+    res.job = d.job;
+    res.path = d.dir;
+    res.step = d.step;
+    bool ok = true;
+    std::uint64_t left = d.bytes;
+    std::vector<std::string> all = d.data;
+    all.insert(all.end(), d.markers.begin(), d.markers.end());
+    Counters c;
+    for (const std::string& rel : all) {
+      {
+        std::string err;
+        if (!make_dirs(drain_manifest, fs::path(rel).parent_path().string(), c, &err)) {
+          log::warn("burst drain: cannot create directory", {{"err", err}});
+          ok = false;
+          break;
+        }
+      }
+      const std::string src = abs(rel);
+      const std::string dst = o.drain_to + "/" + rel;
+      int in = ::open(src.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+      if (in < 0) {  // deleted by retention before its turn
+        ok = false;
+        break;
+      }
+      int out = ::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+      if (out < 0) {
+        log::warn("burst drain: cannot create", {{"path", dst}, {"err", errno_text(errno)}});
+        ::close(in);
+        ok = false;
+        break;
+      }
+      struct stat st {};
+      if (::fstat(out, &st) == 0) drain_manifest.created('f', st, rel);
+      std::uint64_t copied = 0;
+      bool file_ok = true;
+      while (true) {
+        ssize_t n = ::read(in, buf.data(), buf.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          file_ok = n == 0;
+          break;
+        }
+        if (!pace(static_cast<std::uint64_t>(n))) {
+          file_ok = false;
+          break;
+        }
+        ssize_t w = ::write(out, buf.data(), static_cast<std::size_t>(n));
+        if (w != n) {
+          file_ok = false;
+          break;
+        }
+        copied += static_cast<std::uint64_t>(n);
+        const std::uint64_t dec = std::min<std::uint64_t>(left, static_cast<std::uint64_t>(n));
+        left -= dec;
+        b.backlog_ -= dec;
+      }
+      if (file_ok && o.fsync) file_ok = ::fsync(out) == 0;
+      ::close(out);
+      ::close(in);
+      if (!file_ok) {
+        ok = false;
+        break;
+      }
+      Event e = event(EventType::kShardDrained, d.job, d.step);
+      e.from_tier = tier;
+      e.to_tier = drain_tier;
+      e.bytes = copied;
+      e.path = dst;
+      emit(e);
+      res.files += 1;
+      res.bytes += copied;
+    }
+    if (ok && !d.tracker_rel.empty()) {
+      // The tracker last, on the drain side too.
+      const std::string dst = o.drain_to + "/" + d.tracker_rel;
+      const bool exists = drained_trackers.contains(d.tracker_rel);
+      int fd =
+          ::open(dst.c_str(),
+                 O_WRONLY | O_CLOEXEC | O_NOFOLLOW | (exists ? O_TRUNC : (O_CREAT | O_EXCL)), 0644);
+      if (fd < 0) {
+        ok = false;
+      } else {
+        if (!exists) {
+          struct stat st {};
+          if (::fstat(fd, &st) == 0) drain_manifest.created('f', st, d.tracker_rel);
+          drained_trackers.insert(d.tracker_rel);
+        }
+        ok = ::write(fd, d.tracker_text.data(), d.tracker_text.size()) ==
+             static_cast<ssize_t>(d.tracker_text.size());
+        ::close(fd);
+      }
+    }
+    b.backlog_ -= left;  // what was not copied is no longer pending here
+    res.ok = ok;
+    res.seconds = b.pacer_.mono() - t0;
+    Event e = event(EventType::kDrainDone, d.job, d.step);
+    e.ok = ok;
+    e.bytes = res.bytes;
+    e.files = res.files;
+    emit(e);
+    std::lock_guard lock(mu);
+    result->drains.push_back(res);
+  }
+  std::set<std::string> drained_trackers;  // drain thread only
+
+  // ---- restore ----
+
+  void restore(const std::string& job) {
+    std::string dir;
+    {
+      std::lock_guard lock(mu);
+      auto it = kept.find(job);
+      if (it == kept.end() || it->second.empty()) return;
+      dir = it->second.back();
+    }
+    RestoreResult rr;
+    rr.job = job;
+    rr.path = dir;
+    const double t0 = b.pacer_.mono();
+    const double ts0 = b.clock_.now();
+    std::int64_t step = 0;
+    for (const auto& cr : result->checkpoints) {
+      if (cr.job == job && cr.path == dir) step = cr.step;
+    }
+    rr.step = step;
+    Event s = event(EventType::kRestoreStart, job, step);
+    s.tier = tier;
+    s.ts = ts0;
+    emit(s);
+    // Locate: list the checkpoint's files.
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(abs(dir), ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_regular_file(ec)) files.push_back(it->path().string());
+    }
+    std::sort(files.begin(), files.end());
+    const double t1 = b.pacer_.mono();
+    // Read: R readers in parallel, files dealt round-robin.
+    std::atomic<std::uint64_t> bytes{0};
+    std::atomic<bool> ok{!ec};
+    std::vector<std::thread> readers;
+    const std::size_t R = static_cast<std::size_t>(std::max(1, o.ranks));
+    for (std::size_t k = 0; k < R; ++k) {
+      readers.emplace_back([&, k] {
+        std::vector<char> buf(kChunk);
+        for (std::size_t i = k; i < files.size(); i += R) {
+          int fd = ::open(files[i].c_str(), O_RDONLY | O_CLOEXEC);
+          if (fd < 0) {
+            ok = false;
+            continue;
+          }
+          while (true) {
+            ssize_t n = ::read(fd, buf.data(), buf.size());
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) ok = false;
+            if (n <= 0) break;
+            bytes += static_cast<std::uint64_t>(n);
+          }
+          ::close(fd);
+        }
+      });
+    }
+    for (auto& t : readers) t.join();
+    const double t2 = b.pacer_.mono();
+    rr.files = files.size();
+    rr.bytes = bytes;
+    rr.locate_seconds = t1 - t0;
+    rr.read_seconds = t2 - t1;
+    rr.total_seconds = t2 - t0;
+    rr.ok = ok;
+    Event e = event(EventType::kRestoreDone, job, step);
+    e.tier = tier;
+    e.bytes = rr.bytes;
+    e.ok = rr.ok;
+    emit(e);
+    std::lock_guard lock(mu);
+    result->restores.push_back(rr);
+  }
+
+  // The demo's retention: delete the burst's own oldest committed saves.
+  void retain(const std::string& job) {
+    if (o.keep_last <= 0) return;
+    while (true) {
+      std::string victim;
+      std::uint64_t bytes = 0;
+      {
+        std::lock_guard lock(mu);
+        auto& q = kept[job];
+        if (q.size() <= static_cast<std::size_t>(o.keep_last)) return;
+        victim = q.front();
+        q.pop_front();
+        bytes = dir_bytes[victim];
+      }
+      std::error_code ec;
+      fs::remove_all(abs(victim), ec);
+      manifest.deleted(victim);
+      Event e;
+      e.type = EventType::kCleanup;
+      e.job = job;
+      e.path = abs(victim);
+      e.bytes = bytes;
+      e.tier = tier;
+      emit(e);
+    }
+  }
+};
+
+Burst::Burst(Options opts, const Clock& clock, Pacer& pacer)
+    : opts_(std::move(opts)), clock_(clock), pacer_(pacer) {}
+
+Burst::~Burst() { delete impl_; }
+
+bool Burst::run(Result& result) {
+  delete impl_;
+  impl_ = new Impl(*this);
+  Impl& im = *impl_;
+  im.result = &result;
+  const Options& o = opts_;
+  std::string err;
+  if (!im.manifest.open(o.target, &err)) {
+    result.error = err;
+    return false;
+  }
+  im.tier = !o.tier.empty() ? o.tier : fs::path(o.target).filename().string();
+  if (!o.events.empty()) {
+    // An event log burst creates is its own, for --cleanup to remove.
+    int fd = ::open(o.events.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd >= 0) {
+      struct stat st {};
+      if (::fstat(fd, &st) == 0) im.manifest.external(st, o.events);
+      ::close(fd);
+    } else if (errno != EEXIST) {
+      result.error = o.events + ": cannot create: " + errno_text(errno);
+      return false;
+    }
+  }
+  if (!o.drain_to.empty()) {
+    if (!im.drain_manifest.open(o.drain_to, &err)) {
+      result.error = err;
+      return false;
+    }
+    im.drain_tier = !o.drain_tier.empty() ? o.drain_tier : fs::path(o.drain_to).filename().string();
+    im.drain_thread = std::thread([&im] { im.drain_loop(); });
+  }
+  std::vector<std::string> jobs = o.job_names;
+  for (int j = static_cast<int>(jobs.size()); j < o.jobs; ++j)
+    jobs.push_back("job" + std::to_string(j));
+  if (o.checkpoints > 0 && !jobs.empty()) {
+    std::uint64_t per_round = 0;
+    for (const auto& files : im.plan(jobs[0], 1).per_rank) per_round += files.size();
+    im.shards_planned = static_cast<std::uint64_t>(o.checkpoints) * jobs.size() * per_round;
+  }
+  const double run_start = pacer_.mono();
+  const std::size_t total_writers = o.writers > 0 ? static_cast<std::size_t>(o.writers)
+                                                  : jobs.size() * static_cast<std::size_t>(o.ranks);
+  std::vector<std::vector<char>> blocks;
+  if (!o.sparse) {
+    for (std::size_t w = 0; w < std::max<std::size_t>(total_writers, 1); ++w)
+      blocks.push_back(data_block(w + 1));
+  }
+  const std::vector<char> empty;
+  for (int index = 1; o.checkpoints == 0 || index <= o.checkpoints; ++index) {
+    if (im.should_stop() || !im.below_fill()) break;
+    const double round_start = pacer_.mono();
+    std::deque<JobRound> rounds;  // stable addresses
+    for (const auto& job : jobs) {
+      JobRound r = im.plan(job, index);
+      r.remaining = o.ranks;
+      r.start_mono = pacer_.mono();
+      r.start_ts = clock_.now();
+      {
+        std::lock_guard lock(im.mu);
+        if (!make_dirs(im.manifest, r.write_dir, r.counters, &im.error)) {
+          im.abort = true;
+          break;
+        }
+      }
+      Event s = im.event(EventType::kCheckpointStart, job, r.step);
+      s.tier = im.tier;
+      s.ts = r.start_ts;
+      im.emit(s);
+      Event p = im.event(EventType::kPauseStart, job, r.step);
+      p.ts = r.start_ts;
+      im.emit(p);
+      rounds.push_back(std::move(r));
+    }
+    if (im.abort) break;
+    // Every (job, rank) of this round, taken by the writer threads in order.
+    std::vector<std::pair<JobRound*, std::size_t>> tasks;
+    for (std::size_t k = 0; k < static_cast<std::size_t>(o.ranks); ++k) {
+      for (auto& r : rounds) tasks.emplace_back(&r, k);
+    }
+    std::atomic<std::size_t> next{0};
+    std::vector<std::thread> threads;
+    const std::size_t n = std::min(total_writers, tasks.size());
+    for (std::size_t w = 0; w < n; ++w) {
+      threads.emplace_back([&, w] {
+        const std::vector<char>& block = o.sparse ? empty : blocks[w];
+        for (std::size_t t = next++; t < tasks.size(); t = next++) {
+          im.write_rank(*tasks[t].first, tasks[t].second, block);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    if (im.abort || im.fill_stop) break;
+    for (const auto& job : jobs) {
+      int done = 0;
+      {
+        std::lock_guard lock(im.mu);
+        done = im.commits[job];
+      }
+      if (o.restore_every > 0 && done > 0 && done % o.restore_every == 0) im.restore(job);
+      im.retain(job);
+    }
+    if (o.checkpoints != 0 && index == o.checkpoints) break;
+    if (!pacer_.sleep(round_start + o.interval - pacer_.mono())) break;
+  }
+  if (on_writes_done_ && !im.abort) on_writes_done_(result);
+  if (im.drain_thread.joinable()) {
+    {
+      std::lock_guard lock(im.dmu);
+      im.dclosed = true;
+    }
+    im.dcv.notify_all();
+    im.drain_thread.join();
+  }
+  if (o.restore && !im.abort && !pacer_.stopped()) {
+    for (const auto& job : jobs) im.restore(job);
+  }
+  result.fill_reached = im.fill_stop;
+  if (o.fill_to) result.fill_level = fill_level(o.target).value_or(im.fill_seen.load());
+  result.seconds = pacer_.mono() - run_start;
+  if (im.abort) {
+    result.error = im.error;
+    return false;
+  }
+  return true;
+}
+
+// ---- cleanup -----------------------------------------------------------------
+
+bool cleanup(const std::string& dir, std::uint64_t* removed, std::uint64_t* kept,
+             std::vector<std::string>* problems) {
+  *removed = 0;
+  *kept = 0;
+  const std::string mpath = dir + "/" + std::string(kManifestName);
+  FILE* f = std::fopen(mpath.c_str(), "re");
+  if (f == nullptr) {
+    if (errno == ENOENT) return true;  // nothing was created here
+    problems->push_back(mpath + ": cannot read: " + errno_text(errno));
+    return false;
+  }
+  struct Entry {
+    char kind;
+    unsigned long long dev, ino;
+    std::string path;
+  };
+  std::vector<Entry> entries;
+  char* line = nullptr;
+  std::size_t cap = 0;
+  ssize_t len = 0;
+  while ((len = ::getline(&line, &cap, f)) > 0) {
+    std::string s(line, static_cast<std::size_t>(len));
+    if (!s.empty() && s.back() == '\n') s.pop_back();
+    if (s.size() < 3) continue;
+    const char kind = s[0];
+    if (kind == 'f' || kind == 'd' || kind == 'e') {
+      unsigned long long dev = 0, ino = 0;
+      int off = 0;
+      if (std::sscanf(s.c_str() + 2, "%llu %llu %n", &dev, &ino, &off) < 2) continue;
+      entries.push_back({kind, dev, ino, s.substr(2 + static_cast<std::size_t>(off))});
+    } else if (kind == 'm') {
+      // Paths contain no spaces: burst names them.
+      const auto sp = s.find(' ', 2);
+      if (sp == std::string::npos) continue;
+      const std::string from = s.substr(2, sp - 2);
+      const std::string to = s.substr(sp + 1);
+      for (auto& e : entries) {
+        if (e.path == from) {
+          e.path = to;
+        } else if (e.path.starts_with(from + "/")) {
+          e.path = to + e.path.substr(from.size());
+        }
+      }
+    }
+  }
+  std::free(line);
+  std::fclose(f);
+  bool ok = true;
+  // Files first, newest first; then directories, deepest first.
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    if (it->kind != 'f' && it->kind != 'e') continue;
+    const bool external = it->kind == 'e';
+    if (it->path.empty() || it->path.find("..") != std::string::npos ||
+        it->path.starts_with("/") != external) {
+      continue;
+    }
+    const std::string p = external ? it->path : dir + "/" + it->path;
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) continue;  // gone already
+    if (!S_ISREG(st.st_mode) || st.st_dev != it->dev || st.st_ino != it->ino) {
+      problems->push_back(p + ": not the file burst created (replaced since); kept");
+      ++*kept;
+      continue;
+    }
+    if (::unlink(p.c_str()) == 0) {
+      ++*removed;
+    } else {
+      problems->push_back(p + ": cannot remove: " + errno_text(errno));
+      ++*kept;
+      ok = false;
+    }
+  }
+  std::vector<Entry*> dirs;
+  for (auto& e : entries) {
+    if (e.kind == 'd') dirs.push_back(&e);
+  }
+  std::sort(dirs.begin(), dirs.end(), [](const Entry* a, const Entry* b) {
+    return std::count(a->path.begin(), a->path.end(), '/') >
+           std::count(b->path.begin(), b->path.end(), '/');
+  });
+  for (Entry* e : dirs) {
+    if (e->path.empty() || e->path.starts_with("/") || e->path.find("..") != std::string::npos) {
+      continue;
+    }
+    const std::string p = dir + "/" + e->path;
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) continue;
+    if (!S_ISDIR(st.st_mode) || st.st_dev != e->dev || st.st_ino != e->ino) {
+      problems->push_back(p + ": not the directory burst created; kept");
+      ++*kept;
+      continue;
+    }
+    if (::rmdir(p.c_str()) == 0) {
+      ++*removed;
+    } else {
+      problems->push_back(p + ": not removed (" + errno_text(errno) +
+                          "; it holds files burst did not create)");
+      ++*kept;
+      ok = false;
+    }
+  }
+  if (ok) ::unlink(mpath.c_str());
+  return ok;
+}
+
+}  // namespace ckptmon::burst

@@ -1,0 +1,360 @@
+#include "daemon/burst_expect.hpp"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "util/duration.hpp"
+
+namespace ckptmon {
+
+namespace {
+
+double mono() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void pause_a_little() { std::this_thread::sleep_for(std::chrono::milliseconds(250)); }
+
+// The value of `name{...labels...}` samples whose labels include every
+// `want` (key="value"); summed over matches. nullopt when none matches.
+std::optional<double> metric(const std::string& text, const std::string& name,
+                             const std::vector<std::string>& want) {
+  std::optional<double> sum;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    std::string_view line(text.data() + pos, eol - pos);
+    pos = eol + 1;
+    if (!line.starts_with(name)) continue;
+    std::string_view rest = line.substr(name.size());
+    if (rest.empty() || (rest[0] != '{' && rest[0] != ' ')) continue;
+    std::string_view labels;
+    if (rest[0] == '{') {
+      const auto close = rest.find('}');
+      if (close == std::string_view::npos) continue;
+      labels = rest.substr(1, close - 1);
+      rest = rest.substr(close + 1);
+    }
+    bool match = true;
+    for (const auto& w : want) match = match && labels.find(w) != std::string_view::npos;
+    if (!match) continue;
+    const auto sp = rest.find_first_not_of(' ');
+    if (sp == std::string_view::npos) continue;
+    std::string value(rest.substr(sp));
+    if (auto s2 = value.find(' '); s2 != std::string::npos) value.resize(s2);
+    double v = 0;
+    if (value == "+Inf") {
+      v = INFINITY;
+    } else if (std::sscanf(value.c_str(), "%lf", &v) != 1) {
+      continue;
+    }
+    sum = sum.value_or(0) + v;
+  }
+  return sum;
+}
+
+std::string label(const char* key, const std::string& value) {
+  return std::string(key) + "=\"" + value + "\"";
+}
+
+struct DaemonTier {
+  std::string name;
+  std::string path;
+  double partial_after = -1;
+  double scan_interval = -1;
+  double size = 0, avail = 0, free = 0;
+  bool has_stats = false;
+};
+
+bool get_json(const HttpUrl& url, const std::string& path, nlohmann::json& out,
+              std::string* error) {
+  int status = 0;
+  std::string body;
+  if (!http_get(url, path, 5, &status, &body, error)) return false;
+  if (status != 200) {
+    *error = path + " answered " + std::to_string(status);
+    return false;
+  }
+  out = nlohmann::json::parse(body, nullptr, false);
+  if (out.is_discarded()) {
+    *error = path + ": not JSON";
+    return false;
+  }
+  return true;
+}
+
+std::vector<DaemonTier> tiers(const HttpUrl& url, std::string* error) {
+  std::vector<DaemonTier> out;
+  nlohmann::json j;
+  if (!get_json(url, "/api/v1/tiers", j, error) || !j.is_array()) return out;
+  for (const auto& t : j) {
+    if (!t.is_object()) continue;
+    DaemonTier d;
+    d.name = t.value("name", "");
+    d.path = t.value("path", "");
+    if (t.contains("partial_after_seconds") && t["partial_after_seconds"].is_number()) {
+      d.partial_after = t["partial_after_seconds"].get<double>();
+    }
+    if (t.contains("scan_interval_seconds") && t["scan_interval_seconds"].is_number()) {
+      d.scan_interval = t["scan_interval_seconds"].get<double>();
+    }
+    if (t.contains("size_bytes") && t["size_bytes"].is_number()) {
+      d.has_stats = true;
+      d.size = t["size_bytes"].get<double>();
+      d.avail = t.value("avail_bytes", 0.0);
+      d.free = t.value("free_bytes", 0.0);
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+// The daemon's tier holding `path`, the deepest one; nullptr when none.
+const DaemonTier* tier_of(const std::vector<DaemonTier>& ts, const std::string& path) {
+  const DaemonTier* best = nullptr;
+  for (const auto& t : ts) {
+    if (t.path.empty()) continue;
+    if (path == t.path || path.starts_with(t.path + "/") || t.path == "/") {
+      if (best == nullptr || t.path.size() > best->path.size()) best = &t;
+    }
+  }
+  return best;
+}
+
+std::string secs(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fs", s);
+  return buf;
+}
+
+}  // namespace
+
+bool http_get(const HttpUrl& url, const std::string& path, double timeout, int* status,
+              std::string* body, std::string* error) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const std::string port = std::to_string(url.port);
+  if (int rc = ::getaddrinfo(url.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    *error = url.host + ": " + gai_strerror(rc);
+    return false;
+  }
+  int fd = -1;
+  std::string last = "no address";
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout);
+  tv.tv_usec = static_cast<suseconds_t>((timeout - std::floor(timeout)) * 1e6);
+  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+    last = std::strerror(errno);
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(res);
+  if (fd < 0) {
+    *error = "cannot connect to " + url.host + ":" + port + ": " + last;
+    return false;
+  }
+  const std::string req = "GET " + url.path + path + " HTTP/1.0\r\nHost: " + url.host + ":" + port +
+                          "\r\nConnection: close\r\n\r\n";
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    *error = "cannot send to " + url.host + ":" + port + ": " + std::strerror(errno);
+    ::close(fd);
+    return false;
+  }
+  std::string data;
+  char buf[65536];
+  const double deadline = mono() + timeout;
+  while (true) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = "no answer from " + url.host + ":" + port + " within " + secs(timeout);
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+    if (mono() > deadline || data.size() > (256u << 20)) {
+      *error = "answer from " + url.host + ":" + port + " too slow or too large";
+      ::close(fd);
+      return false;
+    }
+  }
+  ::close(fd);
+  const auto hdr_end = data.find("\r\n\r\n");
+  if (!data.starts_with("HTTP/") || hdr_end == std::string::npos) {
+    *error = url.host + ":" + port + " did not answer HTTP";
+    return false;
+  }
+  const auto sp = data.find(' ');
+  *status = std::atoi(data.c_str() + sp + 1);
+  *body = data.substr(hdr_end + 4);
+  return true;
+}
+
+std::optional<ExpectTarget> prepare_expect(const std::string& url, const std::string& timeout,
+                                           std::string* error) {
+  ExpectTarget t;
+  auto u = parse_http_url(url, error);
+  if (!u) return std::nullopt;
+  t.url = *u;
+  auto d = parse_duration(timeout);
+  if (!d) {
+    *error = "--detect-timeout: expected a duration such as 2m, got \"" + timeout + "\"";
+    return std::nullopt;
+  }
+  t.timeout = to_seconds(*d);
+  nlohmann::json j;
+  std::string why;
+  if (!get_json(t.url, "/api/v1/tiers", j, &why)) {
+    *error = url + " is not a reachable ckptmon: " + why;
+    return std::nullopt;
+  }
+  return t;
+}
+
+std::vector<ExpectCheck> run_expect(const ExpectTarget& t, const burst::Options& o,
+                                    const burst::Result& r, const burst::Burst& engine,
+                                    const Clock& clock) {
+  std::vector<ExpectCheck> out;
+  const double give_up = mono() + t.timeout;
+  std::string error;
+  const auto ts = tiers(t.url, &error);
+  const DaemonTier* tier = tier_of(ts, o.target);
+  if (tier == nullptr) {
+    out.push_back(
+        {"tier", false, error.empty() ? "the daemon watches no tier holding " + o.target : error});
+    return out;
+  }
+  out.push_back({"tier", true, "the daemon watches " + o.target + " as tier " + tier->name});
+  const double scan = tier->scan_interval > 0 ? tier->scan_interval : 15;
+  const double partial_after = tier->partial_after >= 0 ? tier->partial_after : 1800;
+
+  // Drain first: its backlog is there only while the drain runs.
+  if (!o.drain_to.empty()) {
+    const DaemonTier* to = tier_of(ts, o.drain_to);
+    ExpectCheck c{"drain_backlog", false, ""};
+    if (to == nullptr) {
+      c.detail = "the daemon watches no tier holding the drain target " + o.drain_to;
+    } else {
+      double seen = 0;
+      while (mono() < give_up) {
+        const std::uint64_t ours = engine.drain_backlog();
+        int status = 0;
+        std::string body;
+        if (http_get(t.url, "/metrics", 5, &status, &body, &error) && status == 200) {
+          seen = metric(body, "ckpt_drain_backlog_bytes",
+                        {label("tier", tier->name), label("to_tier", to->name)})
+                     .value_or(0);
+        }
+        if (seen > 0) {
+          c.ok = true;
+          c.detail = "ckpt_drain_backlog_bytes{tier=\"" + tier->name + "\",to_tier=\"" + to->name +
+                     "\"} = " + std::to_string(static_cast<std::uint64_t>(seen)) +
+                     " while the burst's own backlog was " + std::to_string(ours) + " bytes";
+          break;
+        }
+        if (ours == 0) {
+          c.detail = "the drain finished before the daemon reported a backlog from " + tier->name +
+                     " to " + to->name + " (a slower --drain-rate keeps it longer than a scan)";
+          break;
+        }
+        pause_a_little();
+      }
+      if (!c.ok && c.detail.empty()) c.detail = "no backlog reported within --detect-timeout";
+    }
+    out.push_back(c);
+  }
+
+  // Every failed writer's checkpoint: partial within partial_after + one scan.
+  const std::filesystem::path tier_root(tier->path);
+  for (const auto& ck : r.checkpoints) {
+    if (ck.outcome != burst::CkptOutcome::kPartial) continue;
+    const std::string rel =
+        std::filesystem::path(o.target + "/" + ck.path).lexically_relative(tier_root).string();
+    const double allowed = partial_after + scan;
+    const double due = ck.end_ts + allowed;
+    ExpectCheck c{"partial", false, ""};
+    std::string state = "not listed";
+    while (true) {
+      nlohmann::json j;
+      if (get_json(t.url, "/api/v1/checkpoints?tier=" + tier->name, j, &error) && j.is_array()) {
+        state = "not listed";
+        for (const auto& e : j) {
+          if (e.is_object() && e.value("path", "") == rel) state = e.value("state", "");
+        }
+      }
+      const double now = clock.now();
+      if (state == "partial") {
+        c.ok = true;
+        c.detail = rel + " reported partial " + secs(now - ck.end_ts) +
+                   " after the failure (allowed " + secs(allowed) + ": partial_after " +
+                   secs(partial_after) + " + scan " + secs(scan) + ")";
+        break;
+      }
+      // A little slack for the scan itself and the rules cycle.
+      if (now > due + 2 || mono() > give_up) {
+        c.detail = rel + " is " + state + ", not partial, " + secs(now - ck.end_ts) +
+                   " after the failure (allowed " + secs(allowed) + ")";
+        break;
+      }
+      pause_a_little();
+    }
+    out.push_back(c);
+  }
+
+  // The fill threshold: the daemon says the next checkpoint does not fit.
+  if (o.fill_to && r.fill_reached) {
+    ExpectCheck c{"fill", false, ""};
+    const double due = mono() + 2 * scan + 5;
+    while (true) {
+      int status = 0;
+      std::string body;
+      std::optional<double> fits, headroom;
+      if (http_get(t.url, "/metrics", 5, &status, &body, &error) && status == 200) {
+        fits = metric(body, "ckpt_tier_next_checkpoint_fits", {label("tier", tier->name)});
+        headroom = metric(body, "ckpt_tier_capacity_headroom_ratio", {label("tier", tier->name)});
+      }
+      if ((fits && *fits == 0) || (headroom && *headroom < 1)) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf,
+                      "ckpt_tier_next_checkpoint_fits=%s ckpt_tier_capacity_headroom_ratio=%s",
+                      fits ? std::to_string(static_cast<int>(*fits)).c_str() : "absent",
+                      headroom ? std::to_string(*headroom).c_str() : "absent");
+        c.ok = true;
+        c.detail = std::string("tier ") + tier->name + " at the fill threshold: " + buf;
+        break;
+      }
+      if (mono() > due || mono() > give_up) {
+        c.detail = "tier " + tier->name +
+                   ": the daemon still says the next checkpoint fits and headroom >= 1 (fits=" +
+                   (fits ? std::to_string(*fits) : std::string("absent")) +
+                   ", headroom=" + (headroom ? std::to_string(*headroom) : std::string("absent")) +
+                   ")";
+        break;
+      }
+      pause_a_little();
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace ckptmon
