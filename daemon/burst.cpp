@@ -125,10 +125,22 @@ std::string errno_text(int err) { return std::strerror(err); }
 // ---- the manifest of created paths -------------------------------------------
 //
 // One line per created path, relative to the manifest's directory:
-//   f <dev> <ino> <path>   a regular file
-//   d <dev> <ino> <path>   a directory
+//   f <dev> <ino> <ctime> <path>   a regular file, listed after its last write
+//                                  (a later line for the same path wins)
+//   d <dev> <ino> <ctime> <path>   a directory (ctime not compared: it changes
+//                                  with every entry, and rmdir only removes empty ones)
+//   e <dev> <ino> <ctime> <abs>    a file outside the directory (the event log)
 //   m <from> <to>          a rename of something listed (paths below `from` move too)
 //   x <path>               the burst deleted it itself (retention in the demo)
+// "dev ino sec.nsec": what cleanup compares before it unlinks. A file that
+// was replaced since (same name, even the same recycled inode) has a newer ctime.
+std::string identity(const struct stat& st) {
+  char ns[16];
+  std::snprintf(ns, sizeof ns, "%09ld", static_cast<long>(st.st_ctim.tv_nsec));
+  return std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " +
+         std::to_string(st.st_ctim.tv_sec) + "." + ns;
+}
+
 class Manifest {
  public:
   bool open(const std::string& dir, std::string* error) {
@@ -147,8 +159,7 @@ class Manifest {
   const std::string& dir() const { return dir_; }
 
   void created(char kind, const struct stat& st, const std::string& rel) {
-    line(std::string(1, kind) + " " + std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) +
-         " " + rel + "\n");
+    line(std::string(1, kind) + " " + identity(st) + " " + rel + "\n");
     std::lock_guard lock(mu_);
     if (kind == 'd') dirs_.insert(rel);
   }
@@ -160,8 +171,7 @@ class Manifest {
   void deleted(const std::string& rel) { line("x " + rel + "\n"); }
   // A file outside the directory (the event log), by absolute path.
   void external(const struct stat& st, const std::string& abs_path) {
-    line("e " + std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " + abs_path +
-         "\n");
+    line("e " + identity(st) + " " + abs_path + "\n");
   }
   bool has_dir(const std::string& rel) const {
     std::lock_guard lock(mu_);
@@ -181,6 +191,11 @@ class Manifest {
   mutable std::mutex mu_;
   std::set<std::string> dirs_;
 };
+
+void record(Manifest& m, int fd, const std::string& rel) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) m.created('f', st, rel);
+}
 
 // ---- files -------------------------------------------------------------------
 
@@ -305,6 +320,7 @@ struct Burst::Impl {
   bool dclosed = false;
   std::thread drain_thread;
   std::mutex emu;  // event log
+  bool events_created = false;
 
   Impl(Burst& burst) : b(burst), o(burst.opts_) {}
 
@@ -360,8 +376,6 @@ struct Burst::Impl {
       return WriteEnd::kError;
     }
     ++c.creates;
-    struct stat st {};
-    if (::fstat(fd, &st) == 0) manifest.created('f', st, rel);
     std::unique_ptr<Digest> digest;
     if (checksum != nullptr && !o.sparse) digest = Digest::make(ChecksumAlgo::kCrc32c);
     const std::uint64_t limit = kill_at > 0 ? kill_at : size;
@@ -410,6 +424,7 @@ struct Burst::Impl {
         ++c.fsyncs;
       }
     }
+    record(manifest, fd, rel);  // after the last write: its final ctime
     if (::close(fd) != 0 && end == WriteEnd::kDone) {
       fail(path + ": close: " + errno_text(errno));
       end = WriteEnd::kError;
@@ -428,11 +443,7 @@ struct Burst::Impl {
       fail(path + ": cannot " + (rewrite ? "rewrite: " : "create: ") + errno_text(errno));
       return false;
     }
-    if (!rewrite) {
-      ++c.creates;
-      struct stat st {};
-      if (::fstat(fd, &st) == 0) manifest.created('f', st, rel);
-    }
+    if (!rewrite) ++c.creates;
     bool ok = true;
     std::size_t done = 0;
     while (done < text.size()) {
@@ -453,6 +464,7 @@ struct Burst::Impl {
         ok = false;
       }
     }
+    record(manifest, fd, rel);
     ::close(fd);
     return ok;
   }
@@ -464,6 +476,9 @@ struct Burst::Impl {
     }
     ++c.renames;
     manifest.renamed(from, to);
+    struct stat st {};
+    // A rename changes the file's ctime: listed again under its new name.
+    if (::lstat(abs(to).c_str(), &st) == 0 && S_ISREG(st.st_mode)) manifest.created('f', st, to);
     return true;
   }
 
@@ -885,8 +900,6 @@ struct Burst::Impl {
         ok = false;
         break;
       }
-      struct stat st {};
-      if (::fstat(out, &st) == 0) drain_manifest.created('f', st, rel);
       std::uint64_t copied = 0;
       bool file_ok = true;
       while (true) {
@@ -911,6 +924,7 @@ struct Burst::Impl {
         b.backlog_ -= dec;
       }
       if (file_ok && o.fsync) file_ok = ::fsync(out) == 0;
+      record(drain_manifest, out, rel);
       ::close(out);
       ::close(in);
       if (!file_ok) {
@@ -936,13 +950,10 @@ struct Burst::Impl {
       if (fd < 0) {
         ok = false;
       } else {
-        if (!exists) {
-          struct stat st {};
-          if (::fstat(fd, &st) == 0) drain_manifest.created('f', st, d.tracker_rel);
-          drained_trackers.insert(d.tracker_rel);
-        }
+        drained_trackers.insert(d.tracker_rel);
         ok = ::write(fd, d.tracker_text.data(), d.tracker_text.size()) ==
              static_cast<ssize_t>(d.tracker_text.size());
+        record(drain_manifest, fd, d.tracker_rel);
         ::close(fd);
       }
     }
@@ -1085,6 +1096,7 @@ bool Burst::run(Result& result) {
     if (fd >= 0) {
       struct stat st {};
       if (::fstat(fd, &st) == 0) im.manifest.external(st, o.events);
+      im.events_created = true;
       ::close(fd);
     } else if (errno != EEXIST) {
       result.error = o.events + ": cannot create: " + errno_text(errno);
@@ -1172,6 +1184,8 @@ bool Burst::run(Result& result) {
     if (o.checkpoints != 0 && index == o.checkpoints) break;
     if (!pacer_.sleep(round_start + o.interval - pacer_.mono())) break;
   }
+  result.fill_reached = im.fill_stop;
+  if (o.fill_to) result.fill_level = fill_level(o.target).value_or(im.fill_seen.load());
   if (on_writes_done_ && !im.abort) on_writes_done_(result);
   if (im.drain_thread.joinable()) {
     {
@@ -1184,9 +1198,11 @@ bool Burst::run(Result& result) {
   if (o.restore && !im.abort && !pacer_.stopped()) {
     for (const auto& job : jobs) im.restore(job);
   }
-  result.fill_reached = im.fill_stop;
-  if (o.fill_to) result.fill_level = fill_level(o.target).value_or(im.fill_seen.load());
   result.seconds = pacer_.mono() - run_start;
+  if (im.events_created) {
+    struct stat st {};  // appends changed its ctime: listed again as it is now
+    if (::stat(o.events.c_str(), &st) == 0) im.manifest.external(st, o.events);
+  }
   if (im.abort) {
     result.error = im.error;
     return false;
@@ -1210,6 +1226,8 @@ bool cleanup(const std::string& dir, std::uint64_t* removed, std::uint64_t* kept
   struct Entry {
     char kind;
     unsigned long long dev, ino;
+    long long ctime_s;
+    long ctime_ns;
     std::string path;
   };
   std::vector<Entry> entries;
@@ -1223,9 +1241,14 @@ bool cleanup(const std::string& dir, std::uint64_t* removed, std::uint64_t* kept
     const char kind = s[0];
     if (kind == 'f' || kind == 'd' || kind == 'e') {
       unsigned long long dev = 0, ino = 0;
+      long long cs = 0;
+      long cns = 0;
       int off = 0;
-      if (std::sscanf(s.c_str() + 2, "%llu %llu %n", &dev, &ino, &off) < 2) continue;
-      entries.push_back({kind, dev, ino, s.substr(2 + static_cast<std::size_t>(off))});
+      if (std::sscanf(s.c_str() + 2, "%llu %llu %lld.%ld %n", &dev, &ino, &cs, &cns, &off) < 4 ||
+          off == 0) {
+        continue;
+      }
+      entries.push_back({kind, dev, ino, cs, cns, s.substr(2 + static_cast<std::size_t>(off))});
     } else if (kind == 'm') {
       // Paths contain no spaces: burst names them.
       const auto sp = s.find(' ', 2);
@@ -1243,6 +1266,17 @@ bool cleanup(const std::string& dir, std::uint64_t* removed, std::uint64_t* kept
   }
   std::free(line);
   std::fclose(f);
+  {
+    // A later line for the same path wins (a file is listed again after a
+    // rename or a rewrite).
+    std::set<std::pair<bool, std::string>> seen;
+    std::vector<Entry> latest;
+    for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+      if (seen.insert({it->kind == 'd', it->path}).second) latest.push_back(*it);
+    }
+    std::reverse(latest.begin(), latest.end());
+    entries = std::move(latest);
+  }
   bool ok = true;
   // Files first, newest first; then directories, deepest first.
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
@@ -1255,9 +1289,11 @@ bool cleanup(const std::string& dir, std::uint64_t* removed, std::uint64_t* kept
     const std::string p = external ? it->path : dir + "/" + it->path;
     struct stat st {};
     if (::lstat(p.c_str(), &st) != 0) continue;  // gone already
-    if (!S_ISREG(st.st_mode) || st.st_dev != it->dev || st.st_ino != it->ino) {
-      problems->push_back(p + ": not the file burst created (replaced since); kept");
+    if (!S_ISREG(st.st_mode) || st.st_dev != it->dev || st.st_ino != it->ino ||
+        st.st_ctim.tv_sec != it->ctime_s || st.st_ctim.tv_nsec != it->ctime_ns) {
+      problems->push_back(p + ": not the file burst created (replaced or changed since); kept");
       ++*kept;
+      ok = false;
       continue;
     }
     if (::unlink(p.c_str()) == 0) {
