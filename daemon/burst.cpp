@@ -319,7 +319,8 @@ struct Burst::Impl {
   std::deque<DrainItem> dqueue;
   bool dclosed = false;
   std::thread drain_thread;
-  std::mutex emu;  // event log
+  std::set<std::string> drained;  // committed dirs copied whole (under mu)
+  std::mutex emu;                 // event log
   bool events_created = false;
 
   Impl(Burst& burst) : b(burst), o(burst.opts_) {}
@@ -335,6 +336,8 @@ struct Burst::Impl {
   void emit(Event e) {
     if (o.events.empty()) return;
     if (e.ts == 0) e.ts = b.clock_.now();
+    // Every event names its tier: a log may hold events of several.
+    if (e.tier.empty() && e.from_tier.empty()) e.tier = tier;
     std::string err;
     std::lock_guard lock(emu);
     if (!append_line(o.events, format_event_line(e), &err)) {
@@ -967,6 +970,7 @@ struct Burst::Impl {
     emit(e);
     std::lock_guard lock(mu);
     result->drains.push_back(res);
+    if (ok) drained.insert(d.dir);
   }
   std::set<std::string> drained_trackers;  // drain thread only
 
@@ -1055,8 +1059,17 @@ struct Burst::Impl {
         std::lock_guard lock(mu);
         auto& q = kept[job];
         if (q.size() <= static_cast<std::size_t>(o.keep_last)) return;
-        victim = q.front();
-        q.pop_front();
+        // Only what reached the drain target may go, as a real retention
+        // policy behind an async drain does: a slow drain grows the backlog.
+        auto it = std::find_if(q.begin(), q.end(), [&](const std::string& d) {
+          return o.drain_to.empty() || drained.contains(d);
+        });
+        if (it == q.end() ||
+            std::distance(q.begin(), it) >= static_cast<std::ptrdiff_t>(q.size()) - o.keep_last) {
+          return;
+        }
+        victim = *it;
+        q.erase(it);
         bytes = dir_bytes[victim];
       }
       std::error_code ec;

@@ -89,6 +89,10 @@ int cli_main(int argc, char** argv) {
   demo->add_option("--web.config.file", demo_opts.web_config_file, web_config_help);
   demo->add_option("--exit-after", exit_after, "Stop after this long (e.g. 30s)");
   demo->add_flag("--keep", demo_opts.keep, "Keep the temporary tiers at exit");
+  demo->add_option("--speed", demo_opts.speed,
+                   "Run the demo's timeline this many times faster (1-20)")
+      ->check(CLI::Range(1.0, 20.0))
+      ->capture_default_str();
 
   ScanCommandOptions scan_opts;
   std::string scan_partial_after = "30m";

@@ -1,19 +1,23 @@
 #include "daemon/demo.hpp"
 
+#include <sys/mount.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
+#include <sstream>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/web_config.hpp"
+#include "daemon/burst.hpp"
 #include "daemon/daemon.hpp"
 #include "util/log.hpp"
 
@@ -23,87 +27,67 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void write_file(const fs::path& p, std::size_t bytes, char fill) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  const std::string chunk(64 * 1024, fill);
-  for (std::size_t done = 0; done < bytes; done += chunk.size()) {
-    out.write(chunk.data(), static_cast<std::streamsize>(std::min(chunk.size(), bytes - done)));
-  }
+// The demo's compressed timeline, in seconds at speed 1 (docs/operations.md
+// lists it): saves every 3-6 s, uncommitted saves partial after 6 s, alerts
+// after 5-10 s instead of 5-30 minutes, so that within two minutes alerts
+// fire for a partial checkpoint, a growing drain backlog and a tier that fills.
+struct Timeline {
+  double scan_interval = 2;
+  double partial_after = 6;
+  double partial_for = 5;
+  double backlog_for = 10;
+  double too_slow_for = 10;
+  double too_slow_pending_age = 20;
+  double fill_for = 5;
+  double rate_window = 20;
+  double dcp_interval = 4;
+  double hf_interval = 6;
+  double megatron_interval = 3;
+  std::uint64_t dcp_drain_rate = 192 * 1024;  // 2 MiB saves every 4 s: the backlog grows
+  std::uint64_t hf_drain_rate = 1 << 20;
+};
+
+std::string dur(double seconds) {
+  const auto ms = static_cast<long long>(seconds * 1000 + 0.5);
+  return std::to_string(std::max<long long>(ms, 100)) + "ms";
 }
 
-// Writes checkpoints the way two real frameworks lay them out, into the
-// demo's own temporary tiers: a PyTorch DCP job that saves to staging and is
-// drained (copied) to rapid one save later, and a Hugging Face Trainer job
-// whose every third save is abandoned without its trainer_state.json.
-class DemoWorkload {
+// The GPU source of the demo. The GPU collectors (a fake NVML library under
+// tests/fake_nvml/, loaded by path) are being built separately; once they
+// land, return their `gpu:` configuration section here (with a scripted
+// utilisation dip while the demo's jobs checkpoint). Until then: none.
+std::string gpu_section(const fs::path& /*base*/) { return ""; }
+
+// A tmpfs for the capacity tier, so that it really fills; only as root.
+bool mount_small_tmpfs(const fs::path& dir, std::uint64_t bytes) {
+  if (::geteuid() != 0) return false;
+  const std::string opts = "size=" + std::to_string(bytes) + ",mode=0755";
+  return ::mount("ckptmon-demo", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) == 0;
+}
+
+// One job of the demo: a burst engine on its own thread until stopped.
+class DemoJob {
  public:
-  DemoWorkload(fs::path staging, fs::path rapid) : staging_(std::move(staging)), rapid_(std::move(rapid)) {
-    thread_ = std::thread([this] { run(); });
+  DemoJob(burst::Options o, const Clock& clock) : opts_(std::move(o)), clock_(clock) {
+    thread_ = std::thread([this] {
+      burst::Burst b(opts_, clock_, pacer_);
+      burst::Result r;
+      if (!b.run(r) && !pacer_.stopped()) {
+        log::warn("demo job stopped", {{"job", opts_.job_names[0]}, {"err", r.error}});
+      } else if (r.fill_reached) {
+        log::info("demo job stopped at the tier's fill limit", {{"job", opts_.job_names[0]}});
+      }
+    });
   }
-  ~DemoWorkload() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
+  ~DemoJob() {
+    pacer_.stop();
     thread_.join();
   }
 
  private:
-  void run() {
-    int round = 0;
-    std::unique_lock lock(mu_);
-    while (!stop_) {
-      lock.unlock();
-      try {
-        save_dcp(round);
-        save_hf(round);
-      } catch (const std::exception& e) {
-        log::warn("demo workload: write failed", {{"err", e.what()}});
-      }
-      ++round;
-      lock.lock();
-      cv_.wait_for(lock, std::chrono::seconds(4), [&] { return stop_; });
-    }
-  }
-
-  void save_dcp(int round) {
-    const int step = (round + 1) * 100;
-    const fs::path job = staging_ / "llama-dcp";
-    const fs::path dir = job / ("step-" + std::to_string(step));
-    fs::create_directories(dir);
-    for (int r = 0; r < 8; ++r) {
-      write_file(dir / ("__" + std::to_string(r) + "_0.distcp"), (256 + 32 * r) * 1024, 'm');
-    }
-    write_file(dir / ".metadata.tmp", 4096, 'x');
-    fs::rename(dir / ".metadata.tmp", dir / ".metadata");
-    // Drain the previous save to rapid, one save behind, and keep 3 on staging.
-    if (round > 0) {
-      const std::string prev = "step-" + std::to_string(step - 100);
-      fs::create_directories(rapid_ / "llama-dcp");
-      fs::copy(job / prev, rapid_ / "llama-dcp" / prev,
-               fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-    }
-    if (round >= 3) fs::remove_all(job / ("step-" + std::to_string(step - 300)));
-  }
-
-  void save_hf(int round) {
-    const int step = (round + 1) * 50;
-    const fs::path dir = staging_ / "bert-hf" / ("checkpoint-" + std::to_string(step));
-    fs::create_directories(dir);
-    write_file(dir / "model.safetensors", 512 * 1024, 'w');
-    write_file(dir / "optimizer.pt", 1024 * 1024, 'o');
-    write_file(dir / "scheduler.pt", 1024, 's');
-    write_file(dir / "rng_state.pth", 16 * 1024, 'r');
-    if (round % 3 == 2) return;  // abandoned: no trainer_state.json, becomes partial
-    std::ofstream(dir / "trainer_state.json") << "{\"global_step\": " << step << "}\n";
-  }
-
-  fs::path staging_;
-  fs::path rapid_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  burst::Options opts_;
+  const Clock& clock_;
+  burst::RealPacer pacer_;
   std::thread thread_;
 };
 
@@ -119,27 +103,62 @@ int run_demo(const DemoOptions& opts) {
     for (const auto& e : web.errors) std::cerr << "ckptmon demo: " << e.to_string() << "\n";
     return 1;
   }
+  const double speed = std::clamp(opts.speed, 1.0, 20.0);
+  Timeline t;
+  for (double* v : {&t.scan_interval, &t.partial_after, &t.partial_for, &t.backlog_for,
+                    &t.too_slow_for, &t.too_slow_pending_age, &t.fill_for, &t.rate_window,
+                    &t.dcp_interval, &t.hf_interval, &t.megatron_interval}) {
+    *v /= speed;
+  }
+  t.dcp_drain_rate = static_cast<std::uint64_t>(static_cast<double>(t.dcp_drain_rate) * speed);
+  t.hf_drain_rate = static_cast<std::uint64_t>(static_cast<double>(t.hf_drain_rate) * speed);
+
   std::string tmpl = (fs::temp_directory_path() / "ckptmon-demo-XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr) {
     std::perror("ckptmon demo: mkdtemp");
     return 1;
   }
   const fs::path base = tmpl;
-  fs::create_directories(base / "staging");
-  fs::create_directories(base / "rapid");
-  fs::create_directories(base / "state");
+  for (const char* d :
+       {"staging", "rapid", "capacity", "state", "events/staging", "events/capacity"}) {
+    fs::create_directories(base / d);
+  }
+  // 24 MiB: the Megatron job's 2 MiB saves fill it in about half a minute.
+  const std::uint64_t capacity_size = 24ull << 20;
+  const bool capacity_limited = mount_small_tmpfs(base / "capacity", capacity_size);
   const fs::path cfg = base / "ckptmon.yml";
   {
     std::ofstream out(cfg);
     out << "# Written by `ckptmon demo`; tiers are temporary directories.\n"
+        << "# Policy timings are compressed (docs/operations.md#the-demo).\n"
         << "global:\n"
         << "  state_dir: " << (base / "state").string() << "\n"
-        << "  scan_interval: 2s\n"
+        << "  scan_interval: " << dur(t.scan_interval) << "\n"
         << "  probe_timeout: 1s\n"
+        << "  tail_interval: " << dur(std::min(1.0, t.scan_interval / 2)) << "\n"
         << "tiers:\n"
-        << "  - {name: staging, path: " << (base / "staging").string()
-        << ", role: staging, drains_to: rapid, partial_after: 20s}\n"
-        << "  - {name: rapid, path: " << (base / "rapid").string() << ", role: rapid}\n";
+        << "  - name: staging\n    path: " << (base / "staging").string()
+        << "\n    role: staging\n    drains_to: rapid\n    partial_after: " << dur(t.partial_after)
+        << "\n    retention: {keep_last: 4, partial_window: 10m}\n"
+        << "    drain: {rate_window: " << dur(t.rate_window) << "}\n"
+        << "  - {name: rapid, path: " << (base / "rapid").string()
+        << ", role: rapid, partial_after: " << dur(t.partial_after) << "}\n"
+        << "  - {name: capacity, path: " << (base / "capacity").string()
+        << ", role: capacity, partial_after: " << dur(t.partial_after) << "}\n"
+        << "manifests:\n"
+        << "  - {glob: \"" << (base / "events/staging").string() << "/*.jsonl\", tier: staging}\n"
+        << "  - {glob: \"" << (base / "events/capacity").string() << "/*.jsonl\", tier: capacity}\n"
+        << "integrity: {enabled: true, bytes_per_second: 64MiB, interval: 1s}\n"
+        << "alerting:\n  rules:\n"
+        << "    CheckpointPartial: {for: " << dur(t.partial_for) << "}\n"
+        << "    CheckpointDrainBacklogGrowing: {for: " << dur(t.backlog_for) << "}\n"
+        << "    CheckpointDrainTooSlow: {for: " << dur(t.too_slow_for)
+        << ", max_pending_age: " << dur(t.too_slow_pending_age)
+        << ", max_time_to_empty: " << dur(t.too_slow_pending_age) << "}\n"
+        << "    CheckpointNextWontFit: {for: " << dur(t.fill_for) << "}\n"
+        << "    CheckpointTierAlmostFull: {for: " << dur(t.fill_for)
+        << ", used_ratio: 0.9, clear_used_ratio: 0.85}\n"
+        << gpu_section(base);
   }
 
   ServeOptions so;
@@ -152,26 +171,90 @@ int run_demo(const DemoOptions& opts) {
               << "  metrics: " << scheme << "://localhost:" << ep.port() << "/metrics\n"
               << "Press Ctrl-C to stop." << std::endl;
   };
-  auto daemon = std::make_unique<Daemon>(so, std::make_shared<SystemClock>());
+  auto cleanup = [&] {
+    if (capacity_limited) ::umount2((base / "capacity").c_str(), MNT_DETACH);
+    if (!opts.keep) {
+      std::error_code ec;
+      fs::remove_all(base, ec);
+    }
+  };
+  auto clock = std::make_shared<SystemClock>();
+  auto daemon = std::make_unique<Daemon>(so, clock);
   std::string error;
   if (!daemon->start(&error)) {
     // The default port may be taken on a developer machine: use any free one.
     if (opts.listen_address != "127.0.0.1:0") {
       log::warn("demo: cannot listen; trying a free port", {{"err", error}});
       so.listen_address = "127.0.0.1:0";
-      daemon = std::make_unique<Daemon>(so, std::make_shared<SystemClock>());
+      daemon = std::make_unique<Daemon>(so, clock);
       error.clear();
     }
     if (!daemon->start(&error)) {
       std::cerr << "ckptmon demo: " << error << "\n";
+      cleanup();
       return 1;
     }
   }
-  std::cout << "Demo tiers under " << base.string()
-            << " (a DCP job and a Hugging Face job save every 4s)" << std::endl;
+  std::cout << "Demo tiers under " << base.string() << ":\n"
+            << "  llama-dcp     PyTorch DCP, 8 ranks, on staging every " << dur(t.dcp_interval)
+            << "; drained to rapid too slowly (the backlog grows); rank 5 of its 3rd save is "
+               "killed\n"
+            << "  bert-hf       Hugging Face Trainer, 2 ranks, on staging every "
+            << dur(t.hf_interval) << ", drained to rapid, restored every 2nd save\n"
+            << "  gpt-megatron  Megatron torch_dist, 4 ranks, on capacity every "
+            << dur(t.megatron_interval)
+            << (capacity_limited ? " until its 24 MiB tmpfs is 97% full"
+                                 : " (not root: capacity is not size-limited, 12 saves only)")
+            << std::endl;
   int rc = 0;
   {
-    DemoWorkload workload(base / "staging", base / "rapid");
+    auto job = [&](std::string name, burst::Layout layout, const char* tier, int ranks,
+                   std::uint64_t shard, double interval) {
+      burst::Options o;
+      o.target = (base / tier).string();
+      o.tier = tier;
+      o.layout = layout;
+      o.job_names = {std::move(name)};
+      o.jobs = 1;
+      o.ranks = ranks;
+      o.shard_size = shard;
+      o.checkpoints = 0;
+      o.interval = interval;
+      o.fsync = false;
+      o.events = (base / "events" / tier / (o.job_names[0] + ".jsonl")).string();
+      return o;
+    };
+    std::vector<std::unique_ptr<DemoJob>> jobs;
+    {
+      burst::Options o =
+          job("llama-dcp", burst::Layout::kDcp, "staging", 8, 256 * 1024, t.dcp_interval);
+      o.drain_to = (base / "rapid").string();
+      o.drain_tier = "rapid";
+      o.drain_rate = t.dcp_drain_rate;
+      o.keep_last = 4;
+      o.restore_every = 3;
+      o.fail = {{5, 3}};
+      jobs.push_back(std::make_unique<DemoJob>(o, *clock));
+    }
+    {
+      burst::Options o = job("bert-hf", burst::Layout::kHf, "staging", 2, 1 << 20, t.hf_interval);
+      o.drain_to = (base / "rapid").string();
+      o.drain_tier = "rapid";
+      o.drain_rate = t.hf_drain_rate;
+      o.keep_last = 3;
+      o.restore_every = 2;
+      jobs.push_back(std::make_unique<DemoJob>(o, *clock));
+    }
+    {
+      burst::Options o = job("gpt-megatron", burst::Layout::kMegatron, "capacity", 4, 512 * 1024,
+                             t.megatron_interval);
+      if (capacity_limited) {
+        o.fill_to = 0.97;
+      } else {
+        o.checkpoints = 12;
+      }
+      jobs.push_back(std::make_unique<DemoJob>(o, *clock));
+    }
     std::optional<boost::asio::steady_timer> deadline;
     if (opts.exit_after.count() > 0) {
       deadline.emplace(daemon->io(), opts.exit_after);
@@ -181,12 +264,10 @@ int run_demo(const DemoOptions& opts) {
     }
     rc = daemon->run();
     deadline.reset();  // before the io_context it belongs to
+    jobs.clear();      // stops the writers before their tiers go
     daemon.reset();
-  }  // stops the workload before its tiers are removed
-  if (!opts.keep) {
-    std::error_code ec;
-    fs::remove_all(base, ec);
   }
+  cleanup();
   return rc;
 }
 

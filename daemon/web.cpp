@@ -5,12 +5,15 @@
 #include <charconv>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "daemon/http_server.hpp"
+#include "daemon/rules_cycle.hpp"
+#include "rules/recovery.hpp"
 #include "util/text.hpp"
 #include "util/version.hpp"
 
@@ -42,6 +45,37 @@ std::string render_alerts_section(const Snapshot& snap) {
          "<table><tr><th>alert</th><th>severity</th><th>tier</th><th>job</th><th>firing "
          "since</th><th>summary</th></tr>\n" +
          rows + "</table>\n" + (pending_note.empty() ? "" : "<p>" + pending_note + "</p>\n");
+}
+
+// Per job, the newest checkpoint that can be restored from any tier (the
+// same evaluation as ckpt_restorable_*).
+std::string render_recovery_section(const State& s) {
+  std::vector<Checkpoint> all;
+  std::set<std::string> deletion;
+  for (const auto& [name, t] : s.tiers) {
+    if (t.config.role == TierRole::kDeletion) deletion.insert(name);
+  }
+  for (const auto& [tier, cat] : s.catalogs) {
+    all.insert(all.end(), cat.checkpoints.begin(), cat.checkpoints.end());
+  }
+  const auto points = evaluate_recovery(all, verifications_of(s, all), deletion);
+  std::string h = "<h2>Recovery point</h2>\n";
+  if (points.empty()) return h + "<p>No checkpoints found yet.</p>\n";
+  h += "<table><tr><th>job</th><th>step</th><th>committed</th><th>tier</th><th>path</th>"
+       "<th>verified</th></tr>\n";
+  for (const RecoveryPoint& p : points) {
+    if (!p.restorable) {
+      h += "<tr><td>" + html_escape(p.job) +
+           "</td><td class=\"down\" colspan=\"5\">nothing restorable</td></tr>\n";
+      continue;
+    }
+    h += "<tr><td>" + html_escape(p.job) + "</td><td>" +
+         (p.step >= 0 ? std::to_string(p.step) : "-") + "</td><td>" +
+         html_escape(format_rfc3339(p.timestamp)) + "</td><td>" + html_escape(p.tier) +
+         "</td><td><code>" + html_escape(p.path) + "</code></td><td>" +
+         (p.verified ? "yes" : "no") + "</td></tr>\n";
+  }
+  return h + "</table>\n";
 }
 
 }  // namespace
@@ -99,7 +133,8 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
            human_bytes(static_cast<double>(r.stored_bytes)) + "</td></tr>\n";
     }
   }
-  h += "</table>\n<h2>Endpoints</h2>\n<ul>\n"
+  h += "</table>\n" + render_recovery_section(s);
+  h += "<h2>Endpoints</h2>\n<ul>\n"
        "<li><a href=\"/metrics\">/metrics</a>: Prometheus metrics</li>\n"
        "<li><a href=\"/api/v1/tiers\">/api/v1/tiers</a>: tiers as JSON</li>\n"
        "<li><a href=\"/api/v1/checkpoints\">/api/v1/checkpoints</a>: the catalog "
