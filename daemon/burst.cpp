@@ -380,7 +380,10 @@ struct Burst::Impl {
     }
     ++c.creates;
     std::unique_ptr<Digest> digest;
-    if (checksum != nullptr && !o.sparse) digest = Digest::make(ChecksumAlgo::kCrc32c);
+    // Checksums only go into events: no log, no hashing.
+    if (checksum != nullptr && !o.sparse && !o.events.empty()) {
+      digest = Digest::make(ChecksumAlgo::kCrc32c);
+    }
     const std::uint64_t limit = kill_at > 0 ? kill_at : size;
     WriteEnd end = WriteEnd::kDone;
     if (o.sparse) {
@@ -1197,6 +1200,7 @@ bool Burst::run(Result& result) {
     if (o.checkpoints != 0 && index == o.checkpoints) break;
     if (!pacer_.sleep(round_start + o.interval - pacer_.mono())) break;
   }
+  result.seconds = pacer_.mono() - run_start;  // the writes, without the drain's tail
   result.fill_reached = im.fill_stop;
   if (o.fill_to) result.fill_level = fill_level(o.target).value_or(im.fill_seen.load());
   if (on_writes_done_ && !im.abort) on_writes_done_(result);
@@ -1211,7 +1215,6 @@ bool Burst::run(Result& result) {
   if (o.restore && !im.abort && !pacer_.stopped()) {
     for (const auto& job : jobs) im.restore(job);
   }
-  result.seconds = pacer_.mono() - run_start;
   if (im.events_created) {
     struct stat st {};  // appends changed its ctime: listed again as it is now
     if (::stat(o.events.c_str(), &st) == 0) im.manifest.external(st, o.events);

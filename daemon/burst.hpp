@@ -160,7 +160,7 @@ struct Result {
   double fill_level = 0;  // file-system use when the burst stopped (fraction), when fill_to is set
   std::uint64_t drain_backlog_max = 0;  // most bytes committed and not yet drained at once
   double drain_backlog_max_ts = 0;
-  double seconds = 0;  // the whole run
+  double seconds = 0;  // the writes: first save's start to the last save's end
   std::string error;   // set when run() returned false
 };
 

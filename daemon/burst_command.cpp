@@ -518,8 +518,8 @@ int run_burst_command(const BurstArgs& a, const Clock& clock, bool tty, std::ost
           << ", file system now " << pct(r.fill_level) << "\n";
     }
     out << "total: " << committed << " committed, " << partial << " partial, " << in_progress
-        << " in progress; " << human_bytes(static_cast<double>(bytes)) << " in " << secs(r.seconds)
-        << " (" << rate(throughput) << ")\n";
+        << " in progress; " << human_bytes(static_cast<double>(bytes)) << " written in "
+        << secs(r.seconds) << " (" << rate(throughput) << ")\n";
     for (const auto& c : results) {
       out << "check " << (c.ok ? "ok     " : "MISSING") << " " << c.name << ": " << c.detail
           << "\n";

@@ -266,9 +266,11 @@ std::vector<ExpectCheck> run_expect(const ExpectTarget& t, const burst::Options&
         }
         if (seen > 0) {
           c.ok = true;
-          c.detail = "ckpt_drain_backlog_bytes{tier=\"" + tier->name + "\",to_tier=\"" + to->name +
-                     "\"} = " + std::to_string(static_cast<std::uint64_t>(seen)) +
-                     " while the burst's own backlog was " + std::to_string(ours) + " bytes";
+          c.detail =
+              "ckpt_drain_backlog_bytes{tier=\"" + tier->name + "\",to_tier=\"" + to->name +
+              "\"} = " + std::to_string(static_cast<std::uint64_t>(seen)) +
+              (ours > 0 ? " while the drain still had " + std::to_string(ours) + " bytes to copy"
+                        : " (from its last scan; the drain had just caught up)");
           break;
         }
         if (ours == 0) {
