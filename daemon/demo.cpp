@@ -40,6 +40,8 @@ struct Timeline {
   double too_slow_pending_age = 20;
   double fill_for = 5;
   double rate_window = 20;
+  double trend_window = 120;
+  double min_trend_span = 20;
   double dcp_interval = 4;
   double hf_interval = 6;
   double megatron_interval = 3;
@@ -105,9 +107,10 @@ int run_demo(const DemoOptions& opts) {
   }
   const double speed = std::clamp(opts.speed, 1.0, 20.0);
   Timeline t;
-  for (double* v : {&t.scan_interval, &t.partial_after, &t.partial_for, &t.backlog_for,
-                    &t.too_slow_for, &t.too_slow_pending_age, &t.fill_for, &t.rate_window,
-                    &t.dcp_interval, &t.hf_interval, &t.megatron_interval}) {
+  for (double* v :
+       {&t.scan_interval, &t.partial_after, &t.partial_for, &t.backlog_for, &t.too_slow_for,
+        &t.too_slow_pending_age, &t.fill_for, &t.rate_window, &t.trend_window, &t.min_trend_span,
+        &t.dcp_interval, &t.hf_interval, &t.megatron_interval}) {
     *v /= speed;
   }
   t.dcp_drain_rate = static_cast<std::uint64_t>(static_cast<double>(t.dcp_drain_rate) * speed);
@@ -127,6 +130,9 @@ int run_demo(const DemoOptions& opts) {
   const std::uint64_t capacity_size = 24ull << 20;
   const bool capacity_limited = mount_small_tmpfs(base / "capacity", capacity_size);
   const fs::path cfg = base / "ckptmon.yml";
+  // Time to full from a short trend, so that its panel has data in the demo.
+  const std::string sizing = "{trend_window: " + dur(std::max(60.0, t.trend_window)) +
+                             ", min_trend_span: " + dur(t.min_trend_span) + "}";
   {
     std::ofstream out(cfg);
     out << "# Written by `ckptmon demo`; tiers are temporary directories.\n"
@@ -140,11 +146,13 @@ int run_demo(const DemoOptions& opts) {
         << "  - name: staging\n    path: " << (base / "staging").string()
         << "\n    role: staging\n    drains_to: rapid\n    partial_after: " << dur(t.partial_after)
         << "\n    retention: {keep_last: 4, partial_window: 10m}\n"
+        << "    sizing: " << sizing << "\n"
         << "    drain: {rate_window: " << dur(t.rate_window) << "}\n"
         << "  - {name: rapid, path: " << (base / "rapid").string()
         << ", role: rapid, partial_after: " << dur(t.partial_after) << "}\n"
         << "  - {name: capacity, path: " << (base / "capacity").string()
-        << ", role: capacity, partial_after: " << dur(t.partial_after) << "}\n"
+        << ", role: capacity, partial_after: " << dur(t.partial_after) << ", sizing: " << sizing
+        << "}\n"
         << "manifests:\n"
         << "  - {glob: \"" << (base / "events/staging").string() << "/*.jsonl\", tier: staging}\n"
         << "  - {glob: \"" << (base / "events/capacity").string() << "/*.jsonl\", tier: capacity}\n"

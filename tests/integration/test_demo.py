@@ -6,6 +6,7 @@ event logs gave pause and duration series, and the landing page shows the
 firing alerts, the partial checkpoints and the recovery point. Ctrl-C
 removes everything the demo made."""
 
+import json
 import os
 import re
 import signal
@@ -19,6 +20,36 @@ import harness  # noqa: E402
 def positive(m, name, **labels):
     return sum(v for l, v in m.samples.get(name, [])
                if all(l.get(k) == want for k, want in labels.items()) and v > 0)
+
+
+def dashboard_rows():
+    """(row title, metric names its panels query) for every row of the
+    Grafana dashboard, read from grafana/ckptmon-dashboard.json."""
+    with open(os.path.join(harness.SOURCE_DIR, "grafana", "ckptmon-dashboard.json")) as f:
+        d = json.load(f)
+    rows = []
+
+    def metrics_of(panel):
+        names = set()
+        for t in panel.get("targets", []):
+            for n in re.findall(r"\b(ckpt(?:mon)?_[a-z_]+)", t.get("expr", "")):
+                names.add(re.sub(r"_(bucket|count|sum)$", "", n))
+        return names
+
+    for p in d["panels"]:
+        if p.get("type") == "row":
+            rows.append((p.get("title", ""), set()))
+            for sub in p.get("panels", []):
+                rows[-1][1].update(metrics_of(sub))
+        else:
+            if not rows:
+                rows.append(("(top)", set()))
+            rows[-1][1].update(metrics_of(p))
+    return [r for r in rows if r[1]]
+
+
+def present(m, name):
+    return any(n == name or n.startswith(name + "_") for n in m.samples)
 
 
 class Demo(unittest.TestCase):
@@ -54,6 +85,22 @@ class Demo(unittest.TestCase):
         self.assertEqual(jobs, {"llama-dcp", "bert-hf", "gpt-megatron"})
         # Restores and cleanups came from the event logs too.
         self.assertTrue(positive(m, "ckpt_restore_duration_seconds_count"))
+
+        # Every series the Grafana dashboard queries, row by row, has data
+        # (some need a few cycles more: time to full needs a trend, rates
+        # two samples).
+        rows = dashboard_rows()
+        self.assertGreater(len(rows), 3)
+
+        def every_row_has_data():
+            m2 = harness.scrape(port)
+            return all(present(m2, x) for _, names in rows for x in names)
+        try:
+            harness.wait_for(every_row_has_data, timeout=60, interval=1,
+                             what="data in every dashboard row")
+        except AssertionError:
+            m2 = harness.scrape(port)
+            self.fail([(t, x) for t, n in rows for x in sorted(n) if not present(m2, x)])
 
         page = harness.http_request(port, "/").text()
         self.assertIn("Recovery point", page)
