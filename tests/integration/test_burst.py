@@ -6,6 +6,7 @@ writers, the fill level on a small tmpfs, bad input, cleanup, and
 
 import json
 import os
+import pty
 import subprocess
 import sys
 import time
@@ -242,6 +243,63 @@ class Behaviour(unittest.TestCase):
                 self.assertEqual(r.returncode, 2, r.stderr)
                 self.assertIn(needle, r.stderr)
                 self.assertEqual(listing(target), [])
+
+    def test_sparse_writes_no_data(self):
+        target = self.ws.mkdir("t")
+        rep = burst_json("--target", target, "--ranks", "4", "--shard-size", "1GiB",
+                         "--checkpoints", "2", "--sparse")
+        found = scan(target)
+        for c in rep["checkpoints"]:
+            self.assertEqual(c["state"], "committed")
+            got = found[c["path"]]
+            self.assertEqual(got["bytes"], c["bytes"])
+            self.assertGreaterEqual(got["bytes"], 4 << 30)
+            # A few blocks for the markers, none for 4 GiB of shards.
+            self.assertLess(got["allocated_bytes"], 1 << 20)
+
+    def test_window_is_reported(self):
+        target = self.ws.mkdir("t")
+        rep = burst_json("--target", target, "--checkpoints", "1", "--shard-size", "4KiB",
+                         "--window", "1h")
+        self.assertIs(rep["checkpoints"][0]["window_met"], True)
+        rep = burst_json("--target", self.ws.mkdir("t2"), "--checkpoints", "1",
+                         "--shard-size", "4KiB")
+        self.assertIsNone(rep["checkpoints"][0]["window_met"])  # no --window: not judged
+
+    def test_table_and_progress_bar_on_a_terminal(self):
+        target = self.ws.mkdir("t")
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv(harness.BIN, [harness.BIN, "burst", "--target", target, "--ranks", "2",
+                                   "--shard-size", "64KiB", "--checkpoints", "3",
+                                   "--interval", "0s", "--no-fsync", "--restore"])
+        out = b""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, out)
+        text = out.decode()
+        self.assertIn("\r[", text)  # the progress bar redraws itself
+        self.assertIn("] 6/6 shards", text)
+        self.assertRegex(text, r"CHECKPOINT +STATE +FILES +SIZE +TIME")
+        self.assertRegex(text, r"job0/step-300 +committed +3 ")
+        self.assertRegex(text, r"RESTORE +FILES +SIZE +LOCATE +READ +TOTAL +THROUGHPUT")
+
+    def test_plain_lines_when_not_a_terminal(self):
+        target = self.ws.mkdir("t")
+        r = ckptmon("burst", "--target", target, "--ranks", "2", "--shard-size", "64KiB",
+                    "--checkpoints", "2", "--interval", "0s", "--no-fsync")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertRegex(lines[0], r"^checkpoint job0/step-100 committed files=3 bytes=135296 ")
+        self.assertRegex(lines[-1], r"^total: 2 committed, 0 partial, 0 in progress;")
+        self.assertNotIn("\r", r.stdout + r.stderr)
 
     def test_read_only_target(self):
         harness.require_root("a read-only bind mount")

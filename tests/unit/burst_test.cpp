@@ -42,6 +42,37 @@ TEST(Burst, IntervalIsPacedOnTheInjectedClock) {
   for (const auto& c : r.checkpoints) EXPECT_EQ(c.outcome, CkptOutcome::kCommitted);
 }
 
+// Every look at the clock takes a second: each save lasts several seconds.
+class TickingPacer final : public Pacer {
+ public:
+  double mono() override { return now_ += 1; }
+  bool sleep(double) override { return true; }
+  void stop() override {}
+  bool stopped() const override { return false; }
+
+ private:
+  std::atomic<double> now_{0};
+};
+
+TEST(Burst, WindowMetOrMissedByTheSaveDuration) {
+  for (const double window : {0.5, 1e9}) {
+    testing::TempDir dir;
+    Options o = base(dir);
+    o.interval = 0;
+    o.checkpoints = 1;
+    o.window = window;
+    FakeClock clock;
+    TickingPacer pacer;
+    Burst b(o, clock, pacer);
+    Result r;
+    ASSERT_TRUE(b.run(r)) << r.error;
+    ASSERT_EQ(r.checkpoints.size(), 1u);
+    EXPECT_GT(r.checkpoints[0].duration, 1.0);
+    ASSERT_TRUE(r.checkpoints[0].window_met.has_value());
+    EXPECT_EQ(*r.checkpoints[0].window_met, window > 1);
+  }
+}
+
 TEST(Burst, DrainRateLimitsTheCopy) {
   testing::TempDir dir;
   Options o = base(dir);
