@@ -47,8 +47,11 @@ std::optional<double> metric(const std::string& text, const std::string& name,
       labels = rest.substr(1, close - 1);
       rest = rest.substr(close + 1);
     }
+    // Whole labels only: tier="a" must not match to_tier="a".
     bool match = true;
-    for (const auto& w : want) match = match && labels.find(w) != std::string_view::npos;
+    for (const auto& w : want) {
+      match = match && (labels.starts_with(w) || labels.find("," + w) != std::string_view::npos);
+    }
     if (!match) continue;
     const auto sp = rest.find_first_not_of(' ');
     if (sp == std::string_view::npos) continue;
