@@ -301,6 +301,18 @@ class Behaviour(unittest.TestCase):
         self.assertRegex(lines[-1], r"^total: 2 committed, 0 partial, 0 in progress;")
         self.assertNotIn("\r", r.stdout + r.stderr)
 
+    def test_unwritable_target(self):
+        harness.require_root("running burst as another user")
+        harness.require_executable("/usr/bin/setpriv", "util-linux")
+        target = self.ws.mkdir("t")  # root's, 0755
+        os.chmod(self.ws.dir, 0o755)
+        r = subprocess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            harness.BIN, "burst", "--target", target], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("not writable: Permission denied", r.stderr)
+        self.assertEqual(listing(target), [])
+
     def test_read_only_target(self):
         harness.require_root("a read-only bind mount")
         src = self.ws.mkdir("src")
