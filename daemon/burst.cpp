@@ -379,6 +379,9 @@ struct Burst::Impl {
       return WriteEnd::kError;
     }
     ++c.creates;
+    // Listed at once (a burst killed mid-write leaves nothing unlisted) and
+    // again after its last write, which cleanup then compares.
+    record(manifest, fd, rel);
     std::unique_ptr<Digest> digest;
     // Checksums only go into events: no log, no hashing.
     if (checksum != nullptr && !o.sparse && !o.events.empty()) {
@@ -1203,7 +1206,7 @@ bool Burst::run(Result& result) {
   result.seconds = pacer_.mono() - run_start;  // the writes, without the drain's tail
   result.fill_reached = im.fill_stop;
   if (o.fill_to) result.fill_level = fill_level(o.target).value_or(im.fill_seen.load());
-  if (on_writes_done_ && !im.abort) on_writes_done_(result);
+  if (on_writes_done_ && !im.abort && !pacer_.stopped()) on_writes_done_(result);
   if (im.drain_thread.joinable()) {
     {
       std::lock_guard lock(im.dmu);

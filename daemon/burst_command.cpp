@@ -1,14 +1,18 @@
 #include "daemon/burst_command.hpp"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -333,6 +337,44 @@ int do_cleanup(const BurstArgs& a, std::ostream& out, std::ostream& err) {
   return rc;
 }
 
+// SIGINT and SIGTERM stop the burst instead of killing it, so that every
+// file it made is in the manifest (and --cleanup finds it). The signals are
+// blocked in every thread and taken by one sigwait thread.
+class StopOnSignal {
+ public:
+  explicit StopOnSignal(burst::Pacer& pacer) {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGUSR1);  // our own wake-up at the end
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    thread_ = std::thread([this, &pacer] {
+      int sig = 0;
+      while (sigwait(&set_, &sig) == 0) {
+        if (sig == SIGUSR1 && done_) return;
+        if (sig == SIGINT || sig == SIGTERM) {
+          got_ = sig;
+          pacer.stop();
+        }
+      }
+    });
+  }
+  ~StopOnSignal() {
+    done_ = true;
+    pthread_kill(thread_.native_handle(), SIGUSR1);
+    thread_.join();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  int signal() const { return got_; }
+
+ private:
+  sigset_t set_{};
+  sigset_t old_{};
+  std::atomic<bool> done_{false};
+  std::atomic<int> got_{0};
+  std::thread thread_;
+};
+
 }  // namespace
 
 int run_burst_command(const BurstArgs& a, const Clock& clock, bool tty, std::ostream& out,
@@ -353,6 +395,7 @@ int run_burst_command(const BurstArgs& a, const Clock& clock, bool tty, std::ost
   }
   const std::string format = !a.format.empty() ? a.format : (tty ? "table" : "plain");
   burst::RealPacer pacer;
+  StopOnSignal signals(pacer);  // before any thread starts: they inherit the mask
   burst::Burst engine(o, clock, pacer);
   std::mutex out_mu;
   if (format == "plain") {
@@ -390,6 +433,12 @@ int run_burst_command(const BurstArgs& a, const Clock& clock, bool tty, std::ost
   }
   const bool ok = engine.run(r);
   if (format == "table" && tty) err << "\n";
+  if (signals.signal() != 0) {
+    err << "ckptmon burst: interrupted (" << (signals.signal() == SIGINT ? "SIGINT" : "SIGTERM")
+        << "); what was written is listed in " << o.target << "/" << burst::kManifestName
+        << "; `ckptmon burst --target " << o.target
+        << (o.drain_to.empty() ? "" : " --drain-to " + o.drain_to) << " --cleanup` removes it\n";
+  }
   if (!ok) {
     err << "ckptmon burst: " << r.error << "\n"
         << "ckptmon burst: what was written is listed in " << o.target << "/"
@@ -525,6 +574,7 @@ int run_burst_command(const BurstArgs& a, const Clock& clock, bool tty, std::ost
           << "\n";
     }
   }
+  if (signals.signal() != 0) return 128 + signals.signal();
   return checks_ok ? 0 : 1;
 }
 

@@ -7,6 +7,7 @@ writers, the fill level on a small tmpfs, bad input, cleanup, and
 import json
 import os
 import pty
+import signal
 import subprocess
 import sys
 import time
@@ -300,6 +301,22 @@ class Behaviour(unittest.TestCase):
         self.assertRegex(lines[0], r"^checkpoint job0/step-100 committed files=3 bytes=135296 ")
         self.assertRegex(lines[-1], r"^total: 2 committed, 0 partial, 0 in progress;")
         self.assertNotIn("\r", r.stdout + r.stderr)
+
+    def test_interrupted_burst_is_cleaned_up_completely(self):
+        target = self.ws.mkdir("t")
+        p = harness.Process([harness.BIN, "burst", "--target", target, "--ranks", "4",
+                             "--shard-size", "16MiB", "--checkpoints", "1000", "--interval", "0s",
+                             "--no-fsync", "--format", "plain"])
+        self.addCleanup(p.stop)
+        p.wait_line(r"^checkpoint job0/step-100 committed", stream="stdout", timeout=60)
+        p.proc.send_signal(signal.SIGINT)
+        self.assertEqual(p.wait(timeout=60), 130, p.output())
+        self.assertIn("interrupted (SIGINT)", p.output())
+        self.assertRegex(p.output(), r"total: \d+ committed")
+        self.assertNotEqual(listing(target), [])
+        r = ckptmon("burst", "--target", target, "--cleanup")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(listing(target), [])
 
     def test_unwritable_target(self):
         harness.require_root("running burst as another user")
