@@ -311,7 +311,8 @@ struct Burst::Impl {
   Result* result = nullptr;
   std::map<std::string, std::deque<std::string>> kept;  // job -> committed dirs, oldest first
   std::map<std::string, int> commits;                   // job -> committed saves
-  std::map<std::string, std::uint64_t> dir_bytes;       // committed dir -> bytes
+  std::map<std::string, int> restored_at;          // job -> commits at its last periodic restore
+  std::map<std::string, std::uint64_t> dir_bytes;  // committed dir -> bytes
   std::map<std::string, std::uint64_t> dir_files;
   // Drain queue.
   std::mutex dmu;
@@ -1197,7 +1198,11 @@ bool Burst::run(Result& result) {
         std::lock_guard lock(im.mu);
         done = im.commits[job];
       }
-      if (o.restore_every > 0 && done > 0 && done % o.restore_every == 0) im.restore(job);
+      if (o.restore_every > 0 && done > 0 && done % o.restore_every == 0 &&
+          im.restored_at[job] != done) {
+        im.restored_at[job] = done;  // once per count, also when a failed save follows
+        im.restore(job);
+      }
       im.retain(job);
     }
     if (o.checkpoints != 0 && index == o.checkpoints) break;
