@@ -16,12 +16,13 @@ build_pkgs=(
 )
 # Real neighbours used by the integration tests (openssl makes their TLS
 # certificates), the fuzzer toolchain and the
-# FUSE file system that simulates a hung storage mount.
+# FUSE file system that simulates a hung storage mount; lintian checks the
+# .deb, python3-yaml and python3-jsonschema the Kubernetes manifests.
 test_pkgs=(
   python3 python3-fusepy fuse3 util-linux openssl
   prometheus prometheus-alertmanager prometheus-node-exporter
   clang libclang-rt-14-dev
-  lintian
+  lintian python3-yaml python3-jsonschema
 )
 
 want=("${build_pkgs[@]}")
