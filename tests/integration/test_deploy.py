@@ -289,6 +289,16 @@ class Deploy(unittest.TestCase):
                            else rf"alertname:\s*{re.escape(name)}\s*$")
                 self.assertRegex(tests_text, re.compile(pattern, re.M), f"no unit test for {name}")
 
+    def test_every_alert_is_tested_firing_and_quiet(self):
+        tests_text = "\n".join(read(t) for t in RULE_TESTS)
+        for kind, name, _, _ in rule_entries(RULE_FILES[1]):
+            if kind != "alert":
+                continue
+            cases = re.findall(rf"alertname:\s*{re.escape(name)}\s*\n\s*exp_alerts:[ \t]*(\S*)",
+                               tests_text)
+            self.assertIn("[]", cases, f"{name}: no case where it must not fire")
+            self.assertIn("", cases, f"{name}: no case where it fires")
+
     def test_promtool_test_rules_is_a_real_check(self):
         # Guard: a wrong expected value must fail, so the suites above prove something.
         rules = self.write("r.yml", {"groups": [{"name": "g", "rules": [
