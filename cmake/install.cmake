@@ -25,6 +25,8 @@ install(FILES ${CMAKE_SOURCE_DIR}/deploy/ckptmon.example.yml
 # What an operator loads into Prometheus and Grafana, unedited.
 install(FILES ${CMAKE_SOURCE_DIR}/grafana/ckptmon-dashboard.json
         DESTINATION ${CMAKE_INSTALL_DATADIR}/ckptmon/grafana)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/grafana/provisioning
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/ckptmon/grafana)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/deploy/prometheus/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/ckptmon/prometheus
         FILES_MATCHING PATTERN "*.yml" PATTERN "tests" EXCLUDE)
