@@ -42,7 +42,7 @@ RUNBOOK = os.path.join(SRC, "docs", "runbook.md")
 
 # Concrete values for the dashboard's query variables; the synthetic fleet
 # below holds series with exactly these.
-VARIABLE_VALUES = {"instance": "n1:10025", "tier": "staging", "job": "llama"}
+VARIABLE_VALUES = {"instance": "n1:10025", "tier": "staging", "training_job": "llama"}
 # Grafana's own variables.
 GLOBAL_VARIABLES = {"__rate_interval": "5m", "__interval": "1m", "__range": "1h"}
 INSTANCES = ("n1:10025", "n2:10025")
@@ -51,7 +51,7 @@ INSTANCES = ("n1:10025", "n2:10025")
 LABEL_VALUES = {
     "tier": ["staging", "rapid"],
     "to_tier": ["rapid"],
-    "job": ["llama", "gpt"],
+    "training_job": ["llama", "gpt"],
     "state": ["in_progress", "committed", "partial"],
     "kind": ["world_readable", "foreign_owner"],
     "collector": ["tier_stats", "tree_scan"],
@@ -219,8 +219,8 @@ def dashboard_expressions(dash):
 # --- a synthetic fleet from docs/metrics.md --------------------------------------
 
 def synthetic_series(docs):
-    """input_series for `promtool test rules`: two ckptmon instances scraped with
-    honor_labels: true, every documented family with every documented label."""
+    """input_series for `promtool test rules`: two ckptmon instances scraped by
+    the job "ckptmon", every documented family with every documented label."""
     series = []
 
     def add(name, labels, values):
@@ -237,7 +237,9 @@ def synthetic_series(docs):
             for combo in itertools.product(*choices):
                 labels = dict(zip(names, combo))
                 labels["instance"] = inst
-                labels.setdefault("job", "ckptmon")  # the scrape job, as honor_labels gives it
+                # The scrape job: ckptmon's own labels never include `job`.
+                assert "job" not in labels, m.name
+                labels["job"] = "ckptmon"
                 if m.kind == "histogram":
                     for k, le in enumerate(("1", "10", "+Inf"), start=1):
                         add(m.name + "_bucket", {**labels, "le": le}, f"0+{k}x30")
@@ -323,7 +325,8 @@ class Deploy(unittest.TestCase):
             self.assertIn(f"Checking {os.path.join(PROM_DIR, os.path.basename(path))}", p.stdout)
         text = read(PROM_CONFIG)
         self.assertRegex(text, r"(?m)^\s*- job_name: ckptmon\b")
-        self.assertRegex(text, r"(?m)^\s*honor_labels: true\b")
+        # `job` is Prometheus' own: ckptmon's training job is training_job.
+        self.assertNotRegex(text, r"(?m)^\s*honor_labels:")
         self.assertRegex(text, r":10025['\"]")
 
     def test_alerts_have_annotations_and_a_runbook_section(self):
@@ -348,7 +351,7 @@ class Deploy(unittest.TestCase):
         variables = {v["name"]: v for v in dash["templating"]["list"]}
         ds = variables["datasource"]
         self.assertEqual((ds["type"], ds["query"]), ("datasource", "prometheus"))
-        for name in ("instance", "tier", "job"):
+        for name in ("instance", "tier", "training_job"):
             v = variables[name]
             self.assertEqual(v["type"], "query", name)
             self.assertEqual(v["datasource"], {"type": "prometheus", "uid": "${datasource}"}, name)

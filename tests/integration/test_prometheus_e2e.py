@@ -9,7 +9,8 @@ intervals (1s instead of 15s) and, in the ckptmon-checkpoints group only,
 every `for:` (0s), so that a domain alert fires within the test instead of
 after 5 to 30 minutes. The test then sees through Prometheus' HTTP API:
 ckptmon's series (with job="ckptmon" from the scrape config), a recording
-rule's result, a domain alert firing, and Alertmanager holding that alert.
+rule's result, a domain alert firing, and Alertmanager holding that alert;
+per-job series carry training_job next to job="ckptmon" (no honor_labels).
 
 The demo's workload is not assumed: the test accepts whichever domain alert
 the demo makes fire (it abandons saves, which become partial, and overlaps
@@ -112,6 +113,14 @@ class PrometheusEndToEnd(unittest.TestCase):
         demo_tiers = sorted(t["name"] for t in
                             harness.http_request(self.demo_port, "/api/v1/tiers").json())
         self.assertEqual(sorted(s["metric"]["tier"] for s in tiers), demo_tiers)
+
+        # Per-job series keep the training job next to job="ckptmon" with the
+        # default scrape config (no honor_labels): nothing became exported_job.
+        per_job = harness.wait_for(
+            lambda: (self.query('ckpt_checkpoints{job="ckptmon", training_job!=""}') or {})
+            .get("result"), timeout=60, what="per-job series with training_job")
+        self.assertTrue(all(s["metric"]["job"] == "ckptmon" for s in per_job))
+        self.assertEqual(self.query('{exported_job!=""}')["result"], [])
 
         # A recording rule's result: tier:ckpt_tier_up:min, one series per tier.
         rec = harness.wait_for(lambda: (self.query("tier:ckpt_tier_up:min") or {}).get("result"),
