@@ -7,7 +7,7 @@ FUZZ_TIME  ?= 20
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps test-deps build demo test unit-test integration-test asan-test fuzz-test clean
+.PHONY: all deps test-deps build demo deb test unit-test integration-test asan-test fuzz-test clean
 
 all: build
 
@@ -25,6 +25,11 @@ build: deps $(BUILD)/build.ninja
 
 demo: build
 	$(BUILD)/ckptmon demo
+
+# The Debian package, from the normal build directory (cmake/install.cmake):
+# $(BUILD)/ckptmon_<version>_<arch>.deb. Check it with lintian.
+deb: build
+	cd $(BUILD) && cpack -G DEB
 
 # Everything: unit and integration tests on the normal build, then the unit
 # tests again under AddressSanitizer + UBSan, then a short fuzz run.

@@ -27,13 +27,14 @@ void read_alerting(YamlMap& m, AlertingConfig& out, ErrorSink& sink);
 // tier mapping: the tier reader does, after its own keys.
 void read_tier_policy(YamlMap& tier, TierPolicy& out, ErrorSink& sink);
 
-// A plain-HTTP URL such as http://127.0.0.1:9093 or http://am:9093/prefix.
+// An HTTP URL such as http://127.0.0.1:9093, http://am:9093/prefix or https://am:9093.
 struct HttpUrl {
-  std::string host;  // brackets removed from an IPv6 literal
-  std::uint16_t port = 80;
-  std::string path;  // "" or "/prefix" without a trailing slash
+  std::string host;         // brackets removed from an IPv6 literal
+  std::uint16_t port = 80;  // 443 for https:// without a port
+  std::string path;         // "" or "/prefix" without a trailing slash
+  bool tls = false;         // https://
 };
-// nullopt (and `error` set) for anything but http://host[:port][/path]
+// nullopt (and `error` set) for anything but http[s]://host[:port][/path]
 // without query, fragment or user info.
 std::optional<HttpUrl> parse_http_url(std::string_view url, std::string* error);
 

@@ -1,8 +1,11 @@
 #pragma once
-// Pushes alerts to Alertmanager's v2 API (POST /api/v2/alerts) from the
-// daemon's io_context: firing alerts when they start and again every resend
-// interval, resolved ones once (retried until accepted or too old). Every
-// request is asynchronous with a deadline; nothing here blocks the loop.
+// Pushes alerts to Alertmanager's v2 API (POST /api/v2/alerts) over http or
+// https (CA, client certificate, basic auth or a bearer token, as Prometheus'
+// alertmanagers config has them) from the daemon's io_context: firing alerts
+// when they start and again every resend interval, resolved ones once
+// (retried until accepted or too old). Every request, the TLS handshake
+// included, is asynchronous with a deadline; nothing here blocks the loop. A certificate that fails verification is a
+// failed push with the reason, like any other.
 // Loop thread only (not thread-safe).
 
 #include <cstdint>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
 
 #include "config/rules_config.hpp"
 #include "rules/alerts.hpp"
@@ -21,7 +25,9 @@
 namespace ckptmon {
 
 struct AlertmanagerOptions {
-  HttpUrl url;                  // Alertmanager base URL
+  HttpUrl url;                  // Alertmanager base URL (url.tls: https)
+  AlertmanagerTlsConfig tls;    // for https: CA, client certificate, server name
+  AlertmanagerAuthConfig auth;  // basic_auth or authorization; files read by the client
   double timeout_seconds = 10;  // one POST, name resolution and connect included
   double resend_interval_seconds = 60;
   // A resolved alert Alertmanager did not accept is retried this long, then dropped.
@@ -32,7 +38,7 @@ struct AlertmanagerOptions {
 // What the client did, for ckptmon_alertmanager_* metrics and logs.
 struct AlertmanagerStats {
   std::uint64_t posts_total = 0;        // POSTs finished, successful or not
-  std::uint64_t post_errors_total = 0;  // of which failed (network, timeout, non-2xx)
+  std::uint64_t post_errors_total = 0;  // of which failed (network, TLS, timeout, non-2xx)
   std::uint64_t alerts_sent_total = 0;  // alerts in accepted POSTs
   double last_success = 0;              // unix seconds of the last accepted POST; 0 = never
   std::string last_error;               // empty after a success
@@ -68,6 +74,11 @@ class AlertmanagerClient {
 
   boost::asio::io_context& io_;
   AlertmanagerOptions options_;
+  // Built once from options_ (certificates and credential files read here);
+  // when that failed, setup_error_ says why and every push fails with it.
+  std::shared_ptr<boost::asio::ssl::context> tls_;
+  std::string authorization_;  // the Authorization header value; empty = none
+  std::string setup_error_;
   AlertmanagerStats stats_;
   std::map<AlertLabels, AlertInstance> resolved_;  // waiting to be accepted
   std::set<AlertLabels> accepted_firing_;          // the firing set of the last accepted POST

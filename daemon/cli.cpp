@@ -20,8 +20,9 @@ namespace ckptmon {
 namespace {
 
 int cmd_serve(const std::string& config_file, const std::string& listen,
-              const std::string& web_config_file) {
+              const std::string& web_config_file, Duration config_watch_interval) {
   ServeOptions opts;
+  opts.config_watch_interval = config_watch_interval;
   opts.config_file = config_file;
   opts.listen_address = listen;
   opts.web_config_file = web_config_file;
@@ -75,6 +76,12 @@ int cli_main(int argc, char** argv) {
   const char* web_config_help =
       "Web config file (exporter-toolkit format) enabling TLS and/or basic auth";
   serve->add_option("--web.config.file", web_config_file, web_config_help);
+  std::string config_watch = "0s";
+  serve
+      ->add_option("--config.watch-interval", config_watch,
+                   "Reload the configuration file when it changes, checking this often "
+                   "(e.g. 10s; 0s: only on SIGHUP or POST /-/reload)")
+      ->capture_default_str();
 
   std::string check_file;
   auto* check = app.add_subcommand("check-config", "Validate a configuration file and exit");
@@ -163,7 +170,14 @@ int cli_main(int argc, char** argv) {
   }
   log::init(*log::parse_level(log_level), *log::parse_format(log_format));
 
-  if (*serve) return cmd_serve(config_file, listen, web_config_file);
+  if (*serve) {
+    auto watch = parse_duration(config_watch);
+    if (!watch) {
+      std::cerr << "ckptmon: --config.watch-interval: not a duration: \"" << config_watch << "\"\n";
+      return 2;
+    }
+    return cmd_serve(config_file, listen, web_config_file, *watch);
+  }
   if (*check) return cmd_check_config(check_file);
   if (*scan) {
     auto d = parse_duration(scan_partial_after);

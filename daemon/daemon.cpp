@@ -1,5 +1,8 @@
 #include "daemon/daemon.hpp"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <csignal>
 
 #include <prometheus/text_serializer.h>
@@ -16,6 +19,20 @@
 #include "util/version.hpp"
 
 namespace ckptmon {
+
+namespace {
+
+// The configuration file as stat() sees it through symlinks: device, inode,
+// size and mtime, or the errno when it cannot be stat()ed.
+std::string config_file_identity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "errno " + std::to_string(errno);
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+         std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+}  // namespace
 
 namespace asio = boost::asio;
 
@@ -45,6 +62,7 @@ Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
       web_(std::make_unique<WebSecurity>(io_, server_, opts_.web_config_file)),
       signals_(io_),
       watchdog_timer_(io_),
+      config_watch_timer_(io_),
       registry_(std::make_shared<prometheus::Registry>()) {
   prometheus::BuildGauge()
       .Name("ckptmon_build_info")
@@ -72,6 +90,10 @@ Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
 }
 
 Daemon::~Daemon() {
+  {
+    std::lock_guard lock(watch_inbox_->mu);
+    watch_inbox_->io = nullptr;
+  }
   server_.close();
   wakes_.clear();
   // The runner closes its inbox first, so jobs still blocked on a hung mount
@@ -137,6 +159,11 @@ bool Daemon::start(std::string* error) {
   publish();
   runner_->start();
   schedule_watchdog();
+  if (opts_.config_watch_interval.count() > 0) {
+    watch_inbox_->io = &io_;
+    config_identity_ = config_file_identity(opts_.config_file);
+    schedule_config_watch();
+  }
   systemd::ready();
   return true;
 }
@@ -158,6 +185,7 @@ void Daemon::stop() {
     rules_->stop();
     for (auto& w : wakes_) w->stop();
     watchdog_timer_.cancel();
+    config_watch_timer_.cancel();
     io_.stop();
   });
 }
@@ -230,8 +258,8 @@ Daemon::ReloadOutcome Daemon::reload() {
   apply_config(cfg);
   reload_ok_->Set(1);
   reload_ts_->Set(clock_->now());
-  log::info("configuration reloaded", {{"file", opts_.config_file},
-                                       {"tiers", static_cast<int>(cfg->tiers.size())}});
+  log::info("configuration reloaded",
+            {{"file", opts_.config_file}, {"tiers", static_cast<int>(cfg->tiers.size())}});
   // Probe new tiers now rather than at the end of the current interval, and
   // pick up changed intervals.
   runner_->start();
@@ -251,6 +279,28 @@ void Daemon::schedule_watchdog() {
   watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopping_) return;
     schedule_watchdog();
+  });
+}
+
+void Daemon::schedule_config_watch() {
+  config_watch_timer_.expires_after(opts_.config_watch_interval);
+  config_watch_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_) return;
+    // stat() on a worker: the file may sit on a slow or hung mount.
+    pool_->post([this, inbox = watch_inbox_, path = opts_.config_file] {
+      std::string id = config_file_identity(path);
+      std::lock_guard lock(inbox->mu);
+      if (inbox->io == nullptr) return;  // the daemon is gone
+      asio::post(*inbox->io, [this, inbox, id = std::move(id)] {
+        if (inbox->io == nullptr || stopping_) return;
+        if (id != config_identity_) {
+          config_identity_ = id;
+          log::info("configuration file changed, reloading", {{"file", opts_.config_file}});
+          reload();
+        }
+        schedule_config_watch();
+      });
+    });
   });
 }
 
@@ -301,8 +351,8 @@ void Daemon::publish() {
 std::string Daemon::render_metrics() const {
   std::string out = snapshot_ ? snapshot_->metrics_text : std::string();
   auto families = registry_->Collect();
-  auto live = process_families(state_.config ? state_.config->global.proc_path : "/proc",
-                               started_at_);
+  auto live =
+      process_families(state_.config ? state_.config->global.proc_path : "/proc", started_at_);
   FamilyBuilder conns("ckptmon_http_connections", "Open HTTP connections.",
                       prometheus::MetricType::Gauge);
   conns.add({}, static_cast<double>(server_.connections()));

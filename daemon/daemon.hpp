@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
@@ -24,6 +25,7 @@
 #include "model/state.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
+#include "util/duration.hpp"
 
 namespace ckptmon {
 
@@ -40,6 +42,11 @@ struct ServeOptions {
   // exporter-toolkit web config (TLS, basic auth); empty: plain HTTP, no auth.
   std::string web_config_file;
   HttpLimits limits;
+  // When positive, the configuration file is stat()ed this often (on a
+  // worker) and reloaded when it changed: a new inode (a Kubernetes ConfigMap
+  // update swaps a symlink; editors rename), size or mtime. A broken new file
+  // is rejected like a SIGHUP reload: the running configuration stays.
+  Duration config_watch_interval{0};
   bool handle_signals = true;
   // Called once the server listens, with the bound endpoint (tests, demo).
   std::function<void(const boost::asio::ip::tcp::endpoint&)> on_listening;
@@ -87,6 +94,7 @@ class Daemon {
   void load_catalog();
   void persist_changes();
   void schedule_watchdog();
+  void schedule_config_watch();
   void wait_signals();
   void changed();
   void publish();
@@ -109,6 +117,15 @@ class Daemon {
   std::unique_ptr<WebSecurity> web_;  // guards server_; goes before it
   boost::asio::signal_set signals_;
   boost::asio::steady_timer watchdog_timer_;
+  boost::asio::steady_timer config_watch_timer_;
+  std::string config_identity_;  // the config file's stat() as last seen
+  // Where a config-watch stat() that returns late posts its result; closed
+  // at destruction (the collector runner's pattern).
+  struct WatchInbox {
+    std::mutex mu;
+    boost::asio::io_context* io = nullptr;
+  };
+  std::shared_ptr<WatchInbox> watch_inbox_ = std::make_shared<WatchInbox>();
   std::shared_ptr<const Snapshot> snapshot_;
   bool publish_pending_ = false;
   bool ready_ = false;

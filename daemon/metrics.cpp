@@ -13,6 +13,8 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "util/metric_labels.hpp"
+
 namespace ckptmon {
 
 FamilyBuilder::FamilyBuilder(std::string name, std::string help, prometheus::MetricType type) {
@@ -229,9 +231,9 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
     }
 
     for (const auto& [job, f] : summarize_jobs(cat)) {
-      const Labels tj{{"tier", tier}, {"job", job}};
+      const Labels tj{{"tier", tier}, {kTrainingJobLabel, job}};
       for (CkptState s : kAllCkptStates) {
-        count.add({{"tier", tier}, {"job", job}, {"state", std::string(to_string(s))}},
+        count.add({{"tier", tier}, {kTrainingJobLabel, job}, {"state", std::string(to_string(s))}},
                   static_cast<double>(f.count(s)));
       }
       stored.add(tj, static_cast<double>(f.stored_bytes));
@@ -256,7 +258,7 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
       }
     }
     for (const auto& [job, h] : cat.skew_by_job) {
-      skew.add_histogram({{"tier", tier}, {"job", job}}, h);
+      skew.add_histogram({{"tier", tier}, {kTrainingJobLabel, job}}, h);
     }
   }
 
@@ -334,7 +336,7 @@ void event_families(const State& state, std::vector<prometheus::MetricFamily>& o
     FamilyBuilder failures("ckpt_checkpoint_failures_total",
                            "Checkpoints with a checkpoint_failed event.", MetricType::Counter);
     for (const auto& [key, job] : ev.jobs) {
-      const Labels tj{{"tier", key.first}, {"job", key.second}};
+      const Labels tj{{"tier", key.first}, {kTrainingJobLabel, key.second}};
       duration.add_histogram(tj, job.duration);
       pause.add_histogram(tj, job.pause);
       failures.add(tj, static_cast<double>(job.failures));
@@ -346,8 +348,8 @@ void event_families(const State& state, std::vector<prometheus::MetricFamily>& o
                                "When the job last finished a successful restore.",
                                MetricType::Gauge);
     for (const auto& [job, r] : ev.restores) {
-      restore.add_histogram({{"job", job}}, r.duration);
-      if (r.last_ok_ts > 0) last_restore.add({{"job", job}}, r.last_ok_ts);
+      restore.add_histogram({{kTrainingJobLabel, job}}, r.duration);
+      if (r.last_ok_ts > 0) last_restore.add({{kTrainingJobLabel, job}}, r.last_ok_ts);
     }
     for (auto* b : {&lines, &errors, &changes, &bytes, &stale, &files, &backlog, &refused,
                     &duration, &pause, &failures, &restore, &last_restore}) {

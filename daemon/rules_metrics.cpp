@@ -1,6 +1,7 @@
 #include "daemon/rules_metrics.hpp"
 
 #include "daemon/metrics.hpp"
+#include "util/metric_labels.hpp"
 
 namespace ckptmon {
 
@@ -28,7 +29,7 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
   FamilyBuilder pending =
       gauge("ckpt_drain_pending_checkpoints", "Committed checkpoints not yet fully on to_tier.");
   for (const DrainFigures& d : figures.drain) {
-    const Labels l{{"tier", d.tier}, {"to_tier", d.to_tier}, {"job", d.job}};
+    const Labels l{{"tier", d.tier}, {"to_tier", d.to_tier}, {kTrainingJobLabel, d.job}};
     backlog.add(l, static_cast<double>(d.backlog_bytes));
     if (d.rate_bytes_per_second) rate.add(l, *d.rate_bytes_per_second);
     if (d.time_to_empty_seconds) tte.add(l, *d.time_to_empty_seconds);
@@ -92,7 +93,7 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
     next_bytes.add(l, c.next_checkpoint_bytes);
     if (c.next_fits) next_fits.add(l, *c.next_fits ? 1 : 0);
     for (const JobCapacity& j : c.jobs) {
-      const Labels jl{{"tier", c.tier}, {"job", j.job}};
+      const Labels jl{{"tier", c.tier}, {kTrainingJobLabel, j.job}};
       job_next_bytes.add(jl, j.next_checkpoint_bytes);
       if (j.next_fits) job_next_fits.add(jl, *j.next_fits ? 1 : 0);
     }
@@ -125,7 +126,7 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
                                "How long the oldest entry of the tier's deletion queue has "
                                "waited since it became due; 0 when the queue is empty.");
   for (const RetentionFigures& r : figures.retention) {
-    const Labels l{{"tier", r.tier}, {"job", r.job}};
+    const Labels l{{"tier", r.tier}, {kTrainingJobLabel, r.job}};
     cl_bytes.add(l, static_cast<double>(r.pending_bytes()));
     cl_count.add(l, static_cast<double>(r.pending_checkpoints()));
   }
@@ -144,7 +145,7 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
                              "integrity verification.");
   for (const RecoveryPoint& p : figures.recovery) {
     if (!p.restorable) continue;
-    const Labels l{{"job", p.job}};
+    const Labels l{{kTrainingJobLabel, p.job}};
     rts.add(l, p.timestamp);
     if (p.step >= 0) rstep.add(l, static_cast<double>(p.step));
     rver.add(l, p.verified ? 1 : 0);
@@ -163,7 +164,7 @@ std::vector<prometheus::MetricFamily> alert_families(std::span<const AlertInstan
     Labels l{{"alertname", a.labels.alertname}};
     if (!a.labels.severity.empty()) l.emplace_back("severity", a.labels.severity);
     if (!a.labels.tier.empty()) l.emplace_back("tier", a.labels.tier);
-    if (!a.labels.job.empty()) l.emplace_back("job", a.labels.job);
+    if (!a.labels.job.empty()) l.emplace_back(kTrainingJobLabel, a.labels.job);
     b.add(l, 1);
   }
   append(out, std::move(b));

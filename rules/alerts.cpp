@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/duration.hpp"
+#include "util/metric_labels.hpp"
 #include "util/text.hpp"
 
 namespace ckptmon {
@@ -457,7 +458,7 @@ nlohmann::json labels_json(const AlertLabels& l) {
   j["alertname"] = l.alertname;
   if (!l.severity.empty()) j["severity"] = l.severity;
   if (!l.tier.empty()) j["tier"] = l.tier;
-  if (!l.job.empty()) j["job"] = l.job;
+  if (!l.job.empty()) j[kTrainingJobLabel] = l.job;
   return j;
 }
 

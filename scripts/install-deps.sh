@@ -4,20 +4,25 @@
 # Usage: scripts/install-deps.sh [build|test]   (test = build + integration peers)
 set -euo pipefail
 
+# help2man writes the man page from --help; dpkg-dev's dpkg-shlibdeps gives
+# the .deb its Depends (make deb); lintian checks the .deb (test_deb.py).
 build_pkgs=(
   cmake ninja-build g++ make pkg-config
   prometheus-cpp-dev libboost-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libsqlite3-dev libyaml-cpp-dev libcli11-dev libsystemd-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libisal-dev libxxhash-dev libssl-dev libcrypt-dev
+  help2man dpkg-dev
 )
 # Real neighbours used by the integration tests (openssl makes their TLS
 # certificates), the fuzzer toolchain and the
-# FUSE file system that simulates a hung storage mount.
+# FUSE file system that simulates a hung storage mount; lintian checks the
+# .deb, python3-yaml and python3-jsonschema the Kubernetes manifests.
 test_pkgs=(
   python3 python3-fusepy fuse3 util-linux openssl
   prometheus prometheus-alertmanager prometheus-node-exporter
   clang libclang-rt-14-dev
+  lintian python3-yaml python3-jsonschema
 )
 
 want=("${build_pkgs[@]}")

@@ -214,10 +214,10 @@ class DaemonCatalog(unittest.TestCase):
             per[(c["job"], c["state"])] = per.get((c["job"], c["state"]), 0) + 1
             stored[c["job"]] = stored.get(c["job"], 0) + c["bytes"]
         for (j, state), count in per.items():
-            self.assertEqual(m.get("ckpt_checkpoints", tier="rapid", job=j, state=state), count,
+            self.assertEqual(m.get("ckpt_checkpoints", tier="rapid", training_job=j, state=state), count,
                              (j, state))
         for j, b in stored.items():
-            self.assertEqual(m.get("ckpt_job_stored_bytes", tier="rapid", job=j), b, j)
+            self.assertEqual(m.get("ckpt_job_stored_bytes", tier="rapid", training_job=j), b, j)
         partial = sum(1 for c in self.expected["checkpoints"] if c["state"] == "partial")
         self.assertEqual(sum(v for l, v in m.samples["ckpt_partial_checkpoints"]
                              if l["tier"] == "rapid"), partial)
@@ -242,10 +242,10 @@ class DaemonCatalog(unittest.TestCase):
 
         # Deletion: gone from the API and the metrics within a scan interval or two.
         victim = next(c for c in listed if c["job"] == job and c["state"] == "committed")
-        before = ck.scrape().get("ckpt_checkpoints", tier="rapid", job=job, state="committed")
+        before = ck.scrape().get("ckpt_checkpoints", tier="rapid", training_job=job, state="committed")
         shutil.rmtree(os.path.join(self.tier, victim["path"]))
         harness.wait_for(
-            lambda: ck.scrape().get("ckpt_checkpoints", tier="rapid", job=job,
+            lambda: ck.scrape().get("ckpt_checkpoints", tier="rapid", training_job=job,
                                     state="committed") == before - 1,
             timeout=10, what="the deleted checkpoint to leave the metrics")
         paths = {c["path"] for c in ck.get("/api/v1/checkpoints").json()}

@@ -42,7 +42,7 @@ RUNBOOK = os.path.join(SRC, "docs", "runbook.md")
 
 # Concrete values for the dashboard's query variables; the synthetic fleet
 # below holds series with exactly these.
-VARIABLE_VALUES = {"instance": "n1:10025", "tier": "staging", "job": "llama"}
+VARIABLE_VALUES = {"instance": "n1:10025", "tier": "staging", "training_job": "llama"}
 # Grafana's own variables.
 GLOBAL_VARIABLES = {"__rate_interval": "5m", "__interval": "1m", "__range": "1h"}
 INSTANCES = ("n1:10025", "n2:10025")
@@ -51,7 +51,7 @@ INSTANCES = ("n1:10025", "n2:10025")
 LABEL_VALUES = {
     "tier": ["staging", "rapid"],
     "to_tier": ["rapid"],
-    "job": ["llama", "gpt"],
+    "training_job": ["llama", "gpt"],
     "state": ["in_progress", "committed", "partial"],
     "kind": ["world_readable", "foreign_owner"],
     "collector": ["tier_stats", "tree_scan"],
@@ -219,8 +219,8 @@ def dashboard_expressions(dash):
 # --- a synthetic fleet from docs/metrics.md --------------------------------------
 
 def synthetic_series(docs):
-    """input_series for `promtool test rules`: two ckptmon instances scraped with
-    honor_labels: true, every documented family with every documented label."""
+    """input_series for `promtool test rules`: two ckptmon instances scraped by
+    the job "ckptmon", every documented family with every documented label."""
     series = []
 
     def add(name, labels, values):
@@ -237,7 +237,9 @@ def synthetic_series(docs):
             for combo in itertools.product(*choices):
                 labels = dict(zip(names, combo))
                 labels["instance"] = inst
-                labels.setdefault("job", "ckptmon")  # the scrape job, as honor_labels gives it
+                # The scrape job: ckptmon's own labels never include `job`.
+                assert "job" not in labels, m.name
+                labels["job"] = "ckptmon"
                 if m.kind == "histogram":
                     for k, le in enumerate(("1", "10", "+Inf"), start=1):
                         add(m.name + "_bucket", {**labels, "le": le}, f"0+{k}x30")
@@ -289,6 +291,16 @@ class Deploy(unittest.TestCase):
                            else rf"alertname:\s*{re.escape(name)}\s*$")
                 self.assertRegex(tests_text, re.compile(pattern, re.M), f"no unit test for {name}")
 
+    def test_every_alert_is_tested_firing_and_quiet(self):
+        tests_text = "\n".join(read(t) for t in RULE_TESTS)
+        for kind, name, _, _ in rule_entries(RULE_FILES[1]):
+            if kind != "alert":
+                continue
+            cases = re.findall(rf"alertname:\s*{re.escape(name)}\s*\n\s*exp_alerts:[ \t]*(\S*)",
+                               tests_text)
+            self.assertIn("[]", cases, f"{name}: no case where it must not fire")
+            self.assertIn("", cases, f"{name}: no case where it fires")
+
     def test_promtool_test_rules_is_a_real_check(self):
         # Guard: a wrong expected value must fail, so the suites above prove something.
         rules = self.write("r.yml", {"groups": [{"name": "g", "rules": [
@@ -313,7 +325,8 @@ class Deploy(unittest.TestCase):
             self.assertIn(f"Checking {os.path.join(PROM_DIR, os.path.basename(path))}", p.stdout)
         text = read(PROM_CONFIG)
         self.assertRegex(text, r"(?m)^\s*- job_name: ckptmon\b")
-        self.assertRegex(text, r"(?m)^\s*honor_labels: true\b")
+        # `job` is Prometheus' own: ckptmon's training job is training_job.
+        self.assertNotRegex(text, r"(?m)^\s*honor_labels:")
         self.assertRegex(text, r":10025['\"]")
 
     def test_alerts_have_annotations_and_a_runbook_section(self):
@@ -338,7 +351,7 @@ class Deploy(unittest.TestCase):
         variables = {v["name"]: v for v in dash["templating"]["list"]}
         ds = variables["datasource"]
         self.assertEqual((ds["type"], ds["query"]), ("datasource", "prometheus"))
-        for name in ("instance", "tier", "job"):
+        for name in ("instance", "tier", "training_job"):
             v = variables[name]
             self.assertEqual(v["type"], "query", name)
             self.assertEqual(v["datasource"], {"type": "prometheus", "uid": "${datasource}"}, name)

@@ -357,9 +357,9 @@ class ExactlyOnceTest(unittest.TestCase):
             self.assertEqual(jobs[job]["failures_total"], exp.failures.get(job, 0), job)
             # Every committed save had a start: one duration each, once.
             self.assertEqual(jobs[job]["durations"]["count"], committed, job)
-            self.assertEqual(m.get("ckpt_checkpoint_duration_seconds_count", tier="rapid", job=job),
+            self.assertEqual(m.get("ckpt_checkpoint_duration_seconds_count", tier="rapid", training_job=job),
                              committed)
-            self.assertEqual(m.get("ckpt_checkpoint_failures_total", tier="rapid", job=job),
+            self.assertEqual(m.get("ckpt_checkpoint_failures_total", tier="rapid", training_job=job),
                              exp.failures.get(job, 0))
             saves = sum(1 for (j, s), e in exp.steps.items() if j == job and e["shards"])
             self.assertEqual(jobs[job]["pauses"]["count"], saves, job)
@@ -367,7 +367,7 @@ class ExactlyOnceTest(unittest.TestCase):
         restores = {r["job"]: r for r in summary["restores"]}
         for job, n in exp.restores.items():
             self.assertEqual(restores[job]["restores"], n, job)
-            self.assertEqual(m.get("ckpt_restore_duration_seconds_count", job=job), n)
+            self.assertEqual(m.get("ckpt_restore_duration_seconds_count", training_job=job), n)
 
     def test_inotify_wakes_the_tailer_between_polls(self):
         # Polling every hour: only inotify can make these lines show up.

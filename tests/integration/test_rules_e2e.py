@@ -147,12 +147,12 @@ class RulesEndToEnd(unittest.TestCase):
         want = tiers.backlog(job)
         return self.scrape_when(
             ck, lambda m: m.get("ckpt_drain_backlog_bytes", tier="staging", to_tier="rapid",
-                                job=job) == want,
-            f"ckpt_drain_backlog_bytes{{job={job}}} == {want} ({what})")
+                                training_job=job) == want,
+            f"ckpt_drain_backlog_bytes{{training_job={job}}} == {want} ({what})")
 
     @staticmethod
     def firing(m, job):
-        return m.get("ckpt_alert", alertname=ALERT, tier="staging", job=job)
+        return m.get("ckpt_alert", alertname=ALERT, tier="staging", training_job=job)
 
     def api_alerts(self, ck):
         r = ck.get("/api/v1/alerts")
@@ -181,10 +181,10 @@ class RulesEndToEnd(unittest.TestCase):
         m = self.backlog_is(ck, tiers, "llama", "step-100 committed, nothing copied")
         self.assertEqual(tiers.backlog("llama"), 300_000 + 200_000 + 1234)
         self.assertEqual(m.get("ckpt_drain_backlog_bytes", tier="staging", to_tier="rapid",
-                               job="bert"), 0)
-        self.assertEqual(m.get("ckpt_drain_pending_checkpoints", tier="staging", job="llama"), 1)
+                               training_job="bert"), 0)
+        self.assertEqual(m.get("ckpt_drain_pending_checkpoints", tier="staging", training_job="llama"), 1)
         self.assertEqual(m.get("ckpt_drain_overlapping_checkpoints", tier="staging",
-                               job="llama"), 0)
+                               training_job="llama"), 0)
         self.assertIsNone(self.firing(m, "llama"))
 
         # 2. The copier is half-way: shard 0 whole, 50,000 bytes of shard 1, no .metadata.
@@ -199,19 +199,19 @@ class RulesEndToEnd(unittest.TestCase):
         m = self.backlog_is(ck, tiers, "llama", "step-200 committed before step-100 drained")
         self.assertEqual(tiers.backlog("llama"), 150_000 + 1234 + 500_000 + 1234)
         self.assertEqual(m.get("ckpt_drain_overlapping_checkpoints", tier="staging",
-                               job="llama"), 1)
-        self.assertEqual(m.get("ckpt_drain_pending_checkpoints", tier="staging", job="llama"), 2)
+                               training_job="llama"), 1)
+        self.assertEqual(m.get("ckpt_drain_pending_checkpoints", tier="staging", training_job="llama"), 2)
         self.assertEqual(self.firing(m, "llama"), 1.0)  # for: 0s fires in the same cycle
         self.assertIsNone(self.firing(m, "bert"))
         self.assertEqual(m.labels_of("ckpt_alert", alertname=ALERT),
                          [{"alertname": ALERT, "severity": "warning", "tier": "staging",
-                           "job": "llama"}])
+                           "training_job": "llama"}])
 
         api = harness.wait_for(lambda: [a for a in self.api_alerts(ck) if a["state"] == "firing"],
                                what=f"{ALERT} firing in /api/v1/alerts")
         self.assertEqual(len(api), 1)
         self.assertEqual(api[0]["labels"], {"alertname": ALERT, "severity": "warning",
-                                            "tier": "staging", "job": "llama"})
+                                            "tier": "staging", "training_job": "llama"})
         self.assertIn("llama", api[0]["annotations"]["summary"])
         self.assertEqual(api[0]["annotations"]["runbook_url"],
                          "docs/runbook.md#" + ALERT.lower())
@@ -234,7 +234,7 @@ class RulesEndToEnd(unittest.TestCase):
                                     what=f"{ALERT} to arrive at Alertmanager")
             self.assertEqual(len(seen), 1)
             self.assertEqual(seen[0]["labels"], {"alertname": ALERT, "severity": "warning",
-                                                 "tier": "staging", "job": "llama"})
+                                                 "tier": "staging", "training_job": "llama"})
             self.assertEqual(seen[0]["status"]["state"], "active")
             self.assertEqual(seen[0]["generatorURL"],
                              f"http://127.0.0.1:{ck.port}/api/v1/alerts")
@@ -247,7 +247,7 @@ class RulesEndToEnd(unittest.TestCase):
         m = self.backlog_is(ck, tiers, "llama", "step-100 drained, step-200 waiting")
         self.assertEqual(tiers.backlog("llama"), 500_000 + 1234)
         self.assertEqual(m.get("ckpt_drain_overlapping_checkpoints", tier="staging",
-                               job="llama"), 0)
+                               training_job="llama"), 0)
         self.assertIsNone(self.firing(m, "llama"))
         harness.wait_for(lambda: not [a for a in self.api_alerts(ck) if a["state"] == "firing"],
                          what=f"{ALERT} gone from /api/v1/alerts")
@@ -263,9 +263,9 @@ class RulesEndToEnd(unittest.TestCase):
                 tiers.copy(rel)
         m = self.backlog_is(ck, tiers, "llama", "everything copied")
         self.assertEqual(tiers.backlog("llama"), 0)
-        self.assertEqual(m.get("ckpt_drain_pending_checkpoints", tier="staging", job="llama"), 0)
+        self.assertEqual(m.get("ckpt_drain_pending_checkpoints", tier="staging", training_job="llama"), 0)
         self.assertEqual(m.get("ckpt_drain_time_to_empty_seconds", tier="staging",
-                               job="llama"), 0)
+                               training_job="llama"), 0)
 
         # 6. A restart loads the tier samples and the drain observations back.
         ck.stop()

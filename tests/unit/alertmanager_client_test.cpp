@@ -223,7 +223,7 @@ TEST(AlertmanagerClient, RealAlertmanagerReceivesFiringAndResolvedAlerts) {
     return l && l->size() == 1;
   })) << am.log();
   EXPECT_EQ(seen["labels"]["severity"], "critical");
-  EXPECT_FALSE(seen["labels"].contains("job"));
+  EXPECT_FALSE(seen["labels"].contains("training_job"));
   EXPECT_EQ(seen["annotations"]["summary"], "Tier rapid-test is down");
   EXPECT_EQ(seen["annotations"]["runbook_url"], "docs/runbook.md#checkpointtierdown");
   EXPECT_EQ(seen["generatorURL"], "http://127.0.0.1:10025/api/v1/alerts");

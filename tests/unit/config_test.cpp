@@ -248,11 +248,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "clear_used_ratio: 0.95}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:3:44: alerting.rules.CheckpointTierAlmostFull.used_ratio: must be at "
                  "least clear_used_ratio (0.95), got \"0.9\""}},
-        BadCase{"alertmanager_https",
-                "alerting: {alertmanager_url: 'https://am:9093'}\ntiers:\n  - {name: a, path: /a, "
+        BadCase{"alertmanager_ftp",
+                "alerting: {alertmanager_url: 'ftp://am:9093'}\ntiers:\n  - {name: a, path: /a, "
                 "role: rapid}\n",
-                {"bad.yml:1:30: alerting.alertmanager_url: https is not supported (expected an "
-                 "http:// URL such as http://127.0.0.1:9093), got \"https://am:9093\""}},
+                {"bad.yml:1:30: alerting.alertmanager_url: expected an http:// or https:// URL "
+                 "such as http://127.0.0.1:9093, got \"ftp://am:9093\""}},
         BadCase{"history_resolution_not_a_multiple",
                 "history:\n  downsample:\n    - {resolution: 5m, retention: 30d}\n    - "
                 "{resolution: 7m, retention: 365d}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",

@@ -415,11 +415,11 @@ TEST(AlertRendering, ApiJsonLooksLikePrometheus) {
   auto& alerts = j["data"]["alerts"];
   ASSERT_EQ(alerts.size(), 2u);
   EXPECT_EQ(alerts[0]["state"], "pending");
-  EXPECT_EQ(alerts[0]["labels"]["job"], "a\xef\xbf\xbd");  // invalid UTF-8 replaced
+  EXPECT_EQ(alerts[0]["labels"]["training_job"], "a\xef\xbf\xbd");  // invalid UTF-8 replaced
   EXPECT_EQ(alerts[0]["activeAt"], "2023-11-14T22:13:20.000Z");
   EXPECT_EQ(alerts[0]["value"], "2");
   EXPECT_EQ(alerts[0]["annotations"]["runbook_url"], "docs/runbook.md#checkpointpartial");
-  EXPECT_FALSE(alerts[1]["labels"].contains("job"));
+  EXPECT_FALSE(alerts[1]["labels"].contains("training_job"));
   EXPECT_EQ(alerts[1]["value"], "+Inf");
   EXPECT_EQ(nlohmann::json::parse(alerts_json({}))["data"]["alerts"].size(), 0u);
 }
@@ -434,12 +434,12 @@ TEST(AlertRendering, AlertmanagerPayload) {
   EXPECT_EQ(j[0]["labels"], (nlohmann::json{{"alertname", "CheckpointPartial"},
                                             {"severity", "warning"},
                                             {"tier", "rapid"},
-                                            {"job", "a"}}));
+                                            {"training_job", "a"}}));
   EXPECT_EQ(j[0]["startsAt"], "2023-11-14T22:14:20.000Z");
   EXPECT_EQ(j[0]["endsAt"], "2023-11-14T22:20:40.000Z");  // now (22:16:40) + 4 x 60 s
   EXPECT_EQ(j[0]["generatorURL"], "http://node1:10025/api/v1/alerts");
   EXPECT_EQ(j[0]["annotations"]["summary"], "sum");
-  EXPECT_FALSE(j[1]["labels"].contains("job"));
+  EXPECT_FALSE(j[1]["labels"].contains("training_job"));
   EXPECT_EQ(j[1]["endsAt"], "2023-11-14T22:15:00.000Z");
 }
 

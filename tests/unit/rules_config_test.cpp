@@ -185,14 +185,39 @@ TEST_P(AlertingRejects, Exactly) { EXPECT_EQ(alerting_errors(GetParam().yaml), G
 INSTANTIATE_TEST_SUITE_P(
     Table, AlertingRejects,
     ::testing::Values(
-        Bad{"https_url",
-            "alertmanager_url: https://am:9093\n",
-            {"r.yml:1:19: alerting.alertmanager_url: https is not supported (expected an http:// "
-             "URL such as http://127.0.0.1:9093), got \"https://am:9093\""}},
+        Bad{"ftp_url",
+            "alertmanager_url: ftp://am:9093\n",
+            {"r.yml:1:19: alerting.alertmanager_url: expected an http:// or https:// URL such as "
+             "http://127.0.0.1:9093, got \"ftp://am:9093\""}},
         Bad{"bad_port",
             "alertmanager_url: http://am:99999\n",
-            {"r.yml:1:19: alerting.alertmanager_url: invalid port in URL (expected an http:// "
-             "URL such as http://127.0.0.1:9093), got \"http://am:99999\""}},
+            {"r.yml:1:19: alerting.alertmanager_url: invalid port in URL (expected an http:// or "
+             "https:// URL such as http://127.0.0.1:9093), got \"http://am:99999\""}},
+        Bad{"tls_config_without_https",
+            "alertmanager_url: http://am:9093\ntls_config: {ca_file: /ca.pem}\n",
+            {"r.yml:2:13: alerting.tls_config: needs an https:// alertmanager_url"}},
+        Bad{"cert_without_key",
+            "alertmanager_url: https://am:9093\ntls_config: {cert_file: /c.pem}\n",
+            {"r.yml:2:13: alerting.tls_config: cert_file and key_file go together"}},
+        Bad{"relative_ca_file_and_unknown_tls_key",
+            "alertmanager_url: https://am:9093\ntls_config: {ca_file: ca.pem, ca: x}\n",
+            {"r.yml:2:23: alerting.tls_config.ca_file: expected an absolute path, got \"ca.pem\"",
+             "r.yml:2:31: alerting.tls_config.ca: unknown key (expected one of: ca_file, "
+             "cert_file, key_file, server_name, insecure_skip_verify)"}},
+        Bad{"basic_auth_and_authorization",
+            "alertmanager_url: https://am:9093\nbasic_auth: {username: u, password: p}\n"
+            "authorization: {credentials: t}\n",
+            {"r.yml:3:16: alerting.authorization: at most one of basic_auth and authorization"}},
+        Bad{"password_and_password_file",
+            "basic_auth: {username: u, password: p, password_file: /p}\n",
+            {"r.yml:1:13: alerting.basic_auth: at most one of password and password_file"}},
+        Bad{"basic_auth_without_username",
+            "basic_auth: {password: p}\n",
+            {"r.yml:1:13: alerting.basic_auth.username: required key is missing"}},
+        Bad{"authorization_without_credentials",
+            "authorization: {type: Bearer}\n",
+            {"r.yml:1:16: alerting.authorization: exactly one of credentials and "
+             "credentials_file"}},
         Bad{"zero_resend",
             "resend_interval: 0s\n",
             {"r.yml:1:18: alerting.resend_interval: must be at least 1s, got \"0s\""}},
@@ -258,6 +283,30 @@ INSTANTIATE_TEST_SUITE_P(
             {"r.yml:1:13: history.downsample: expected a list of {resolution, retention}, got "
              "\"5m\""}}));
 
+TEST(RulesConfig, ReadsAlertmanagerTlsAndAuth) {
+  AlertingConfig a;
+  ASSERT_EQ(alerting_errors("alertmanager_url: https://am:9093\n"
+                            "tls_config: {ca_file: /ca.pem, cert_file: /c.pem, key_file: /k.pem, "
+                            "server_name: am.example, insecure_skip_verify: true}\n"
+                            "basic_auth: {username: ckptmon, password_file: /etc/pw}\n",
+                            &a),
+            std::vector<std::string>{});
+  EXPECT_EQ(a.tls_config.ca_file, "/ca.pem");
+  EXPECT_EQ(a.tls_config.cert_file, "/c.pem");
+  EXPECT_EQ(a.tls_config.key_file, "/k.pem");
+  EXPECT_EQ(a.tls_config.server_name, "am.example");
+  EXPECT_TRUE(a.tls_config.insecure_skip_verify);
+  EXPECT_EQ(a.auth.username, "ckptmon");
+  EXPECT_EQ(a.auth.password_file, "/etc/pw");
+  EXPECT_EQ(a.auth.type, "");
+  AlertingConfig b;
+  ASSERT_EQ(alerting_errors("authorization: {credentials_file: /etc/token}\n", &b),
+            std::vector<std::string>{});
+  EXPECT_EQ(b.auth.type, "Bearer");  // Prometheus' default
+  EXPECT_EQ(b.auth.credentials_file, "/etc/token");
+  EXPECT_EQ(b.auth.username, "");
+}
+
 TEST(RulesConfig, ParsesHttpUrls) {
   std::string err;
   auto u = parse_http_url("http://127.0.0.1:9093", &err);
@@ -274,9 +323,19 @@ TEST(RulesConfig, ParsesHttpUrls) {
   ASSERT_TRUE(u);
   EXPECT_EQ(u->host, "::1");
   EXPECT_EQ(u->path, "");
+  u = parse_http_url("https://am.example", &err);
+  ASSERT_TRUE(u);
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->port, 443);
+  u = parse_http_url("https://127.0.0.1:9443/am", &err);
+  ASSERT_TRUE(u);
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->port, 9443);
+  EXPECT_EQ(u->path, "/am");
+  EXPECT_FALSE(parse_http_url("http://h", &err)->tls);
   for (const char* bad :
-       {"ftp://x", "http://", "http://u@h:1", "http://h:", "http://h:0", "http://h/x?y",
-        "http://[::1", "http://::1:9093", "127.0.0.1:9093", "http://h:12ab"}) {
+       {"ftp://x", "http://", "https://", "https//h", "http://u@h:1", "http://h:", "http://h:0",
+        "http://h/x?y", "http://[::1", "http://::1:9093", "127.0.0.1:9093", "http://h:12ab"}) {
     EXPECT_FALSE(parse_http_url(bad, &err)) << bad;
     EXPECT_FALSE(err.empty());
   }

@@ -101,12 +101,12 @@ TEST_F(RulesCycleTest, GrowingBacklogFiresAndIsRenderedAndRecorded) {
   EXPECT_EQ(out->evaluated_at, kT0);
   const std::string& m = out->metrics_text;
   EXPECT_THAT(m, HasSubstr("ckpt_drain_backlog_bytes{tier=\"staging\",to_tier=\"rapid\","
-                           "job=\"jobA\"} 2500\n"));
+                           "training_job=\"jobA\"} 2500\n"));
   EXPECT_THAT(m, HasSubstr("ckpt_drain_overlapping_checkpoints{tier=\"staging\",to_tier=\"rapid\","
-                           "job=\"jobA\"} 1\n"));
+                           "training_job=\"jobA\"} 1\n"));
   EXPECT_THAT(m, HasSubstr("ckpt_alert{alertname=\"CheckpointDrainBacklogGrowing\","
-                           "severity=\"warning\",tier=\"staging\",job=\"jobA\"} 1\n"));
-  EXPECT_THAT(m, HasSubstr("ckpt_restorable_step{job=\"jobA\"} 200\n"));
+                           "severity=\"warning\",tier=\"staging\",training_job=\"jobA\"} 1\n"));
+  EXPECT_THAT(m, HasSubstr("ckpt_restorable_step{training_job=\"jobA\"} 200\n"));
   EXPECT_THAT(m, HasSubstr("ckptmon_rules_evaluations_total 1\n"));
   EXPECT_THAT(m, Not(HasSubstr("ckptmon_alertmanager_")));  // no URL configured
   ASSERT_FALSE(out->active.empty());
@@ -184,7 +184,7 @@ TEST_F(RulesCycleTest, AFiringAlertSurvivesARestartAndResolvesOnceDrained) {
   store_->flush();
   EXPECT_THAT(c->output()->metrics_text,
               HasSubstr("ckpt_drain_backlog_bytes{tier=\"staging\",to_tier=\"rapid\","
-                        "job=\"jobA\"} 0\n"));
+                        "training_job=\"jobA\"} 0\n"));
   EXPECT_THAT(c->output()->metrics_text,
               Not(HasSubstr("ckpt_alert{alertname=\"CheckpointDrainBacklogGrowing\"")));
   t = transitions();
@@ -208,7 +208,7 @@ TEST_F(RulesCycleTest, ATierThatWasNeverWalkedContributesNoCheckpoints) {
   // daemon evaluates only once every tier reported (see Daemon::changed).
   EXPECT_THAT(c->output()->metrics_text,
               HasSubstr("ckpt_drain_backlog_bytes{tier=\"staging\",to_tier=\"rapid\","
-                        "job=\"jobA\"} 2500\n"));
+                        "training_job=\"jobA\"} 2500\n"));
 }
 
 TEST_F(RulesCycleTest, AlertmanagerFamiliesAppearWhenAUrlIsSet) {

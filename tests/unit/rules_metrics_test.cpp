@@ -50,21 +50,21 @@ TEST(RulesMetrics, RendersTheFiguresWithTheirLabels) {
   };
   // 600 bytes of step 100 and all of step 200 are not on rapid yet.
   EXPECT_TRUE(
-      has("ckpt_drain_backlog_bytes{tier=\"staging\",to_tier=\"rapid\",job=\"llama\"} 1600"))
+      has("ckpt_drain_backlog_bytes{tier=\"staging\",to_tier=\"rapid\",training_job=\"llama\"} 1600"))
       << text;
   EXPECT_TRUE(has(
-      "ckpt_drain_overlapping_checkpoints{tier=\"staging\",to_tier=\"rapid\",job=\"llama\"} 1"));
+      "ckpt_drain_overlapping_checkpoints{tier=\"staging\",to_tier=\"rapid\",training_job=\"llama\"} 1"));
   EXPECT_TRUE(
-      has("ckpt_drain_oldest_pending_age_seconds{tier=\"staging\",to_tier=\"rapid\",job=\"llama\"} "
+      has("ckpt_drain_oldest_pending_age_seconds{tier=\"staging\",to_tier=\"rapid\",training_job=\"llama\"} "
           "200"));
   // Avail 4.5e11, 4.2e11, 4.0e11 at 100, 200, 300: least squares slope -2.5e8/s,
   // fitted 3.98333e11 at 300, so 1593.33 s to zero.
   EXPECT_NE(text.find("ckpt_tier_time_to_full_seconds{tier=\"staging\"} 1593.33"),
             std::string::npos)
       << text;
-  EXPECT_TRUE(has("ckpt_restorable_step{job=\"llama\"} 200"));
-  EXPECT_TRUE(has("ckpt_restorable_timestamp_seconds{job=\"llama\"} 200"));
-  EXPECT_TRUE(has("ckpt_cleanup_pending_checkpoints{tier=\"staging\",job=\"llama\"} 0"));
+  EXPECT_TRUE(has("ckpt_restorable_step{training_job=\"llama\"} 200"));
+  EXPECT_TRUE(has("ckpt_restorable_timestamp_seconds{training_job=\"llama\"} 200"));
+  EXPECT_TRUE(has("ckpt_cleanup_pending_checkpoints{tier=\"staging\",training_job=\"llama\"} 0"));
   EXPECT_TRUE(
       has("ckpt_alert{alertname=\"CheckpointTierDown\",severity=\"critical\",tier=\"rapid\"} 1"));
   EXPECT_TRUE(has("ckptmon_alertmanager_post_errors_total 1"));

@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""End to end with the real neighbours: Debian's prometheus runs the shipped
+deploy/prometheus/prometheus.yml and its rule files, scraping a running
+`ckptmon demo`, and sends its alerts to Debian's Alertmanager.
+
+What the copy of the shipped files changes, and only that: the target and
+Alertmanager addresses (free ports on 127.0.0.1), the scrape and evaluation
+intervals (1s instead of 15s) and, in the ckptmon-checkpoints group only,
+every `for:` (0s), so that a domain alert fires within the test instead of
+after 5 to 30 minutes. The test then sees through Prometheus' HTTP API:
+ckptmon's series (with job="ckptmon" from the scrape config), a recording
+rule's result, a domain alert firing, and Alertmanager holding that alert;
+per-job series carry training_job next to job="ckptmon" (no honor_labels).
+
+The demo's workload is not assumed: the test accepts whichever domain alert
+the demo makes fire (it abandons saves, which become partial, and overlaps
+drains).
+"""
+
+import json
+import os
+import re
+import shutil
+import sys
+import unittest
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import test_rules_e2e  # noqa: E402  (Debian's Alertmanager on 127.0.0.1)
+
+PROMETHEUS = "/usr/bin/prometheus"
+PROM_DIR = os.path.join(harness.SOURCE_DIR, "deploy", "prometheus")
+
+
+def domain_alert_names():
+    names, in_group = [], False
+    with open(os.path.join(PROM_DIR, "ckptmon-alerts.yml")) as f:
+        for line in f:
+            m = re.match(r"\s*- name:\s*(\S+)", line)
+            if m:
+                in_group = m.group(1) == "ckptmon-checkpoints"
+            m = re.match(r"\s*- alert:\s*(\S+)", line)
+            if m and in_group:
+                names.append(m.group(1))
+    return names
+
+
+class PrometheusEndToEnd(unittest.TestCase):
+    def setUp(self):
+        harness.require_binary()
+        harness.require_executable(PROMETHEUS, "prometheus")
+        harness.require_executable(test_rules_e2e.ALERTMANAGER, "prometheus-alertmanager")
+        self.ws = harness.Workspace()
+        self.addCleanup(self.ws.close)
+        self.am = self.ws.start(test_rules_e2e.Alertmanager(self.ws))
+        self.demo = self.ws.start(harness.Process(
+            [harness.BIN, "demo", "--web.listen-address", "127.0.0.1:0", "--exit-after", "240s"]))
+        self.demo_port = int(self.demo.wait_line(r"msg=listening .*\bport=(\d+)").group(1))
+        self.prom_port = harness.free_port()
+        cfg = self.copy_config()
+        self.prom = self.ws.start(harness.Process([
+            PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={self.ws.mkdir('tsdb')}",
+            f"--web.listen-address=127.0.0.1:{self.prom_port}", "--log.level=warn"]))
+
+    def copy_config(self):
+        d = self.ws.mkdir("prometheus")
+        with open(os.path.join(PROM_DIR, "prometheus.yml")) as f:
+            text = f.read()
+        rewritten = (text.replace("'localhost:10025'", f"'127.0.0.1:{self.demo_port}'")
+                         .replace("'localhost:9093'", f"'127.0.0.1:{self.am.port}'"))
+        rewritten = re.sub(r"(?m)^(\s*(scrape|evaluation)_interval:)\s*15s", r"\1 1s", rewritten)
+        rewritten = re.sub(r"(?m)^(\s*scrape_timeout:)\s*10s", r"\1 1s", rewritten)
+        self.assertNotIn("localhost:", rewritten)
+        self.assertEqual(rewritten.count(" 1s"), 4, rewritten)
+        with open(os.path.join(d, "prometheus.yml"), "w") as f:
+            f.write(rewritten)
+        shutil.copy(os.path.join(PROM_DIR, "ckptmon-recording-rules.yml"), d)
+        with open(os.path.join(PROM_DIR, "ckptmon-alerts.yml")) as f:
+            alerts = f.read()
+        head, sep, domain = alerts.partition("  - name: ckptmon-checkpoints\n")
+        self.assertTrue(sep)
+        domain, n = re.subn(r"(?m)^(\s+for:)\s*\S+$", r"\1 0s", domain)
+        self.assertEqual(n, len(domain_alert_names()))
+        with open(os.path.join(d, "ckptmon-alerts.yml"), "w") as f:
+            f.write(head + sep + domain)
+        return os.path.join(d, "prometheus.yml")
+
+    def api(self, path, **params):
+        q = f"{path}?{urllib.parse.urlencode(params)}" if params else path
+        try:
+            r = harness.http_request(self.prom_port, q, timeout=5)
+        except OSError:
+            return None
+        if r.status != 200:
+            return None
+        body = r.json()
+        return body["data"] if body.get("status") == "success" else None
+
+    def query(self, expr):
+        return self.api("/api/v1/query", query=expr)
+
+    def test_scrape_rules_alerts_and_alertmanager(self):
+        harness.wait_for(lambda: self.api("/api/v1/status/config"), timeout=60,
+                         what="Prometheus answering")
+        # ckptmon's own series, scraped under job="ckptmon".
+        up = harness.wait_for(lambda: (self.query('up{job="ckptmon"} == 1') or {}).get("result"),
+                              timeout=60, what="the demo scraped")
+        self.assertEqual(up[0]["metric"]["instance"], f"127.0.0.1:{self.demo_port}")
+        tiers = harness.wait_for(
+            lambda: (self.query('ckpt_tier_up{job="ckptmon"}') or {}).get("result"),
+            timeout=60, what="ckpt_tier_up scraped")
+        demo_tiers = sorted(t["name"] for t in
+                            harness.http_request(self.demo_port, "/api/v1/tiers").json())
+        self.assertEqual(sorted(s["metric"]["tier"] for s in tiers), demo_tiers)
+
+        # Per-job series keep the training job next to job="ckptmon" with the
+        # default scrape config (no honor_labels): nothing became exported_job.
+        per_job = harness.wait_for(
+            lambda: (self.query('ckpt_checkpoints{job="ckptmon", training_job!=""}') or {})
+            .get("result"), timeout=60, what="per-job series with training_job")
+        self.assertTrue(all(s["metric"]["job"] == "ckptmon" for s in per_job))
+        self.assertEqual(self.query('{exported_job!=""}')["result"], [])
+
+        # A recording rule's result: tier:ckpt_tier_up:min, one series per tier.
+        rec = harness.wait_for(lambda: (self.query("tier:ckpt_tier_up:min") or {}).get("result"),
+                               timeout=60, what="the recording rule evaluated")
+        self.assertEqual(sorted(s["metric"]["tier"] for s in rec), demo_tiers)
+        by_tier = {s["metric"]["tier"]: float(s["value"][1]) for s in tiers}
+        for s in rec:
+            self.assertEqual(float(s["value"][1]), by_tier[s["metric"]["tier"]])
+
+        # A domain alert (PromQL over the metrics) firing in Prometheus.
+        names = set(domain_alert_names())
+        self.assertGreaterEqual(len(names), 5)
+
+        def firing_domain():
+            data = self.api("/api/v1/alerts")
+            if not data:
+                return None
+            return [a for a in data["alerts"]
+                    if a["labels"]["alertname"] in names and a["state"] == "firing"]
+        firing = harness.wait_for(firing_domain, timeout=120, interval=0.5,
+                                  what="a domain alert firing in Prometheus")
+        alert = firing[0]
+        self.assertTrue(alert["annotations"]["runbook_url"].startswith("docs/runbook.md#"))
+        self.assertIn(alert["labels"]["severity"], ("warning", "critical"))
+
+        # And Alertmanager received it from Prometheus.
+        def in_alertmanager():
+            for a in self.am.alerts() or []:
+                if (a["labels"].get("alertname") == alert["labels"]["alertname"]
+                        and all(a["labels"].get(k) == v for k, v in alert["labels"].items())):
+                    return a
+            return None
+        got = harness.wait_for(in_alertmanager, timeout=60, interval=0.5,
+                               what=f"{alert['labels']['alertname']} in Alertmanager")
+        self.assertEqual(got["status"]["state"], "active")
+        # Sent by this Prometheus (its generatorURL names its port and the rule).
+        self.assertRegex(got["generatorURL"], rf":{self.prom_port}/graph\?g0\.expr=ckpt_")
+        print(f"\nfiring in Prometheus and received by Alertmanager: "
+              f"{json.dumps(alert['labels'], sort_keys=True)}")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
