@@ -30,9 +30,6 @@ ONLY_AFTER = {
     "up": "Prometheus' own series for every target",
     "ckpt_alert": "present only while a ckptmon alert fires",
     "ckpt_tier_time_to_full_seconds": "needs sizing.min_trend_span (30m) of tier samples",
-    "ckpt_checkpoint_duration_seconds_bucket": "observed from checkpoint event logs",
-    "ckpt_checkpoint_pause_seconds_bucket": "observed from checkpoint event logs",
-    "ckpt_checkpoint_failures_total": "counted from checkpoint_failed events",
     "ckpt_restore_duration_seconds_bucket": "observed from restore_start/restore_done events",
     "ckpt_last_restore_timestamp_seconds": "set by restore_done events",
 }

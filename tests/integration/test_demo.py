@@ -81,7 +81,7 @@ class Demo(unittest.TestCase):
                                   "CheckpointNextWontFit", "CheckpointTierAlmostFull",
                                   "CheckpointDrainTooSlow"}, alerts)
         # Three jobs in three layouts.
-        jobs = {l["job"] for l in m.labels_of("ckpt_checkpoints", state="committed")}
+        jobs = {l["training_job"] for l in m.labels_of("ckpt_checkpoints", state="committed")}
         self.assertEqual(jobs, {"llama-dcp", "bert-hf", "gpt-megatron"})
         # Restores and cleanups came from the event logs too.
         self.assertTrue(positive(m, "ckpt_restore_duration_seconds_count"))
