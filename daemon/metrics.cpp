@@ -13,6 +13,8 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "util/label.hpp"
+
 namespace ckptmon {
 
 FamilyBuilder::FamilyBuilder(std::string name, std::string help, prometheus::MetricType type) {
@@ -23,7 +25,7 @@ FamilyBuilder::FamilyBuilder(std::string name, std::string help, prometheus::Met
 
 FamilyBuilder& FamilyBuilder::add(const Labels& labels, double value) {
   prometheus::ClientMetric m;
-  for (const auto& [k, v] : labels) m.label.push_back({k, v});
+  for (const auto& [k, v] : labels) m.label.push_back({k, label_value(v)});
   switch (family_.type) {
     case prometheus::MetricType::Counter: m.counter.value = value; break;
     case prometheus::MetricType::Gauge: m.gauge.value = value; break;
@@ -35,7 +37,7 @@ FamilyBuilder& FamilyBuilder::add(const Labels& labels, double value) {
 
 FamilyBuilder& FamilyBuilder::add_histogram(const Labels& labels, const HistogramData& h) {
   prometheus::ClientMetric m;
-  for (const auto& [k, v] : labels) m.label.push_back({k, v});
+  for (const auto& [k, v] : labels) m.label.push_back({k, label_value(v)});
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
     cumulative += h.buckets[i];

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/duration.hpp"
+#include "util/label.hpp"
 #include "util/text.hpp"
 
 namespace ckptmon {
@@ -455,9 +456,10 @@ namespace {
 nlohmann::json labels_json(const AlertLabels& l) {
   nlohmann::json j = nlohmann::json::object();
   j["alertname"] = l.alertname;
-  if (!l.severity.empty()) j["severity"] = l.severity;
-  if (!l.tier.empty()) j["tier"] = l.tier;
-  if (!l.job.empty()) j["job"] = l.job;
+  if (!l.severity.empty()) j["severity"] = label_value(l.severity);
+  // The same values as the ckpt_alert series, so silences and routes match both.
+  if (!l.tier.empty()) j["tier"] = label_value(l.tier);
+  if (!l.job.empty()) j["job"] = label_value(l.job);
   return j;
 }
 
