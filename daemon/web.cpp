@@ -221,6 +221,8 @@ nlohmann::json checkpoint_json(const Checkpoint& c, const State* state) {
   }
   if (c.first_seen > 0) j["first_seen"] = c.first_seen;
   if (c.last_seen > 0) j["last_seen"] = c.last_seen;
+  // A record kept from an earlier walk: its directory cannot be read now.
+  j["unreadable"] = c.unreadable;
   if (state != nullptr) {
     if (const EventStep* ev = state->event_step(c)) {
       j["events"] = event_step_json(*ev);
@@ -308,6 +310,7 @@ std::string render_jobs_json(const Snapshot& snap) {
                        {"checkpoints", r.checkpoints}};
       for (CkptState s : kAllCkptStates) o[std::string(to_string(s))] = r.count(s);
       o["stored_bytes"] = r.stored_bytes;
+      o["unreadable"] = r.unreadable;
       o["latest_committed_step"] = step >= 0 ? nlohmann::json(step) : nlohmann::json();
       arr.push_back(std::move(o));
     }
