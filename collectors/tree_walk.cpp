@@ -21,7 +21,9 @@ double mtime_of(const struct stat& st) {
 
 // An open or a listing that failed for a reason other than the entry being
 // gone (or swapped for a non-directory): what is below is unknown, not empty.
-bool unreadable_errno(int err) { return err != 0 && err != ENOENT && err != ENOTDIR && err != ELOOP; }
+bool unreadable_errno(int err) {
+  return err != 0 && err != ENOENT && err != ENOTDIR && err != ELOOP;
+}
 
 std::string join(const std::string& rel, const std::string& name) {
   return rel.empty() ? name : rel + "/" + name;
