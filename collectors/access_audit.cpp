@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <regex>
 
 namespace ckptmon {
@@ -87,6 +88,13 @@ void AccessAuditor::audit_job(const std::string& job, const std::string& job_rel
   }
 }
 
+void AccessAuditor::audit_unreadable(const UnreadableDir& dir,
+                                     std::vector<AccessFinding>& out) const {
+  out.push_back({tier_, dir.job, dir.path, FindingKind::kUnreadable,
+                 std::string(std::strerror(dir.error)) +
+                     ": its last known checkpoints are kept, flagged unreadable"});
+}
+
 void AccessAuditor::audit_checkpoint(const Checkpoint& c, const DirNode* node,
                                      const FileEntry* file, std::vector<AccessFinding>& out) const {
   struct Tally {
@@ -134,9 +142,9 @@ void AccessAuditor::audit_checkpoint(const Checkpoint& c, const DirNode* node,
   if (t.foreign > 0) {
     std::string want = (ns->rule->owner.empty() ? "*" : ns->rule->owner) + ":" +
                        (ns->rule->group.empty() ? "*" : ns->rule->group);
-    out.push_back({tier_, c.job, c.path, FindingKind::kForeignOwner,
-                   std::to_string(t.foreign) + of + " not owned by " + want + " (e.g. " +
-                       t.example + ")"});
+    out.push_back(
+        {tier_, c.job, c.path, FindingKind::kForeignOwner,
+         std::to_string(t.foreign) + of + " not owned by " + want + " (e.g. " + t.example + ")"});
   }
 }
 

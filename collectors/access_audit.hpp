@@ -12,6 +12,7 @@
 
 #include "config/config.hpp"
 #include "model/access.hpp"
+#include "model/catalog.hpp"
 #include "model/checkpoint.hpp"
 #include "model/dir_tree.hpp"
 
@@ -29,6 +30,9 @@ class AccessAuditor {
   // then `file` is the file).
   void audit_checkpoint(const Checkpoint& c, const DirNode* node, const FileEntry* file,
                         std::vector<AccessFinding>& out) const;
+  // An unreadable finding for a directory the walk could not read, whatever
+  // the namespaces: the daemon cannot vouch for what it cannot see.
+  void audit_unreadable(const UnreadableDir& dir, std::vector<AccessFinding>& out) const;
 
  private:
   struct Ns {

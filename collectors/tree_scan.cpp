@@ -12,6 +12,8 @@
 #include <regex>
 
 #include "collectors/access_audit.hpp"
+#include "util/label.hpp"
+#include "util/log.hpp"
 
 namespace ckptmon {
 namespace {
@@ -40,9 +42,22 @@ bool same_scan_settings(const TierConfig& a, const TierConfig& b) {
   return a.name == b.name && a.path == b.path && a.partial_after == b.partial_after &&
          a.jobs.depth == b.jobs.depth && a.jobs.regex_text == b.jobs.regex_text &&
          a.jobs.group == b.jobs.group && a.jobs.max_depth == b.jobs.max_depth &&
-         a.shard_index == b.shard_index && a.shard_count == b.shard_count &&
-         a.watch == b.watch && layout_eq(a.layout, b.layout) && a.residency == b.residency &&
+         a.shard_index == b.shard_index && a.shard_count == b.shard_count && a.watch == b.watch &&
+         layout_eq(a.layout, b.layout) && a.residency == b.residency &&
          namespaces_eq(a.namespaces, b.namespaces);
+}
+
+// Every directory of `node` (tier-relative `rel`, in `job`) the walker could
+// not read.
+void collect_unreadable(const DirNode& node, const std::string& rel, const std::string& job,
+                        std::vector<UnreadableDir>& out) {
+  if (node.error != 0) out.push_back({job, rel, node.error});
+  for (const auto& c : node.dirs) collect_unreadable(c, join(rel, c.name), job, out);
+}
+
+bool overlaps_any(const std::string& path, const std::vector<UnreadableDir>& dirs) {
+  return std::any_of(dirs.begin(), dirs.end(),
+                     [&](const UnreadableDir& u) { return paths_overlap(u.path, path); });
 }
 
 }  // namespace
@@ -69,8 +84,8 @@ bool TierScanner::owns_job(const std::string& job) const {
   return cfg_.shard_count <= 1 || job_hash(job) % cfg_.shard_count == cfg_.shard_index;
 }
 
-std::vector<std::pair<std::string, std::string>> TierScanner::find_jobs(TreeWalker& walker,
-                                                                        std::string* error) {
+std::vector<std::pair<std::string, std::string>> TierScanner::find_jobs(
+    TreeWalker& walker, std::vector<UnreadableDir>& unreadable, std::string* error) {
   // (tier-relative job root, job name)
   std::vector<std::pair<std::string, std::string>> jobs;
   if (!cfg_.jobs.regex && cfg_.jobs.depth == 0) {
@@ -85,11 +100,15 @@ std::vector<std::pair<std::string, std::string>> TierScanner::find_jobs(TreeWalk
       std::vector<std::pair<std::string, double>> dirs;
       std::string err;
       if (!walker.list_dirs(rel, dirs, &err)) {
+        const int e = errno;
         if (rel.empty()) {
           *error = err;
           return {};
         }
-        continue;  // a job directory vanished or is unreadable: counted by the walker
+        // Vanished: counted by the walker. Unreadable: the jobs below are
+        // unknown, not gone.
+        if (e != ENOENT && e != ENOTDIR && e != ELOOP) unreadable.push_back({"", rel, e});
+        continue;
       }
       for (const auto& [name, _] : dirs) {
         const std::string child = join(rel, name);
@@ -137,7 +156,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
   }
   if (use_inotify) walker.record_listed(&listed);
   std::string error;
-  auto jobs = find_jobs(walker, &error);
+  auto jobs = find_jobs(walker, out.unreadable, &error);
   if (!error.empty()) {
     out.root_ok = false;
     out.error = error;
@@ -158,10 +177,23 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
     out.jobs.insert(job);
     auditor.audit_job(job, job_rel, out.findings);
     DirNode tree;
-    if (!walker.build(job_rel, tree, nullptr)) continue;  // vanished or unreadable: counted
+    if (!walker.build(job_rel, tree, nullptr)) {
+      // Vanished (counted by the walker): its checkpoints are gone.
+      // Unreadable: unknown, and merge_scan keeps what the catalog knew.
+      if (tree.error != 0) out.unreadable.push_back({job, job_rel, tree.error});
+      continue;
+    }
+    const std::size_t unreadable_from = out.unreadable.size();
+    collect_unreadable(tree, job_rel, job, out.unreadable);
+    const std::vector<UnreadableDir> job_unreadable(
+        out.unreadable.begin() + static_cast<std::ptrdiff_t>(unreadable_from),
+        out.unreadable.end());
     for (Checkpoint& c : recognise_tree(tree, ctx)) {
       const std::string in_job = c.path;
       const std::string tier_rel = join(job_rel, in_job);
+      // Part of it could not be read: what was recognised is not the
+      // checkpoint. The catalog's record, if any, is kept instead.
+      if (overlaps_any(tier_rel, job_unreadable)) continue;
       c.tier = cfg_.name;
       c.job = job;
       c.path = tier_rel;
@@ -202,6 +234,13 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
     }
   }
   ::close(root);
+  for (const auto& u : out.unreadable) auditor.audit_unreadable(u, out.findings);
+  // Unreadable now, so not listed again: keep what was remembered for when
+  // access comes back.
+  for (const auto& [path, frozen] : memory_.frozen) {
+    if (overlaps_any(path, out.unreadable)) next_memory.frozen.emplace(path, frozen);
+  }
+  log_transitions(out.unreadable);
   memory_ = std::move(next_memory);
   for (const auto& rel : listed) {
     watcher->watch(cfg_.name, rel.empty() ? cfg_.path : cfg_.path + "/" + rel);
@@ -213,6 +252,24 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
   out.duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+void TierScanner::log_transitions(const std::vector<UnreadableDir>& now) {
+  std::map<std::string, int> next;
+  for (const auto& u : now) next.emplace(u.path, u.error);
+  auto full = [&](const std::string& rel) {
+    return display_name(rel.empty() ? cfg_.path : cfg_.path + "/" + rel);
+  };
+  for (const auto& [path, err] : next) {
+    if (unreadable_.contains(path)) continue;
+    log::warn("directory unreadable: its last known checkpoints are kept, flagged unreadable",
+              {{"tier", cfg_.name}, {"path", full(path)}, {"error", std::strerror(err)}});
+  }
+  for (const auto& [path, _] : unreadable_) {
+    if (next.contains(path)) continue;
+    log::info("directory no longer unreadable", {{"tier", cfg_.name}, {"path", full(path)}});
+  }
+  unreadable_ = std::move(next);
 }
 
 void TreeScanCollector::configure(const Config& cfg) {

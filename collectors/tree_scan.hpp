@@ -32,13 +32,18 @@ class TierScanner {
 
  private:
   std::vector<std::pair<std::string, std::string>> find_jobs(TreeWalker& walker,
+                                                             std::vector<UnreadableDir>& unreadable,
                                                              std::string* error);
+  // Logs each directory that became unreadable or readable again since the
+  // last complete walk: once per transition, not once per walk.
+  void log_transitions(const std::vector<UnreadableDir>& now);
   bool owns_job(const std::string& job) const;
 
   TierConfig cfg_;
   bool keep_files_;
   GenericLayout generic_;
   WalkMemory memory_;
+  std::map<std::string, int> unreadable_;  // path -> errno, of the last complete walk
 };
 
 // The job a directory belongs to, for shard: i/n splitting (FNV-1a 64).

@@ -19,6 +19,12 @@ double mtime_of(const struct stat& st) {
   return static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
 }
 
+// An open or a listing that failed for a reason other than the entry being
+// gone (or swapped for a non-directory): what is below is unknown, not empty.
+bool unreadable_errno(int err) {
+  return err != 0 && err != ENOENT && err != ENOTDIR && err != ELOOP;
+}
+
 std::string join(const std::string& rel, const std::string& name) {
   return rel.empty() ? name : rel + "/" + name;
 }
@@ -83,14 +89,17 @@ TreeWalker::TreeWalker(int root_fd, dev_t root_dev, const WalkMemory* memory, Wa
 bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error) {
   int fd = open_rel(root_fd_, rel);
   if (fd < 0) {
-    if (errno == EACCES) ++stats_.permission_errors;
-    if (errno == ENOENT) ++stats_.vanished;
-    if (error != nullptr) *error = rel + ": " + std::strerror(errno);
+    const int err = errno;
+    if (err == EACCES) ++stats_.permission_errors;
+    if (err == ENOENT) ++stats_.vanished;
+    if (unreadable_errno(err)) out.error = err;
+    if (error != nullptr) *error = rel + ": " + std::strerror(err);
     return false;
   }
   struct stat st {};
   ++stats_.stat_calls;
   if (::fstat(fd, &st) != 0) {
+    if (unreadable_errno(errno)) out.error = errno;
     if (error != nullptr) *error = rel + ": " + std::strerror(errno);
     ::close(fd);
     return false;
@@ -134,6 +143,7 @@ bool TreeWalker::try_reuse(const std::string& rel, double mtime, DirNode& node) 
 bool TreeWalker::fill(int dfd, const std::string& rel, DirNode& node) {
   DIR* d = ::fdopendir(dfd);
   if (d == nullptr) {
+    node.error = errno;
     ::close(dfd);
     return false;
   }
@@ -144,7 +154,10 @@ bool TreeWalker::fill(int dfd, const std::string& rel, DirNode& node) {
   while (struct dirent* e = ::readdir(d)) {
     if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
     names.emplace_back(e->d_name);
+    errno = 0;
   }
+  // readdir ends with NULL on errors too (EIO, ESTALE): the listing is partial.
+  if (unreadable_errno(errno)) node.error = errno;
   std::sort(names.begin(), names.end());
   for (const auto& name : names) {
     struct stat st {};
@@ -155,6 +168,9 @@ bool TreeWalker::fill(int dfd, const std::string& rel, DirNode& node) {
       } else if (errno == EACCES) {
         ++stats_.permission_errors;
       }
+      // An entry that is there but cannot be stat'ed (no search permission,
+      // EIO): the directory's contents are not known in full.
+      if (unreadable_errno(errno)) node.error = errno;
       continue;
     }
     if (S_ISDIR(st.st_mode)) {
@@ -174,6 +190,7 @@ bool TreeWalker::fill(int dfd, const std::string& rel, DirNode& node) {
             continue;
           }
           if (errno == EACCES) ++stats_.permission_errors;
+          if (unreadable_errno(errno)) child.error = errno;
           node.dirs.push_back(std::move(child));  // seen but unreadable
           continue;
         }

@@ -13,6 +13,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "util/label.hpp"
 #include "util/metric_labels.hpp"
 
 namespace ckptmon {
@@ -25,7 +26,7 @@ FamilyBuilder::FamilyBuilder(std::string name, std::string help, prometheus::Met
 
 FamilyBuilder& FamilyBuilder::add(const Labels& labels, double value) {
   prometheus::ClientMetric m;
-  for (const auto& [k, v] : labels) m.label.push_back({k, v});
+  for (const auto& [k, v] : labels) m.label.push_back({k, label_value(v)});
   switch (family_.type) {
     case prometheus::MetricType::Counter: m.counter.value = value; break;
     case prometheus::MetricType::Gauge: m.gauge.value = value; break;
@@ -37,7 +38,7 @@ FamilyBuilder& FamilyBuilder::add(const Labels& labels, double value) {
 
 FamilyBuilder& FamilyBuilder::add_histogram(const Labels& labels, const HistogramData& h) {
   prometheus::ClientMetric m;
-  for (const auto& [k, v] : labels) m.label.push_back({k, v});
+  for (const auto& [k, v] : labels) m.label.push_back({k, label_value(v)});
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
     cumulative += h.buckets[i];
@@ -153,6 +154,11 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
   using prometheus::MetricType;
   FamilyBuilder count("ckpt_checkpoints", "Checkpoints on the tier by job and state.",
                       MetricType::Gauge);
+  FamilyBuilder unreadable("ckpt_job_unreadable",
+                           "1 when the job directory, or a directory in it, could not be read in "
+                           "the tier's last walk (EACCES, EIO, ESTALE...): the job's last known "
+                           "checkpoints are kept; /api/v1/findings?kind=unreadable lists paths.",
+                           MetricType::Gauge);
   FamilyBuilder stored("ckpt_job_stored_bytes",
                        "Bytes of all the job's checkpoints on the tier, every state.",
                        MetricType::Gauge);
@@ -237,6 +243,7 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
                   static_cast<double>(f.count(s)));
       }
       stored.add(tj, static_cast<double>(f.stored_bytes));
+      unreadable.add(tj, f.unreadable ? 1 : 0);
       partial.add(tj, static_cast<double>(f.count(CkptState::kPartial)));
       partial_bytes.add(tj, static_cast<double>(f.partial_bytes));
       if (f.latest_committed != nullptr) {
@@ -262,7 +269,7 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
     }
   }
 
-  for (auto* b : {&count, &stored, &latest_step, &last_bytes, &last_files, &last_skew,
+  for (auto* b : {&count, &unreadable, &stored, &latest_step, &last_bytes, &last_files, &last_skew,
                   &last_duration, &last_ts, &partial, &partial_bytes, &skew, &scan_dur, &scan_dirs,
                   &scan_stats, &scan_perm, &scan_gone, &scan_ok, &findings, &stale}) {
     append(out, std::move(*b));

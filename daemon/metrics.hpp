@@ -14,7 +14,8 @@ namespace ckptmon {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
-// Accumulates the samples of one family.
+// Accumulates the samples of one family. Every label value passes
+// label_value() (util/label.hpp) here: callers hand in raw names.
 class FamilyBuilder {
  public:
   FamilyBuilder(std::string name, std::string help, prometheus::MetricType type);

@@ -231,7 +231,8 @@ std::map<DrainKey, double> drained_totals_of(const State& state) {
 void RulesCycle::evaluate() {
   const auto started = std::chrono::steady_clock::now();
   const double cpu_started = thread_cpu_seconds();
-  const double now = clock_->now();
+  const double now = clock_->now();         // what the cycle reports
+  const double mono = clock_->monotonic();  // what it measures
   try {
     HistoryWrite write;
     sample_tiers(now, write);
@@ -250,10 +251,11 @@ void RulesCycle::evaluate() {
     RuleFigures figures =
         evaluate_rules(state_.tiers, checkpoints, history_, verifications_of(state_, checkpoints),
                        policy_, now, drained_totals_of(state_));
+    apply_monotonic_ages(figures.drain, pending_anchors_, now, mono);
     write.drain = record_drain_samples(history_.drain, figures.drain, now, drain_keep_seconds_);
     const std::vector<AlertCondition> conditions =
         alert_conditions(figures, state_.tiers, policy_.alerting);
-    write.transitions = evaluator_.evaluate(conditions, now);
+    write.transitions = evaluator_.evaluate(conditions, now, mono);
     for (const AlertTransition& t : write.transitions) {
       if (t.to == AlertState::kPending) continue;  // pending is too chatty for the log
       log::info(t.to == AlertState::kFiring ? "alert firing" : "alert inactive",

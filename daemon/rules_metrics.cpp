@@ -140,6 +140,10 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
                             "Commit time of the job's newest restorable checkpoint on any tier.");
   FamilyBuilder rstep =
       gauge("ckpt_restorable_step", "Step of the job's newest restorable checkpoint on any tier.");
+  FamilyBuilder runread = gauge("ckpt_restorable_unreadable",
+                                "1 when every copy of the job's newest restorable checkpoint is a "
+                                "record kept from an earlier walk because its directory cannot be "
+                                "read now (ckpt_job_unreadable): the recovery point is stale.");
   FamilyBuilder rver = gauge("ckpt_restorable_verified",
                              "1 when a copy of the job's newest restorable checkpoint passed "
                              "integrity verification.");
@@ -149,10 +153,12 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
     rts.add(l, p.timestamp);
     if (p.step >= 0) rstep.add(l, static_cast<double>(p.step));
     rver.add(l, p.verified ? 1 : 0);
+    runread.add(l, p.unreadable ? 1 : 0);
   }
   append(out, std::move(rts));
   append(out, std::move(rstep));
   append(out, std::move(rver));
+  append(out, std::move(runread));
   return out;
 }
 

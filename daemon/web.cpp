@@ -14,6 +14,7 @@
 #include "daemon/http_server.hpp"
 #include "daemon/rules_cycle.hpp"
 #include "rules/recovery.hpp"
+#include "util/label.hpp"
 #include "util/text.hpp"
 #include "util/version.hpp"
 
@@ -34,7 +35,7 @@ std::string render_alerts_section(const Snapshot& snap) {
     }
     rows += "<tr><td class=\"down\">" + html_escape(a.labels.alertname) + "</td><td>" +
             html_escape(a.labels.severity) + "</td><td>" + html_escape(a.labels.tier) +
-            "</td><td>" + html_escape(a.labels.job) + "</td><td>" +
+            "</td><td>" + html_escape(display_name(a.labels.job)) + "</td><td>" +
             html_escape(format_rfc3339(a.fired_at)) + "</td><td>" + html_escape(a.summary) +
             "</td></tr>\n";
   }
@@ -125,7 +126,7 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
       // break the query, so the URL is encoded before it is HTML-escaped.
       h += "<tr><td>" + html_escape(tier) + "</td><td><a href=\"/api/v1/checkpoints?tier=" +
            html_escape(url_encode(tier)) + "&amp;job=" + html_escape(url_encode(job)) + "\">" +
-           html_escape(job) +
+           html_escape(display_name(job)) +
            "</a></td><td>" + std::to_string(r.count(CkptState::kCommitted)) + "</td><td>" +
            std::to_string(r.count(CkptState::kInProgress)) + "</td><td" +
            (partial > 0 ? " class=\"down\"" : "") + ">" + std::to_string(partial) +
@@ -201,6 +202,13 @@ nlohmann::json event_step_json(const EventStep& s) {
   return j;
 }
 
+// A ?job= filter: the raw name, the name as the API shows it
+// (display_name) or its label value all select it.
+bool name_matches(const std::string& raw, const std::string& wanted) {
+  return wanted.empty() || raw == wanted || display_name(raw) == wanted ||
+         label_value(raw) == wanted;
+}
+
 std::string query_value(const std::map<std::string, std::string>& q, const char* k) {
   auto it = q.find(k);
   return it == q.end() ? std::string() : it->second;
@@ -221,12 +229,13 @@ std::string one_of(const std::vector<std::string_view>& values) {
 nlohmann::json checkpoint_json(const Checkpoint& c, const State* state) {
   nlohmann::json j;
   j["tier"] = c.tier;
-  j["job"] = c.job;
+  j["job"] = display_name(c.job);
+  j["job_label"] = label_value(c.job);
   j["step"] = c.step >= 0 ? nlohmann::json(c.step) : nlohmann::json();
   j["framework"] = c.framework;
   j["state"] = std::string(to_string(c.state));
   j["reason"] = c.reason;
-  j["path"] = c.path;
+  j["path"] = display_name(c.path);
   j["files"] = c.files;
   j["bytes"] = c.bytes;
   j["allocated_bytes"] = c.allocated_bytes;
@@ -247,6 +256,8 @@ nlohmann::json checkpoint_json(const Checkpoint& c, const State* state) {
   }
   if (c.first_seen > 0) j["first_seen"] = c.first_seen;
   if (c.last_seen > 0) j["last_seen"] = c.last_seen;
+  // A record kept from an earlier walk: its directory cannot be read now.
+  j["unreadable"] = c.unreadable;
   if (state != nullptr) {
     if (const EventStep* ev = state->event_step(c)) {
       j["events"] = event_step_json(*ev);
@@ -281,7 +292,7 @@ bool render_checkpoints_json(const Snapshot& snap, const std::map<std::string, s
   for (const auto& [name, cat] : snap.state.catalogs) {
     if (!tier.empty() && name != tier) continue;
     for (const auto& c : cat.checkpoints) {
-      if (!job.empty() && c.job != job) continue;
+      if (!name_matches(c.job, job)) continue;
       if (want && c.state != *want) continue;
       arr.push_back(checkpoint_json(c, &snap.state));
     }
@@ -312,8 +323,9 @@ bool render_findings_json(const Snapshot& snap, const std::map<std::string, std:
     for (const auto& f : cat.findings) {
       if (kind && f.kind != *kind) continue;
       arr.push_back({{"tier", f.tier},
-                     {"job", f.job},
-                     {"path", f.path},
+                     {"job", display_name(f.job)},
+                     {"job_label", label_value(f.job)},
+                     {"path", display_name(f.path)},
                      {"kind", std::string(to_string(f.kind))},
                      {"detail", f.detail}});
     }
@@ -327,9 +339,13 @@ std::string render_jobs_json(const Snapshot& snap) {
   for (const auto& [tier, cat] : snap.state.catalogs) {
     for (const auto& [job, r] : summarize_jobs(cat)) {
       const std::int64_t step = r.latest_committed_step();
-      nlohmann::json o{{"tier", tier}, {"job", job}, {"checkpoints", r.checkpoints}};
+      nlohmann::json o{{"tier", tier},
+                       {"job", display_name(job)},
+                       {"job_label", label_value(job)},
+                       {"checkpoints", r.checkpoints}};
       for (CkptState s : kAllCkptStates) o[std::string(to_string(s))] = r.count(s);
       o["stored_bytes"] = r.stored_bytes;
+      o["unreadable"] = r.unreadable;
       o["latest_committed_step"] = step >= 0 ? nlohmann::json(step) : nlohmann::json();
       arr.push_back(std::move(o));
     }
@@ -413,7 +429,7 @@ bool render_events_summary_json(const Snapshot& snap,
     out["logs"] = std::move(logs);
     nlohmann::json jobs = nlohmann::json::array();
     for (const auto& [key, j] : ev.jobs) {
-      if ((!tier.empty() && key.first != tier) || (!job.empty() && key.second != job)) continue;
+      if ((!tier.empty() && key.first != tier) || !name_matches(key.second, job)) continue;
       std::uint64_t kept = 0, committed = 0, failed = 0;
       std::int64_t latest = -1;
       auto lo = ev.steps.lower_bound(
@@ -438,7 +454,8 @@ bool render_events_summary_json(const Snapshot& snap,
       }
       jobs.push_back(
           {{"tier", key.first},
-           {"job", key.second},
+           {"job", display_name(key.second)},
+           {"job_label", label_value(key.second)},
            {"checkpoints", kept},
            {"committed", committed},
            {"failed", failed},
@@ -455,9 +472,10 @@ bool render_events_summary_json(const Snapshot& snap,
     out["jobs"] = std::move(jobs);
     nlohmann::json restores = nlohmann::json::array();
     for (const auto& [name, r] : ev.restores) {
-      if (!job.empty() && name != job) continue;
+      if (!name_matches(name, job)) continue;
       nlohmann::json o{
-          {"job", name},
+          {"job", display_name(name)},
+          {"job_label", label_value(name)},
           {"restores", r.restores},
           {"failed", r.failed},
           {"last_ok_ts", opt(r.last_ok_ts)},
@@ -485,11 +503,13 @@ bool render_events_summary_json(const Snapshot& snap,
     for (const auto& [k, c] : in.steps) {
       if (!c.failed()) continue;
       failed.push_back(
-          {{"tier", k.tier}, {"job", k.job}, {"step", k.step}, {"results", counts_json(c)}});
+          {{"tier", k.tier}, {"job", display_name(k.job)}, {"step", k.step},
+           {"results", counts_json(c)}});
     }
     for (const auto& [k, c] : in.checkpoints) {
       if (!c.failed()) continue;
-      failed.push_back({{"tier", k.first}, {"path", k.second}, {"results", counts_json(c)}});
+      failed.push_back(
+          {{"tier", k.first}, {"path", display_name(k.second)}, {"results", counts_json(c)}});
     }
     out["integrity"] = {{"totals", std::move(totals)},
                         {"pending_shards", in.pending_shards},
@@ -507,10 +527,11 @@ std::string render_event_checkpoints_json(const Snapshot& snap,
   nlohmann::json arr = nlohmann::json::array();
   if (snap.state.events) {
     for (const auto& [k, s] : snap.state.events->steps) {
-      if ((!tier.empty() && k.tier != tier) || (!job.empty() && k.job != job)) continue;
+      if ((!tier.empty() && k.tier != tier) || !name_matches(k.job, job)) continue;
       nlohmann::json j = event_step_json(s);
       j["tier"] = k.tier;
-      j["job"] = k.job;
+      j["job"] = display_name(k.job);
+      j["job_label"] = label_value(k.job);
       j["step"] = k.step;
       if (snap.state.integrity) {
         auto it = snap.state.integrity->steps.find(k);

@@ -14,8 +14,9 @@ enum class FindingKind {
   kForeignOwner,      // owner or group is not the one configured for the job's namespace
   kOutsideNamespace,  // a job directory that no namespace claims
   kResidency,         // the tier's residency label is not allowed for the job's namespace
+  kUnreadable,        // a directory the walk could not open or list (EACCES, EIO, ESTALE...)
 };
-inline constexpr int kFindingKindCount = 5;
+inline constexpr int kFindingKindCount = 6;
 std::string_view to_string(FindingKind k);
 std::optional<FindingKind> finding_kind_from(std::string_view s);
 

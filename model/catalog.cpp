@@ -24,8 +24,16 @@ bool same_record(const Checkpoint& a, const Checkpoint& b) {
          a.first_write == b.first_write && a.last_write == b.last_write &&
          a.marker_time == b.marker_time && a.component_bytes == b.component_bytes &&
          a.expected_files == b.expected_files && a.save_start == b.save_start &&
-         a.save_end == b.save_end && a.dir_mtime == b.dir_mtime &&
-         a.first_seen == b.first_seen && a.skew_observed == b.skew_observed;
+         a.save_end == b.save_end && a.dir_mtime == b.dir_mtime && a.first_seen == b.first_seen &&
+         a.skew_observed == b.skew_observed;
+}
+
+bool paths_overlap(const std::string& a, const std::string& b) {
+  const std::string& shorter = a.size() <= b.size() ? a : b;
+  const std::string& longer = a.size() <= b.size() ? b : a;
+  if (shorter.empty()) return true;  // the tier root
+  return longer.compare(0, shorter.size(), shorter) == 0 &&
+         (longer.size() == shorter.size() || longer[shorter.size()] == '/');
 }
 
 void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
@@ -45,14 +53,14 @@ void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
   cat.scanned = true;
   cat.jobs = std::move(scan.jobs);
   cat.findings = std::move(scan.findings);
+  std::sort(scan.unreadable.begin(), scan.unreadable.end(),
+            [](const UnreadableDir& a, const UnreadableDir& b) { return a.path < b.path; });
+  cat.unreadable = std::move(scan.unreadable);
 
   std::unordered_map<std::string, const Checkpoint*> before;
   for (const auto& c : cat.checkpoints) before.emplace(c.path, &c);
 
   std::vector<Checkpoint> next = std::move(scan.checkpoints);
-  std::sort(next.begin(), next.end(), [](const Checkpoint& a, const Checkpoint& b) {
-    return a.job != b.job ? a.job < b.job : a.path < b.path;
-  });
   for (auto& c : next) {
     auto it = before.find(c.path);
     const Checkpoint* old = it == before.end() ? nullptr : it->second;
@@ -67,23 +75,40 @@ void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
     if (old == nullptr || !same_record(*old, c)) cat.changed.push_back(c);
     if (old != nullptr) before.erase(it);
   }
-  for (const auto& [path, _] : before) cat.removed.push_back(path);
+  for (const auto& [path, old] : before) {
+    const bool unknown =
+        std::any_of(cat.unreadable.begin(), cat.unreadable.end(),
+                    [&](const UnreadableDir& u) { return paths_overlap(u.path, path); });
+    if (!unknown) {
+      cat.removed.push_back(path);
+      continue;
+    }
+    Checkpoint kept = *old;  // as last seen: no new last_seen, no recount
+    kept.unreadable = true;
+    next.push_back(std::move(kept));
+  }
+  std::sort(next.begin(), next.end(), [](const Checkpoint& a, const Checkpoint& b) {
+    return a.job != b.job ? a.job < b.job : a.path < b.path;
+  });
   cat.checkpoints = std::move(next);
 }
 
 std::map<std::string, JobSummary> summarize_jobs(const TierCatalog& cat) {
   std::map<std::string, JobSummary> jobs;
   for (const auto& j : cat.jobs) jobs[j];
+  for (const auto& u : cat.unreadable) {
+    if (!u.job.empty()) jobs[u.job].unreadable = true;
+  }
   for (const auto& c : cat.checkpoints) {
     JobSummary& f = jobs[c.job];
+    if (c.unreadable) f.unreadable = true;
     ++f.by_state[static_cast<std::size_t>(c.state)];
     ++f.checkpoints;
     f.stored_bytes += c.bytes;
     if (c.state == CkptState::kPartial) f.partial_bytes += c.bytes;
     if (c.state == CkptState::kCommitted &&
         (f.latest_committed == nullptr || c.step > f.latest_committed->step ||
-         (c.step == f.latest_committed->step &&
-          c.last_write > f.latest_committed->last_write))) {
+         (c.step == f.latest_committed->step && c.last_write > f.latest_committed->last_write))) {
       f.latest_committed = &c;
     }
   }

@@ -35,7 +35,7 @@ std::vector<double> skew_buckets();
 // Cost and outcome of the walks of one tier.
 struct ScanCounters {
   std::uint64_t scans = 0;
-  std::uint64_t dirs_listed = 0;        // totals since start
+  std::uint64_t dirs_listed = 0;  // totals since start
   std::uint64_t stat_calls = 0;
   std::uint64_t permission_errors = 0;
   std::uint64_t vanished = 0;
@@ -44,10 +44,23 @@ struct ScanCounters {
   std::string last_error;    // the tier root could not be walked
 };
 
+// A directory the walk saw (or walked before) but could not open or list:
+// what lies below it is unknown, not gone.
+struct UnreadableDir {
+  std::string job;   // the job it is in or is; empty above the job level
+  std::string path;  // tier-relative
+  int error = 0;     // errno
+  auto operator<=>(const UnreadableDir&) const = default;
+};
+
+// True when tier-relative paths `a` and `b` are the same or one is inside the other.
+bool paths_overlap(const std::string& a, const std::string& b);
+
 struct TierCatalog {
-  std::vector<Checkpoint> checkpoints;  // sorted by (job, path)
-  std::vector<AccessFinding> findings;  // access audit of the last complete walk
-  std::set<std::string> jobs;           // every job directory seen, with or without checkpoints
+  std::vector<Checkpoint> checkpoints;    // sorted by (job, path)
+  std::vector<AccessFinding> findings;    // access audit of the last complete walk
+  std::set<std::string> jobs;             // every job directory seen, with or without checkpoints
+  std::vector<UnreadableDir> unreadable;  // of the last complete walk, sorted by path
   ScanCounters scan;
   bool scanned = false;  // a scan result (or the stored catalog) is present
   bool stale = false;    // the running scan passed its deadline
@@ -63,6 +76,9 @@ struct ScanOutcome {
   std::vector<Checkpoint> checkpoints;  // tier, job, path set
   std::vector<AccessFinding> findings;
   std::set<std::string> jobs;
+  // Directories that could not be read. The scan holds no checkpoint at,
+  // inside or around them: merge_scan keeps the catalog's records there.
+  std::vector<UnreadableDir> unreadable;
   std::uint64_t dirs_listed = 0;
   std::uint64_t stat_calls = 0;
   std::uint64_t permission_errors = 0;
@@ -76,7 +92,9 @@ struct ScanOutcome {
 // of checkpoints already known, sets last_seen, counts the completion skew of
 // each checkpoint the first time it is seen committed, and lists what changed
 // and what disappeared. A scan whose root could not be walked changes no
-// checkpoint (the tier is unreachable, not empty).
+// checkpoint (the tier is unreachable, not empty). A known checkpoint at, in
+// or around a directory of scan.unreadable is kept as it was, flagged
+// `unreadable`, neither removed nor counted again.
 void merge_scan(TierCatalog& cat, ScanOutcome scan, double now);
 
 // True when two records agree in everything the store keeps (not last_seen).
@@ -98,6 +116,9 @@ struct JobSummary {
   // equal steps the one written last (last_write). Null when the job has no
   // committed checkpoint. Points into the catalog it was summarized from.
   const Checkpoint* latest_committed = nullptr;
+  // The job directory, or a directory in it, could not be read in the last
+  // walk, or a checkpoint of the job is a record kept from an earlier walk.
+  bool unreadable = false;
 
   std::uint64_t count(CkptState s) const { return by_state[static_cast<std::size_t>(s)]; }
   // The step of latest_committed, or -1 when there is none or it is unknown.

@@ -43,6 +43,7 @@ std::string_view to_string(FindingKind k) {
     case FindingKind::kForeignOwner: return "foreign_owner";
     case FindingKind::kOutsideNamespace: return "outside_namespace";
     case FindingKind::kResidency: return "residency";
+    case FindingKind::kUnreadable: return "unreadable";
   }
   return "unknown";
 }

@@ -76,6 +76,9 @@ struct Checkpoint {
   double first_seen = 0;
   double last_seen = 0;
   bool skew_observed = false;
+  // Kept from an earlier walk: its directory, or one above it, cannot be read
+  // now (TierCatalog::unreadable). Unreadable is not deleted; not stored.
+  bool unreadable = false;
 
   double completion_skew() const { return last_write > first_write ? last_write - first_write : 0; }
 };

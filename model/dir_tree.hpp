@@ -44,6 +44,10 @@ struct DirNode {
   // and `dirs` are then empty and `reused` is that checkpoint as last seen
   // (its `path` relative to the tree root handed to the recogniser).
   std::shared_ptr<const Checkpoint> reused;
+  // errno when the walker saw this directory but could not open or list it
+  // (EACCES, EIO, ESTALE...; never ENOENT): `files` and `dirs` are then
+  // unknown, not empty. 0 when it was listed (or reused).
+  int error = 0;
 
   const FileEntry* file(std::string_view n) const;
   const DirNode* dir(std::string_view n) const;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/duration.hpp"
+#include "util/label.hpp"
 #include "util/metric_labels.hpp"
 #include "util/text.hpp"
 
@@ -339,10 +340,17 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
 }
 
 std::vector<AlertTransition> AlertEvaluator::evaluate(std::span<const AlertCondition> conditions,
-                                                      double now) {
+                                                      double now, double mono) {
   double dt = 0;
-  if (!std::isnan(last_now_)) dt = std::clamp(now - last_now_, 0.0, max_step_);
-  last_now_ = now;
+  if (!std::isnan(last_mono_)) dt = std::clamp(mono - last_mono_, 0.0, max_step_);
+  last_mono_ = mono;
+  // A reported moment: wall time now minus the monotonic time since it. A
+  // restored instance has only its wall time: the time since is taken from
+  // it once (at least 0) and measured on the monotonic clock from then on.
+  auto report = [&](double& at, double& at_mono) {
+    if (std::isnan(at_mono)) at_mono = mono - std::max(0.0, now - at);
+    at = now - std::max(0.0, mono - at_mono);
+  };
   resolved_.clear();
   std::vector<AlertTransition> out;
   auto transition = [&](const AlertInstance& a, AlertState from, AlertState to) {
@@ -375,6 +383,7 @@ std::vector<AlertTransition> AlertEvaluator::evaluate(std::span<const AlertCondi
       AlertInstance a;
       a.labels = labels;
       a.active_at = now;
+      a.active_mono = mono;
       a.state = AlertState::kPending;
       it = instances_.emplace(labels, std::move(a)).first;
     } else if (c->signal == Signal::kClear) {
@@ -391,6 +400,8 @@ std::vector<AlertTransition> AlertEvaluator::evaluate(std::span<const AlertCondi
       it->second.active_for += dt;
     }
     AlertInstance& a = it->second;
+    report(a.active_at, a.active_mono);
+    if (a.state == AlertState::kFiring) report(a.fired_at, a.fired_mono);
     a.for_seconds = c->for_seconds;
     a.value = c->value;
     a.summary = c->summary;
@@ -399,6 +410,7 @@ std::vector<AlertTransition> AlertEvaluator::evaluate(std::span<const AlertCondi
     if (a.state == AlertState::kPending && a.active_for >= a.for_seconds) {
       a.state = AlertState::kFiring;
       a.fired_at = now;
+      a.fired_mono = mono;
       transition(a, is_new ? AlertState::kInactive : AlertState::kPending, AlertState::kFiring);
     } else if (is_new) {
       transition(a, AlertState::kInactive, AlertState::kPending);
@@ -412,11 +424,14 @@ std::vector<AlertTransition> AlertEvaluator::evaluate(std::span<const AlertCondi
 void AlertEvaluator::restore(std::span<const AlertInstance> saved) {
   instances_.clear();
   resolved_.clear();
-  last_now_ = std::numeric_limits<double>::quiet_NaN();
+  last_mono_ = std::numeric_limits<double>::quiet_NaN();
   for (const AlertInstance& a : saved) {
     if (a.state == AlertState::kInactive) continue;
     AlertInstance copy = a;
     copy.resolved_at = 0;
+    // Another process's monotonic readings mean nothing here.
+    copy.active_mono = std::numeric_limits<double>::quiet_NaN();
+    copy.fired_mono = std::numeric_limits<double>::quiet_NaN();
     instances_[copy.labels] = std::move(copy);
   }
 }
@@ -456,9 +471,10 @@ namespace {
 nlohmann::json labels_json(const AlertLabels& l) {
   nlohmann::json j = nlohmann::json::object();
   j["alertname"] = l.alertname;
-  if (!l.severity.empty()) j["severity"] = l.severity;
-  if (!l.tier.empty()) j["tier"] = l.tier;
-  if (!l.job.empty()) j[kTrainingJobLabel] = l.job;
+  if (!l.severity.empty()) j["severity"] = label_value(l.severity);
+  // The same values as the ckpt_alert series, so silences and routes match both.
+  if (!l.tier.empty()) j["tier"] = label_value(l.tier);
+  if (!l.job.empty()) j[kTrainingJobLabel] = label_value(l.job);
   return j;
 }
 

@@ -65,8 +65,11 @@ std::string_view to_string(AlertState s);
 struct AlertInstance {
   AlertLabels labels;
   AlertState state = AlertState::kInactive;
-  double active_at = 0;    // when it became pending (unix seconds)
-  double fired_at = 0;     // when it started firing; 0 = not yet
+  // When it became pending and started firing (unix seconds; fired_at 0 = not
+  // yet), as reported: the wall time of the last evaluation minus the
+  // monotonic time since, so never later than that evaluation's wall time.
+  double active_at = 0;
+  double fired_at = 0;
   double resolved_at = 0;  // when it stopped firing; 0 = not resolved
   double active_for = 0;   // evaluation time spent active, seconds
   double for_seconds = 0;
@@ -74,6 +77,10 @@ struct AlertInstance {
   std::string summary;
   std::string description;
   std::string runbook_url;
+  // Monotonic readings of the moments above (Clock::monotonic); NaN for an
+  // instance restored from the history, until the next evaluation.
+  double active_mono = std::numeric_limits<double>::quiet_NaN();
+  double fired_mono = std::numeric_limits<double>::quiet_NaN();
 };
 
 // A change of state, for the alert history.
@@ -91,15 +98,21 @@ struct AlertTransition {
 // (not thread-safe); copy the outputs to publish them.
 class AlertEvaluator {
  public:
-  // Time between two evaluations counts towards `for:` up to max_step_seconds:
-  // a clock that jumps forward by a day does not fire every pending alert at
-  // once, and one that jumps back counts as no time at all.
+  // Time between two evaluations, on the monotonic clock, counts towards
+  // `for:` up to max_step_seconds: a pause of a day does not fire every
+  // pending alert at once. The wall clock jumping does not count at all.
   explicit AlertEvaluator(double max_step_seconds = 300) : max_step_(max_step_seconds) {}
 
   // Feeds one cycle. An instance that had a condition before and has none now
   // (its tier or job is gone, its rule disabled) is treated as cleared.
-  // Returns the transitions of this cycle, sorted by labels.
-  std::vector<AlertTransition> evaluate(std::span<const AlertCondition> conditions, double now);
+  // Returns the transitions of this cycle, sorted by labels. `now` is wall
+  // time (what is reported), `mono` the monotonic reading (what is measured).
+  std::vector<AlertTransition> evaluate(std::span<const AlertCondition> conditions, double now,
+                                        double mono);
+  // With a wall clock that never jumps: mono = now.
+  std::vector<AlertTransition> evaluate(std::span<const AlertCondition> conditions, double now) {
+    return evaluate(conditions, now, now);
+  }
 
   // Takes over the instances an earlier run left pending or firing (others
   // are ignored), replacing what is held. The next evaluate() counts no time
@@ -114,7 +127,7 @@ class AlertEvaluator {
 
  private:
   double max_step_;
-  double last_now_ = std::numeric_limits<double>::quiet_NaN();
+  double last_mono_ = std::numeric_limits<double>::quiet_NaN();
   std::map<AlertLabels, AlertInstance> instances_;  // active ones only
   std::vector<AlertInstance> resolved_;
 };

@@ -120,6 +120,25 @@ std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const 
   return out;
 }
 
+void apply_monotonic_ages(std::span<DrainFigures> figures, PendingAnchors& anchors, double now,
+                          double mono) {
+  PendingAnchors next;
+  for (DrainFigures& f : figures) {
+    double oldest = 0;
+    for (const PendingCheckpoint& p : f.pending) {
+      auto key = std::make_pair(f.key(), p.path);
+      auto it = anchors.find(key);
+      const PendingAnchor a = it != anchors.end()
+                                  ? it->second
+                                  : PendingAnchor{mono, std::max(0.0, now - p.committed_at)};
+      oldest = std::max(oldest, a.age + std::max(0.0, mono - a.mono));
+      next.emplace(std::move(key), a);
+    }
+    f.oldest_pending_age = oldest;
+  }
+  anchors = std::move(next);
+}
+
 std::vector<std::pair<DrainKey, DrainSample>> record_drain_samples(
     DrainHistory& history, std::span<const DrainFigures> figures, double now, double keep_seconds) {
   std::vector<std::pair<DrainKey, DrainSample>> appended;

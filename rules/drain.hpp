@@ -69,6 +69,24 @@ std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const 
                                          double now,
                                          const std::map<DrainKey, double>& drained_totals = {});
 
+// When the daemon first saw a checkpoint pending, on the monotonic clock,
+// and the age it had then (from the wall clock and the commit time).
+struct PendingAnchor {
+  double mono = 0;
+  double age = 0;
+};
+// By (drain, checkpoint path). Rules-cycle state between cycles.
+using PendingAnchors = std::map<std::pair<DrainKey, std::string>, PendingAnchor>;
+
+// Makes each figure's oldest_pending_age a duration the daemon measures
+// itself: for every pending checkpoint, its age when first seen pending
+// (wall-clock `now` minus its commit time, at least 0) plus the monotonic
+// time since (`mono`); the oldest is the largest. A wall clock that jumps
+// back neither resets nor shrinks it. Anchors of checkpoints no longer
+// pending are forgotten.
+void apply_monotonic_ages(std::span<DrainFigures> figures, PendingAnchors& anchors, double now,
+                          double mono);
+
 // Appends this cycle's observations to the history and forgets samples older
 // than `keep_seconds`. A series whose last sample lies after `now` (the clock
 // jumped back) starts over, so rates never mix the two time lines. Returns

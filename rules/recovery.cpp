@@ -48,14 +48,17 @@ std::vector<RecoveryPoint> evaluate_recovery(std::span<const Checkpoint> all,
       // Its copies: same step on every tier (by_step) or just the one.
       std::set<std::string> tiers;
       const Candidate* earliest = best;
+      bool all_unreadable = true;
       for (const Candidate& x : cs) {
         const bool same = by_step ? x.c->step == best->c->step : &x == best;
         if (!same) continue;
         tiers.insert(x.c->tier);
         p.verified = p.verified || x.verified_ok;
+        all_unreadable = all_unreadable && x.c->unreadable;
         if (commit_time(*x.c) < commit_time(*earliest->c)) earliest = &x;
       }
       p.restorable = true;
+      p.unreadable = all_unreadable;
       p.step = earliest->c->step;
       p.timestamp = commit_time(*earliest->c);
       p.tier = earliest->c->tier;

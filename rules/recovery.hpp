@@ -24,6 +24,10 @@ struct RecoveryPoint {
   std::string path;
   bool verified = false;           // some copy passed integrity verification
   std::vector<std::string> tiers;  // every tier with a restorable copy of the step, sorted
+  // Every copy of the step is a record kept from an earlier walk because its
+  // directory cannot be read now (Checkpoint::unreadable): the point is kept,
+  // but stale: nothing vouches that it is still there.
+  bool unreadable = false;
   // Newest and oldest write of any checkpoint of the job, any state, any
   // tier: tells a job that still checkpoints from one that stopped.
   double last_activity = 0;

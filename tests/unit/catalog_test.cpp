@@ -1,6 +1,7 @@
 #include "model/catalog.hpp"
 
 #include <algorithm>
+#include <cerrno>
 
 #include <gtest/gtest.h>
 
@@ -41,8 +42,9 @@ TEST(Catalog, SkewIsCountedOnceWhenFirstSeenCommitted) {
   merge_scan(cat, outcome({ckpt("job/a", CkptState::kInProgress, 0, 1)}), 10);
   EXPECT_TRUE(cat.skew_by_job.empty());  // not committed yet
   merge_scan(cat, outcome({ckpt("job/a", CkptState::kCommitted, 0, 7)}), 20);
-  merge_scan(cat, outcome({ckpt("job/a", CkptState::kCommitted, 0, 7),
-                           ckpt("job/b", CkptState::kCommitted, 10, 10.05)}),
+  merge_scan(cat,
+             outcome({ckpt("job/a", CkptState::kCommitted, 0, 7),
+                      ckpt("job/b", CkptState::kCommitted, 10, 10.05)}),
              30);
   const HistogramData& h = cat.skew_by_job.at("job");
   EXPECT_EQ(h.count, 2u);
@@ -51,22 +53,25 @@ TEST(Catalog, SkewIsCountedOnceWhenFirstSeenCommitted) {
   const auto bounds = skew_buckets();
   ASSERT_EQ(h.buckets.size(), bounds.size() + 1);
   EXPECT_EQ(h.buckets[0], 1u);
-  const auto ten = static_cast<std::size_t>(std::find(bounds.begin(), bounds.end(), 10.0) - bounds.begin());
+  const auto ten =
+      static_cast<std::size_t>(std::find(bounds.begin(), bounds.end(), 10.0) - bounds.begin());
   EXPECT_EQ(h.buckets[ten], 1u);
   EXPECT_TRUE(cat.checkpoints[0].skew_observed);
 }
 
 TEST(Catalog, ReportsChangedAndRemoved) {
   TierCatalog cat;
-  merge_scan(cat, outcome({ckpt("job/a", CkptState::kCommitted, 0, 1),
-                           ckpt("job/b", CkptState::kInProgress, 0, 1)}),
+  merge_scan(cat,
+             outcome({ckpt("job/a", CkptState::kCommitted, 0, 1),
+                      ckpt("job/b", CkptState::kInProgress, 0, 1)}),
              10);
   EXPECT_EQ(cat.changed.size(), 2u);
   cat.changed.clear();
   // a unchanged, b grows, c is new, nothing removed.
   auto b = ckpt("job/b", CkptState::kInProgress, 0, 2);
-  merge_scan(cat, outcome({ckpt("job/a", CkptState::kCommitted, 0, 1), b,
-                           ckpt("job/c", CkptState::kInProgress, 0, 1)}),
+  merge_scan(cat,
+             outcome({ckpt("job/a", CkptState::kCommitted, 0, 1), b,
+                      ckpt("job/c", CkptState::kInProgress, 0, 1)}),
              20);
   ASSERT_EQ(cat.changed.size(), 2u);
   EXPECT_EQ(cat.changed[0].path, "job/b");
@@ -128,6 +133,71 @@ TEST(Catalog, SummarizeJobsCountsAndPicksTheLatestCommitted) {
   const JobSummary& o = jobs.at("other");
   ASSERT_NE(o.latest_committed, nullptr);
   EXPECT_EQ(o.latest_committed_step(), -1);
+}
+
+TEST(Catalog, PathsOverlap) {
+  EXPECT_TRUE(paths_overlap("job", "job"));
+  EXPECT_TRUE(paths_overlap("job", "job/a"));
+  EXPECT_TRUE(paths_overlap("job/a/b", "job"));
+  EXPECT_TRUE(paths_overlap("", "job/a"));  // the root holds everything
+  EXPECT_FALSE(paths_overlap("job", "jobs/a"));
+  EXPECT_FALSE(paths_overlap("job/a", "job/b"));
+}
+
+// Issue 9.2: a directory that becomes unreadable three times and readable
+// again keeps its checkpoints, flagged while unreadable; nothing is removed
+// and the skew histogram counts each checkpoint once.
+TEST(Catalog, UnreadableIsNotDeleted) {
+  TierCatalog cat;
+  const std::vector<Checkpoint> all{ckpt("job/a", CkptState::kCommitted, 0, 2),
+                                    ckpt("job/b", CkptState::kCommitted, 0, 3),
+                                    ckpt("other/c", CkptState::kCommitted, 0, 1)};
+  merge_scan(cat, outcome(all), 100);
+  ASSERT_EQ(cat.skew_by_job["job"].count, 3u);  // all three are in job "job"
+  cat.changed.clear();
+  for (int flap = 0; flap < 3; ++flap) {
+    const double seen = cat.checkpoints[0].last_seen;
+    ScanOutcome gone = outcome({all[2]});
+    gone.unreadable = {{"job", "job", EACCES}};
+    merge_scan(cat, std::move(gone), 200 + flap);
+    ASSERT_EQ(cat.checkpoints.size(), 3u) << flap;
+    EXPECT_TRUE(cat.removed.empty());
+    EXPECT_EQ(cat.skew_by_job["job"].count, 3u);
+    EXPECT_TRUE(cat.checkpoints[0].unreadable);    // job/a
+    EXPECT_TRUE(cat.checkpoints[1].unreadable);    // job/b
+    EXPECT_FALSE(cat.checkpoints[2].unreadable);   // other/c was read
+    EXPECT_EQ(cat.checkpoints[0].last_seen, seen);  // as last seen
+    EXPECT_EQ(cat.checkpoints[0].first_seen, 100);
+    auto jobs = summarize_jobs(cat);
+    EXPECT_TRUE(jobs["job"].unreadable);
+    EXPECT_EQ(jobs["job"].count(CkptState::kCommitted), 3u);
+    EXPECT_EQ(cat.unreadable.size(), 1u);
+
+    merge_scan(cat, outcome(all), 300 + flap);
+    ASSERT_EQ(cat.checkpoints.size(), 3u);
+    EXPECT_TRUE(cat.removed.empty());
+    EXPECT_EQ(cat.skew_by_job["job"].count, 3u);
+    EXPECT_FALSE(cat.checkpoints[0].unreadable);
+    EXPECT_EQ(cat.checkpoints[0].first_seen, 100);
+    EXPECT_FALSE(summarize_jobs(cat)["job"].unreadable);
+    EXPECT_TRUE(cat.unreadable.empty());
+  }
+  EXPECT_TRUE(cat.changed.empty());  // the store has nothing new to write
+  // Gone for real (no unreadable directory covers it): removed.
+  merge_scan(cat, outcome({all[0], all[2]}), 400);
+  EXPECT_EQ(cat.removed, std::vector<std::string>{"job/b"});
+}
+
+TEST(Catalog, UnreadableAboveTheJobLevelKeepsEveryJobBelow) {
+  TierCatalog cat;
+  merge_scan(cat, outcome({ckpt("team/job/a", CkptState::kCommitted, 0, 2)}), 100);
+  ScanOutcome o = outcome({});
+  o.unreadable = {{"", "team", EIO}};
+  merge_scan(cat, std::move(o), 200);
+  ASSERT_EQ(cat.checkpoints.size(), 1u);
+  EXPECT_TRUE(cat.checkpoints[0].unreadable);
+  EXPECT_TRUE(summarize_jobs(cat)["job"].unreadable);
+  EXPECT_TRUE(cat.removed.empty());
 }
 
 }  // namespace

@@ -236,7 +236,7 @@ TEST_F(DaemonTest, AQueryValueThatIsNotUtf8IsA400WithAJsonError) {
             "unknown state \"x\"; expected in_progress, committed or partial");
   EXPECT_EQ(error_of("/api/v1/findings?kind=x"),
             "unknown kind \"x\"; expected world_readable, world_writable, foreign_owner, "
-            "outside_namespace or residency");
+            "outside_namespace, residency or unreadable");
 }
 
 TEST_F(DaemonTest, SelfUrlFollowsTlsAcrossReloads) {

@@ -193,8 +193,10 @@ TEST_F(MetricsTest, SerializeEscapesLabelValues) {
   t.stats.device = "back\\slash\nnewline";
   s.tiers["odd"] = t;
   const std::string text = serialize(state_families(s));
-  // Exposition format 0.0.4: \ -> \\, " -> \", newline -> \n in label values.
-  EXPECT_THAT(text, HasSubstr("device=\"back\\\\slash\\nnewline\""));
+  // Exposition format 0.0.4: \ -> \\, " -> \" in label values; a control
+  // character is replaced by the label sanitiser (U+FFFD, then "~" and the
+  // SHA-256 prefix of the raw value, from sha256sum).
+  EXPECT_THAT(text, HasSubstr("device=\"back\\\\slash\xEF\xBF\xBDnewline~2e40a17e\""));
   EXPECT_THAT(text, HasSubstr("mountpoint=\"/mnt/a \\\"quoted\\\" dir\""));
   // No raw newline may break a sample line: every line is a comment or a sample.
   std::istringstream in(text);

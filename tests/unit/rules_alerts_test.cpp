@@ -415,7 +415,9 @@ TEST(AlertRendering, ApiJsonLooksLikePrometheus) {
   auto& alerts = j["data"]["alerts"];
   ASSERT_EQ(alerts.size(), 2u);
   EXPECT_EQ(alerts[0]["state"], "pending");
-  EXPECT_EQ(alerts[0]["labels"]["training_job"], "a\xef\xbf\xbd");  // invalid UTF-8 replaced
+  // The label sanitiser: invalid UTF-8 replaced, "~" + SHA-256 prefix of the
+  // raw bytes (from sha256sum), as on the ckpt_alert series.
+  EXPECT_EQ(alerts[0]["labels"]["training_job"], "a\xef\xbf\xbd~8dd06b5a");
   EXPECT_EQ(alerts[0]["activeAt"], "2023-11-14T22:13:20.000Z");
   EXPECT_EQ(alerts[0]["value"], "2");
   EXPECT_EQ(alerts[0]["annotations"]["runbook_url"], "docs/runbook.md#checkpointpartial");
@@ -441,6 +443,41 @@ TEST(AlertRendering, AlertmanagerPayload) {
   EXPECT_EQ(j[0]["annotations"]["summary"], "sum");
   EXPECT_FALSE(j[1]["labels"].contains("training_job"));
   EXPECT_EQ(j[1]["endsAt"], "2023-11-14T22:15:00.000Z");
+}
+
+// Issue 9.10: `for:` counts monotonic time, and activeAt is the wall time
+// minus the monotonic time since: a wall clock stepped back an hour neither
+// stops the alert from firing nor puts activeAt in the future.
+TEST(AlertEvaluator, AWallClockJumpingBackDoesNotDelayFiringOrPutTimesInTheFuture) {
+  AlertEvaluator ev(300);
+  std::vector<AlertCondition> c{cond(Signal::kFire, 60)};
+  ev.evaluate(c, 10'000, 100);
+  ASSERT_EQ(ev.active().size(), 1u);
+  EXPECT_EQ(ev.active()[0].active_at, 10'000);
+  ev.evaluate(c, 10'030 - 3600, 130);  // 30 s later, the wall an hour back
+  ASSERT_EQ(ev.active().size(), 1u);
+  EXPECT_TRUE(ev.firing().empty());
+  EXPECT_EQ(ev.active()[0].active_at, 10'000 - 3600);  // now - 30 s
+  ev.evaluate(c, 10'060 - 3600, 160);                  // 60 s of `for:`
+  ASSERT_EQ(ev.firing().size(), 1u);
+  const AlertInstance a = ev.firing()[0];
+  EXPECT_EQ(a.active_at, 10'000 - 3600);
+  EXPECT_EQ(a.fired_at, 10'060 - 3600);
+  EXPECT_LE(a.active_at, 10'060 - 3600);
+
+  // Restored by another process whose wall clock is behind the saved times:
+  // reported as "now", never later.
+  AlertEvaluator ev2(300);
+  AlertInstance saved = a;
+  saved.active_at = 50'000;
+  saved.fired_at = 50'010;
+  ev2.restore(std::vector<AlertInstance>{saved});
+  ev2.evaluate(c, 20'000, 7);
+  ASSERT_EQ(ev2.firing().size(), 1u);
+  EXPECT_EQ(ev2.firing()[0].active_at, 20'000);
+  EXPECT_EQ(ev2.firing()[0].fired_at, 20'000);
+  ev2.evaluate(c, 20'015, 22);
+  EXPECT_EQ(ev2.firing()[0].active_at, 20'000);  // 15 s later, 15 s older
 }
 
 }  // namespace

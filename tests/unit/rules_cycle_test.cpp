@@ -230,5 +230,61 @@ TEST_F(RulesCycleTest, AlertmanagerFamiliesAppearWhenAUrlIsSet) {
   EXPECT_EQ(c->alertmanager(), nullptr);
 }
 
+// Issue 9.10 through the daemon's rules cycle: the fake clock's wall time is
+// stepped back an hour while a checkpoint waits to drain. The oldest pending
+// age keeps growing, CheckpointDrainTooSlow still fires after its `for:`, and
+// its activeAt is not in the future.
+TEST_F(RulesCycleTest, AWallClockJumpingBackDoesNotMaskDrainTooSlow) {
+  LoadResult r = parse_config(R"(tiers:
+  - {name: staging, path: /s, role: staging, drains_to: rapid}
+  - {name: rapid, path: /r, role: rapid}
+alerting:
+  rules:
+    CheckpointDrainTooSlow: {for: 120s, max_pending_age: 60s}
+)",
+                              "test.yml");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].to_string());
+  state_.apply_config(std::make_shared<const Config>(std::move(*r.config)));
+  // Committed at kT0 - 90: 90 s old at the first cycle.
+  state_.catalogs["staging"].checkpoints = {
+      Ck("staging", "jobA", 100).committed(1000, kT0 - 100, kT0 - 90).c};
+  auto c = cycle();
+  auto age = [&] {
+    const std::string& m = c->output()->metrics_text;
+    const std::string key =
+        "ckpt_drain_oldest_pending_age_seconds{tier=\"staging\",to_tier=\"rapid\",training_job=\"jobA\"} ";
+    const auto at = m.find(key);
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + key.size()));
+  };
+  auto too_slow = [&]() -> const AlertInstance* {
+    for (const auto& a : c->output()->active) {
+      if (a.labels.alertname == "CheckpointDrainTooSlow") return &a;
+    }
+    return nullptr;
+  };
+  c->evaluate();
+  EXPECT_EQ(age(), 90);
+  ASSERT_NE(too_slow(), nullptr);
+  EXPECT_EQ(too_slow()->state, AlertState::kPending);
+
+  clock_->advance(60);
+  clock_->jump_wall(-3600);
+  c->evaluate();
+  EXPECT_EQ(age(), 150);  // not 0
+  ASSERT_NE(too_slow(), nullptr);
+  EXPECT_EQ(too_slow()->state, AlertState::kPending);
+  EXPECT_LE(too_slow()->active_at, clock_->now());
+  EXPECT_EQ(too_slow()->active_at, clock_->now() - 60);
+
+  clock_->advance(60);
+  c->evaluate();
+  EXPECT_EQ(age(), 210);
+  ASSERT_NE(too_slow(), nullptr);
+  EXPECT_EQ(too_slow()->state, AlertState::kFiring);  // 120 s of for:
+  EXPECT_EQ(too_slow()->active_at, clock_->now() - 120);
+  EXPECT_LE(too_slow()->fired_at, clock_->now());
+  EXPECT_THAT(c->output()->alerts_json, Not(HasSubstr("2023-11-14T22:1")));  // kT0's minute
+}
+
 }  // namespace
 }  // namespace ckptmon

@@ -201,5 +201,40 @@ TEST(RulesDrain, RecordingKeepsAWindowAndStartsOverWhenTheClockJumpsBack) {
   EXPECT_TRUE(h.empty());
 }
 
+// Issue 9.10: the oldest pending age is measured on the monotonic clock. A
+// wall clock stepped back an hour does not clamp it to 0; it keeps growing.
+TEST(RulesDrain, PendingAgeGrowsOnTheMonotonicClockWhenTheWallJumpsBack) {
+  const double t0 = 1'000'000;
+  std::vector<Checkpoint> cks{Ck("staging", "a", 1).committed(100, t0 - 100, t0 - 90).c,
+                              Ck("staging", "a", 2).committed(100, t0 - 40, t0 - 30).c};
+  PendingAnchors anchors;
+  double mono = 5000;  // any origin
+  auto figures = evaluate_drain(cks, staging(), {}, DrainPolicy{}, t0);
+  ASSERT_EQ(figures.size(), 1u);
+  apply_monotonic_ages(figures, anchors, t0, mono);
+  EXPECT_EQ(figures[0].oldest_pending_age, 90);  // t0 - commit of step 1
+  EXPECT_EQ(anchors.size(), 2u);
+
+  // 60 s pass; the wall clock is stepped back by an hour at the same time.
+  const double wall = t0 + 60 - 3600;
+  mono += 60;
+  figures = evaluate_drain(cks, staging(), {}, DrainPolicy{}, wall);
+  EXPECT_EQ(figures[0].oldest_pending_age, 0);  // what the wall clock alone says
+  apply_monotonic_ages(figures, anchors, wall, mono);
+  EXPECT_EQ(figures[0].oldest_pending_age, 150);  // 90 + 60
+
+  mono += 30;
+  figures = evaluate_drain(cks, staging(), {}, DrainPolicy{}, wall + 30);
+  apply_monotonic_ages(figures, anchors, wall + 30, mono);
+  EXPECT_EQ(figures[0].oldest_pending_age, 180);
+
+  // Step 1 drained: step 2's age, 30 (wall, when first seen) + 90 s since.
+  cks.push_back(Ck("rapid", "a", 1).committed(100, t0 - 20, t0 - 10).c);
+  figures = evaluate_drain(cks, staging(), {}, DrainPolicy{}, wall + 30);
+  apply_monotonic_ages(figures, anchors, wall + 30, mono);
+  EXPECT_EQ(figures[0].oldest_pending_age, 120);
+  EXPECT_EQ(anchors.size(), 1u);  // step 1's anchor forgotten
+}
+
 }  // namespace
 }  // namespace ckptmon

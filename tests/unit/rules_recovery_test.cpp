@@ -76,5 +76,24 @@ TEST(RulesRecovery, WithoutStepsTheNewestCommitWins) {
   EXPECT_EQ(r[0].timestamp, 500);
 }
 
+TEST(RulesRecovery, KeptUnreadableCopiesKeepThePointButMarkItStale) {
+  Checkpoint staging = Ck("staging", "a", 300).committed(10, 290, 300);
+  Checkpoint rapid = Ck("rapid", "a", 300).committed(10, 350, 360);
+  staging.unreadable = true;
+  rapid.unreadable = true;
+  std::vector<Checkpoint> cks{staging, rapid, Ck("rapid", "a", 200).committed(10, 250, 260)};
+  auto r = evaluate_recovery(cks, {}, {});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].restorable);
+  EXPECT_EQ(r[0].step, 300);  // kept, not fallen back to 200
+  EXPECT_EQ(r[0].timestamp, 300);
+  EXPECT_TRUE(r[0].unreadable);
+  // One copy that can still be read vouches for the point.
+  cks[1].unreadable = false;
+  r = evaluate_recovery(cks, {}, {});
+  EXPECT_EQ(r[0].step, 300);
+  EXPECT_FALSE(r[0].unreadable);
+}
+
 }  // namespace
 }  // namespace ckptmon
