@@ -3,6 +3,7 @@
 // and produces the tier's catalog. Incremental: committed checkpoints whose
 // directories' mtimes did not change are not listed again.
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,17 @@ class TierScanner {
   ScanOutcome scan(double now, DirWatcher* watcher = nullptr);
   const TierConfig& config() const { return cfg_; }
   bool keep_files() const { return keep_files_; }
+  // A walk in which no metadata call returns for this long is given up (the
+  // tier's catalog stays stale). The collector sets it to scan_timeout.
+  void set_stall_timeout(std::chrono::milliseconds t) { stall_timeout_ = t; }
+  // Where procfs is (mountinfo tells the file-system type without a call on the tier).
+  void set_proc_path(std::string p) { proc_path_ = std::move(p); }
+  // Tests: called before every metadata call (see WalkCallHook).
+  void set_call_hook(WalkCallHook hook) { hook_ = std::move(hook); }
+  // The live figures of this tier's metadata calls (null before the first walk).
+  std::shared_ptr<WalkLive> live() const;
+  // The concurrency the walks use: walk_concurrency, or from the file-system type.
+  static int default_concurrency(const std::string& fstype);
 
  private:
   std::vector<std::pair<std::string, std::string>> find_jobs(TreeWalker& walker,
@@ -39,6 +51,11 @@ class TierScanner {
   bool keep_files_;
   GenericLayout generic_;
   WalkMemory memory_;
+  std::chrono::milliseconds stall_timeout_ = std::chrono::minutes(10);
+  std::string proc_path_ = "/proc";
+  WalkCallHook hook_;
+  mutable std::mutex slots_mu_;  // slots_ is read by live() from the loop thread
+  std::shared_ptr<WalkSlots> slots_;
 };
 
 // The job a directory belongs to, for shard: i/n splitting (FNV-1a 64).

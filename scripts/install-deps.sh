@@ -10,6 +10,7 @@ build_pkgs=(
   libsqlite3-dev libyaml-cpp-dev libcli11-dev libsystemd-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libisal-dev libxxhash-dev libssl-dev libcrypt-dev
+  libfuse3-dev  # bench/delayfs: the FUSE file system with metadata latency (walk benchmark)
 )
 # Real neighbours used by the integration tests (openssl makes their TLS
 # certificates), the fuzzer toolchain and the
