@@ -19,6 +19,8 @@
 
 #include "collectors/tree_scan.hpp"
 #include "collectors/tree_walk.hpp"
+#include "daemon/metrics.hpp"
+#include "model/walk_live.hpp"
 #include "temp_dir.hpp"
 #include "tree_builder.hpp"
 
@@ -401,6 +403,55 @@ TEST(TreeWalkConcurrent, EntriesVanishingOrMovingMidWalkAreCountedTheSameAtAnyCo
     EXPECT_EQ(job.dirs[1].name, "z");
     EXPECT_EQ(s.vanished, 3u) << c;
   }
+}
+
+TEST(TreeWalkConcurrent, WalkConcurrencyIsReadAndDefaultsFromTheFileSystemType) {
+  EXPECT_EQ(tier_config("/t").walk_concurrency, 0);
+  EXPECT_EQ(tier_config("/t", ", walk_concurrency: auto").walk_concurrency, 0);
+  EXPECT_EQ(tier_config("/t", ", walk_concurrency: 32").walk_concurrency, 32);
+  for (const char* bad : {"0", "257", "lots"}) {
+    auto r = parse_config(
+        std::string("tiers:\n  - {name: t, path: /t, role: rapid, walk_concurrency: ") + bad +
+            "}\n",
+        "test.yml");
+    ASSERT_FALSE(r.config) << bad;
+    EXPECT_NE(r.errors.at(0).to_string().find("walk_concurrency"), std::string::npos);
+  }
+  for (const char* net : {"nfs", "nfs4", "lustre", "gpfs", "cifs", "ceph", "fuse.sshfs", "fuse",
+                          "wekafs", "beegfs"}) {
+    EXPECT_EQ(TierScanner::default_concurrency(net), 16) << net;
+  }
+  for (const char* local : {"ext4", "xfs", "btrfs", "tmpfs", "zfs", ""}) {
+    EXPECT_EQ(TierScanner::default_concurrency(local), 1) << local;
+  }
+}
+
+TEST(TreeWalkConcurrent, InflightCallsAndCallDurationsAreExported) {
+  auto live = std::make_shared<WalkLive>();
+  live->slots = 16;
+  live->inflight = 3;
+  live->observe(40'000);              // 40 us: first bucket (<= 50 us)
+  live->observe(1'500'000);           // 1.5 ms: the 2.5 ms bucket
+  live->observe(120'000'000'000ULL);  // 120 s: above every bound
+  State state;
+  state.catalogs["rapid"].walk_live = live;
+  state.catalogs["rapid"].scan.last_calls = 600;
+  state.catalogs["rapid"].scan.last_duration_seconds = 2;
+  std::vector<prometheus::MetricFamily> fams;
+  catalog_families(state, fams);
+  const std::string text = serialize(fams);
+  EXPECT_NE(text.find("ckptmon_scan_inflight_calls{tier=\"rapid\"} 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("ckptmon_scan_walk_concurrency{tier=\"rapid\"} 16"), std::string::npos);
+  EXPECT_NE(text.find("ckptmon_scan_calls_per_second{tier=\"rapid\"} 300"), std::string::npos);
+  EXPECT_NE(text.find("ckptmon_scan_call_duration_seconds_bucket{tier=\"rapid\",le=\"5e-05\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ckptmon_scan_call_duration_seconds_bucket{tier=\"rapid\",le=\"0.0025\"} 2"),
+            std::string::npos);
+  EXPECT_NE(text.find("ckptmon_scan_call_duration_seconds_bucket{tier=\"rapid\",le=\"60\"} 2"),
+            std::string::npos);
+  EXPECT_NE(text.find("ckptmon_scan_call_duration_seconds_count{tier=\"rapid\"} 3"),
+            std::string::npos);
 }
 
 }  // namespace
