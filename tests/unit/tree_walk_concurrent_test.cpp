@@ -5,7 +5,9 @@
 // serial walk.
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -452,6 +454,70 @@ TEST(TreeWalkConcurrent, InflightCallsAndCallDurationsAreExported) {
             std::string::npos);
   EXPECT_NE(text.find("ckptmon_scan_call_duration_seconds_count{tier=\"rapid\"} 3"),
             std::string::npos);
+}
+
+// Walks `job` below `root` as user nobody in a child process (root reads
+// everything): "permission_errors dirs_listed files-in-noexec secret-present".
+std::string walk_as_nobody(const std::string& root, int concurrency) {
+  int fds[2];
+  if (::pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string res = "setuid failed";
+    if (::setgroups(0, nullptr) == 0 && ::setresgid(65534, 65534, 65534) == 0 &&
+        ::setresuid(65534, 65534, 65534) == 0) {
+      Root r(root);
+      std::unique_ptr<WalkSlots> slots;
+      WalkOptions o;
+      if (concurrency > 0) {
+        slots = std::make_unique<WalkSlots>(concurrency);
+        o.slots = slots.get();
+      }
+      WalkStats s;
+      TreeWalker w(r.fd, r.dev, nullptr, s, o);
+      DirNode job;
+      if (!w.build("job", job, nullptr)) {
+        res = "build failed";
+      } else {
+        const DirNode* noexec = job.dir("noexec");
+        res = std::to_string(s.permission_errors) + " " + std::to_string(s.dirs_listed) + " " +
+              (noexec ? std::to_string(noexec->files.size()) : "none") + " " +
+              (job.dir("secret") != nullptr ? "secret" : "no-secret");
+      }
+    }
+    (void)!::write(fds[1], res.data(), res.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[256];
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return out;
+}
+
+TEST(TreeWalkConcurrent, PermissionDeniedSubtreesAreCountedTheSameAtAnyConcurrency) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to user nobody";
+  testing::TempDir t;
+  ::chmod(t.str().c_str(), 0755);
+  t.write("job/ok/f", 1);
+  t.write("job/secret/a", 1);  // directory mode 000: cannot be opened
+  t.write("job/noexec/a", 1);  // directory mode 644: listed, its entries cannot be stat'ed
+  t.write("job/noexec/b", 1);
+  t.write("job/noexec/c", 1);
+  for (const char* d : {"", "/job", "/job/ok"}) ::chmod((t.str() + d).c_str(), 0755);
+  ::chmod(t.file("job/secret").c_str(), 0);
+  ::chmod(t.file("job/noexec").c_str(), 0644);
+  // Computed by hand: 1 (secret's open) + 3 (noexec's entries); job, ok and
+  // noexec listed; the unreadable directories stay in the tree.
+  EXPECT_EQ(walk_as_nobody(t.str(), 0), "4 3 0 secret");
+  EXPECT_EQ(walk_as_nobody(t.str(), 16), "4 3 0 secret");
+  ::chmod(t.file("job/secret").c_str(), 0755);
+  ::chmod(t.file("job/noexec").c_str(), 0755);
 }
 
 }  // namespace
