@@ -251,7 +251,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
   opts.hook = hook_;
   TreeWalker walker(root, ro->dev, &memory_, stats, opts);
   std::unordered_map<std::string, std::shared_ptr<const DirListing>> listings;
-  walker.remember_listings(&listings);
+  walker.remember_listings(&listings, /*adopt_later=*/true);
   std::vector<std::string> listed;
   bool use_inotify = false;
   if (watcher != nullptr && cfg_.watch != WatchMode::kPoll) {
@@ -335,6 +335,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
       out.findings.insert(out.findings.end(), findings.begin(), findings.end());
       out.checkpoints.push_back(std::move(c));
     }
+    walker.adopt_listing_files(job_rel, tree);  // the tree is done with
   }
   // Listings of directories inside a frozen checkpoint are not needed: the
   // checkpoint as a whole is reused while its directories are unchanged.

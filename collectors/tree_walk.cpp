@@ -220,15 +220,34 @@ namespace {
 using Env = TreeWalker::Env;
 
 // What handling one entry of a directory produced.
+// Compact (a directory of a million entries holds a million of these): the
+// FileEntry or DirNode is made from it, and the entry's name, when assembled.
 struct EntryOut {
   int err = 0;  // the stat failed with this errno
   bool is_dir = false;
-  bool other_dev = false;        // a directory on another file system: not walked
-  FileEntry file;                // !is_dir
-  std::unique_ptr<DirNode> dir;  // is_dir: name and attributes, not yet listed
-  double ctime = 0;
-  std::uint64_t ino = 0;
+  bool other_dev = false;  // a directory on another file system: not walked
+  bool reused = false;     // a frozen checkpoint, unchanged
+  Attr a;
+  std::unique_ptr<std::string> link_target;  // symlinks: what readlink said
+  std::unique_ptr<std::string> content;      // manifests the layouts read
 };
+
+FileEntry make_file(std::string name, EntryOut& o) {
+  FileEntry f;
+  f.name = std::move(name);
+  f.type = S_ISREG(o.a.mode)   ? FileEntry::Type::kRegular
+           : S_ISLNK(o.a.mode) ? FileEntry::Type::kSymlink
+                               : FileEntry::Type::kOther;
+  f.size = o.a.size;
+  f.allocated = o.a.blocks * 512;
+  f.mtime = o.a.mtime;
+  f.mode = o.a.mode;
+  f.uid = o.a.uid;
+  f.gid = o.a.gid;
+  if (o.link_target) f.link_target = std::move(*o.link_target);
+  if (o.content) f.content = std::move(*o.content);
+  return f;
+}
 
 bool same_entry(const FileEntry& a, const FileEntry& b) {
   return a.name == b.name && a.type == b.type && a.size == b.size && a.allocated == b.allocated &&
@@ -284,22 +303,15 @@ void handle_entry(const Env& env, int dfd, const std::string& rel, const EntryIn
     record_error(st, out.err);
     return;
   }
-  out.ctime = a.ctime;
-  out.ino = a.ino;
+  out.a = a;
   if (S_ISDIR(a.mode)) {
     out.is_dir = true;
     if (a.dev != env.root_dev) {
       out.other_dev = true;  // another file system: not walked
       return;
     }
-    out.dir = std::make_unique<DirNode>();
-    out.dir->name = in.name;
-    out.dir->mtime = a.mtime;
-    out.dir->mode = a.mode;
-    out.dir->uid = a.uid;
-    out.dir->gid = a.gid;
     if (in.frozen && frozen_unchanged(env, child_rel, a.mtime, *in.frozen, st)) {
-      out.dir->reused = in.frozen->checkpoint;
+      out.reused = true;
       ++st.reused;
     }
     return;
@@ -314,39 +326,28 @@ void handle_entry(const Env& env, int dfd, const std::string& rel, const EntryIn
       return;
     }
     a = full;
+    out.a = a;
     if (S_ISDIR(a.mode)) {  // flapping between the two stats: treated as gone for this walk
       out.err = ENOENT;
       record_error(st, out.err);
       return;
     }
   }
-  FileEntry& f = out.file;
-  f.name = in.name;
-  f.type = S_ISREG(a.mode)   ? FileEntry::Type::kRegular
-           : S_ISLNK(a.mode) ? FileEntry::Type::kSymlink
-                             : FileEntry::Type::kOther;
-  f.size = a.size;
-  f.allocated = a.blocks * 512;
-  f.mtime = a.mtime;
-  f.mode = a.mode;
-  f.uid = a.uid;
-  f.gid = a.gid;
-  if (f.type == FileEntry::Type::kSymlink) {
+  if (S_ISLNK(a.mode)) {
     char buf[4096];
     const ssize_t n = env.call("readlink", child_rel, [&] {
       return ::readlinkat(dfd, in.name.c_str(), buf, sizeof(buf));
     });
-    if (n > 0) f.link_target.assign(buf, static_cast<std::size_t>(n));
-  } else if (f.type == FileEntry::Type::kRegular && f.size <= kMaxManifestBytes &&
-             wants_content(in.name)) {
-    if (in.prev != nullptr && in.prev->content && in.prev->type == f.type &&
-        in.prev->size == f.size && in.prev->mtime == f.mtime && in.prev_ctime == a.ctime) {
-      f.content = in.prev->content;  // unchanged since the last read
+    if (n > 0) out.link_target = std::make_unique<std::string>(buf, static_cast<std::size_t>(n));
+  } else if (S_ISREG(a.mode) && a.size <= kMaxManifestBytes && wants_content(in.name)) {
+    if (in.prev != nullptr && in.prev->content && in.prev->type == FileEntry::Type::kRegular &&
+        in.prev->size == a.size && in.prev->mtime == a.mtime && in.prev_ctime == a.ctime) {
+      out.content = std::make_unique<std::string>(*in.prev->content);  // unchanged since read
     } else {
       std::string text;
       if (env.call("read", child_rel,
                    [&] { return read_small_file(dfd, in.name, kMaxManifestBytes, text); })) {
-        f.content = std::move(text);
+        out.content = std::make_unique<std::string>(std::move(text));
       }
     }
   }
@@ -616,7 +617,7 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
       if (memory_ != nullptr) {
         auto it = memory_->listings.find(w.p.rel);
         if (it != memory_->listings.end() && it->second->mtime == w.p.node->mtime &&
-            it->second->ino == w.p.ino) {
+            it->second->ino == w.p.ino && it->second->files.size() == it->second->ctimes.size()) {
           w.prior = it->second;
         }
       }
@@ -699,7 +700,7 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
           auto fz = type == DT_DIR || type == DT_UNKNOWN ? frozen_of(name) : nullptr;
           w.entries.push_back(EntryIn{std::move(name), type, nullptr, 0, std::move(fz)});
         }
-        w.names.clear();
+        std::vector<std::pair<std::string, unsigned char>>().swap(w.names);
       }
       w.outs.resize(w.entries.size());
       for (std::size_t k = 0; k < w.entries.size(); ++k) work.emplace_back(i, k);
@@ -750,11 +751,12 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
           ctimes.push_back(l.ctimes[k]);
         }
       }
+      files.reserve(files.size() + w.entries.size());
       for (std::size_t k = 0; k < w.entries.size(); ++k) {
         EntryOut& o = w.outs[k];
-        const EntryIn& in = w.entries[k];
+        EntryIn& in = w.entries[k];
         if (o.err != 0) {
-          if (o.err != ENOENT) listing->retry.push_back(w.entries[k].name);
+          if (o.err != ENOENT) listing->retry.push_back(in.name);
           changed = true;
           continue;
         }
@@ -763,21 +765,32 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
             changed = true;
             continue;
           }
-          listing->dirs.push_back(o.dir->name);
-          dirs.push_back(std::move(*o.dir));
-          dir_inos.push_back(o.ino);
+          listing->dirs.push_back(in.name);
+          DirNode d;
+          d.name = std::move(in.name);
+          d.mtime = o.a.mtime;
+          d.mode = o.a.mode;
+          d.uid = o.a.uid;
+          d.gid = o.a.gid;
+          if (o.reused) d.reused = in.frozen->checkpoint;
+          dirs.push_back(std::move(d));
+          dir_inos.push_back(o.a.ino);
           continue;
         }
+        FileEntry f = make_file(std::move(in.name), o);
         if (w.prior && !changed) {
           // A file stat'ed again changes the listing when it changed, or
           // settled since (it need not be stat'ed again next time).
           changed =
-              in.prev == nullptr || !same_entry(*in.prev, o.file) || in.prev_ctime != o.ctime ||
-              (o.ctime <= listing->settled_before) != (in.prev_ctime <= w.prior->settled_before);
+              in.prev == nullptr || !same_entry(*in.prev, f) || in.prev_ctime != o.a.ctime ||
+              (o.a.ctime <= listing->settled_before) != (in.prev_ctime <= w.prior->settled_before);
         }
-        files.push_back(std::move(o.file));
-        ctimes.push_back(o.ctime);
+        files.push_back(std::move(f));
+        ctimes.push_back(o.a.ctime);
       }
+      // What the slots produced for this directory is no longer needed.
+      std::vector<EntryOut>().swap(w.outs);
+      std::vector<EntryIn>().swap(w.entries);
       if (w.prior) {
         // Merge the files kept and the files stat'ed again into name order.
         std::vector<std::size_t> order(files.size());
@@ -802,8 +815,12 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
         if (w.prior && !changed) {
           (*remember_)[w.p.rel] = w.prior;
         } else {
-          listing->files = node.files;
           listing->ctimes = std::move(ctimes);
+          if (adopt_later_) {
+            to_adopt_.emplace_back(w.p.rel, listing);
+          } else {
+            listing->files = node.files;
+          }
           (*remember_)[w.p.rel] = std::move(listing);
         }
       }
@@ -824,6 +841,31 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
     prune(*root);  // the root of this walk is never in `gone`: build() opened it
   }
   return true;
+}
+
+void TreeWalker::adopt_listing_files(const std::string& rel, DirNode& tree) {
+  for (auto& [path, listing] : to_adopt_) {
+    std::string in_tree;
+    if (path == rel) {
+      in_tree = "";
+    } else if (rel.empty()) {
+      in_tree = path;
+    } else if (path.size() > rel.size() && path.compare(0, rel.size(), rel) == 0 &&
+               path[rel.size()] == '/') {
+      in_tree = path.substr(rel.size() + 1);
+    } else {
+      if (remember_ != nullptr) remember_->erase(path);  // another build's: its tree is gone
+      continue;
+    }
+    auto* node = const_cast<DirNode*>(find_node(tree, in_tree));
+    if (node != nullptr && node->files.size() == listing->ctimes.size()) {
+      listing->files = std::move(node->files);
+      node->files.clear();
+    } else if (remember_ != nullptr) {
+      remember_->erase(path);  // not found as built: not remembered
+    }
+  }
+  to_adopt_.clear();
 }
 
 bool TreeWalker::list_dirs(const std::string& rel, std::vector<std::pair<std::string, double>>& out,

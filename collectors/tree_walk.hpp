@@ -138,10 +138,19 @@ class TreeWalker {
   // When set, every directory listed (not reused) is appended, tier-relative.
   void record_listed(std::vector<std::string>* out) { listed_ = out; }
   // When set, every directory listed or reused is remembered here for the
-  // next walk (tier-relative path -> listing).
-  void remember_listings(std::unordered_map<std::string, std::shared_ptr<const DirListing>>* out) {
+  // next walk (tier-relative path -> listing). With `adopt_later`, the files
+  // of new listings are not copied from the tree: adopt_listing_files() moves
+  // them once the caller is done with the tree (a directory of a million
+  // files is then held once, not twice).
+  void remember_listings(std::unordered_map<std::string, std::shared_ptr<const DirListing>>* out,
+                         bool adopt_later = false) {
     remember_ = out;
+    adopt_later_ = adopt_later;
   }
+  // Moves the files of the listings made by build(`rel`) out of `tree` (the
+  // tree build() filled) into the remembered listings. `tree` is left without
+  // those files.
+  void adopt_listing_files(const std::string& rel, DirNode& tree);
 
   // Lists the entries of one directory without descending: (name, mtime) for
   // subdirectories on the same device. Used to find job roots.
@@ -165,6 +174,8 @@ class TreeWalker {
   WalkOptions options_;
   std::vector<std::string>* listed_ = nullptr;
   std::unordered_map<std::string, std::shared_ptr<const DirListing>>* remember_ = nullptr;
+  bool adopt_later_ = false;
+  std::vector<std::pair<std::string, std::shared_ptr<DirListing>>> to_adopt_;
   bool stalled_ = false;
 };
 
