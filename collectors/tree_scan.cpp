@@ -153,10 +153,19 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
   WalkStats stats;
   // The concurrency comes from the configuration or the file-system type in
   // mountinfo: no call on the tier itself, which may hang.
+  std::chrono::milliseconds stall_timeout;
+  std::string proc_path;
+  WalkCallHook hook;
+  {
+    std::lock_guard lock(slots_mu_);
+    stall_timeout = stall_timeout_;
+    proc_path = proc_path_;
+    hook = hook_;
+  }
   int concurrency = cfg_.walk_concurrency;
   if (concurrency <= 0) {
     std::string fstype;
-    std::ifstream in(proc_path_ + "/self/mountinfo", std::ios::binary);
+    std::ifstream in(proc_path + "/self/mountinfo", std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
     const auto mounts = parse_mountinfo(text.str());
@@ -183,7 +192,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   const std::string stall_error = cfg_.path + ": walk given up: no metadata call returned for " +
-                                  std::to_string(stall_timeout_.count() / 1000) + "s (hung mount?)";
+                                  std::to_string(stall_timeout.count() / 1000) + "s (hung mount?)";
 
   // The root is opened on a slot too.
   struct RootOpen {
@@ -198,8 +207,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
   };
   auto ro = std::make_shared<RootOpen>();
   {
-    std::vector<std::function<void()>> t{[ro, path = cfg_.path, live = slots->live(),
-                                          hook = hook_] {
+    std::vector<std::function<void()>> t{[ro, path = cfg_.path, live = slots->live(), hook = hook] {
       live->inflight.fetch_add(1);
       const auto t0 = std::chrono::steady_clock::now();
       if (hook) hook("open", "");
@@ -224,7 +232,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
                                                    .count()));
       live->inflight.fetch_sub(1);
     }};
-    if (!run_tasks(slots.get(), t, stall_timeout_)) {
+    if (!run_tasks(slots.get(), t, stall_timeout)) {
       out.root_ok = false;
       out.stalled = true;
       out.error = stall_error;
@@ -247,8 +255,8 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
       ro->statfs_ok && (static_cast<unsigned long>(ro->f_type) & 0xffffffffUL) == 0x6969UL;
   opts.now = now;
   opts.settle_seconds = to_seconds(cfg_.partial_after);
-  opts.stall_timeout = stall_timeout_;
-  opts.hook = hook_;
+  opts.stall_timeout = stall_timeout;
+  opts.hook = hook;
   TreeWalker walker(root, ro->dev, &memory_, stats, opts);
   std::unordered_map<std::string, std::shared_ptr<const DirListing>> listings;
   walker.remember_listings(&listings, /*adopt_later=*/true);
