@@ -1,8 +1,10 @@
 // Scan benchmark: a full walk of a tier and a steady-state rescan with nothing
 // changed, against `find TREE -printf '%s %T@\n'` on the same tree in the same
 // run. Prints a table; never a test. Usage:
-//   bench/gen_tree.py /tmp/tree && build/bench/scan_bench /tmp/tree [runs]
+//   bench/gen_tree.py /tmp/tree && build/bench/scan_bench /tmp/tree [runs] [concurrency]
+// concurrency: the tier's walk_concurrency (0 = auto from the file-system type).
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -30,6 +32,13 @@ double time_find(const std::string& tree) {
   return std::chrono::duration<double>(t1 - t0).count();
 }
 
+double cpu_seconds() {
+  struct rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,18 +51,21 @@ int main(int argc, char** argv) {
   ckptmon::TierConfig cfg;
   cfg.name = "bench";
   cfg.path = tree;
+  cfg.walk_concurrency = argc > 3 ? std::atoi(argv[3]) : 0;
   const double now = 1'800'000'000;
 
   time_find(tree);  // warm the cache
-  std::vector<double> find_t, full_t, steady_t;
+  std::vector<double> find_t, full_t, steady_t, full_cpu;
   std::uint64_t full_stats = 0, steady_stats = 0, full_dirs = 0, steady_dirs = 0;
   std::size_t checkpoints = 0;
   for (int i = 0; i < runs; ++i) {
     find_t.push_back(time_find(tree));
     ckptmon::TierScanner scanner(cfg, false);  // fresh: a full walk
+    const double c0 = cpu_seconds();
     auto t0 = std::chrono::steady_clock::now();
     auto full = scanner.scan(now);
     auto t1 = std::chrono::steady_clock::now();
+    full_cpu.push_back(cpu_seconds() - c0);
     auto steady = scanner.scan(now);  // nothing changed since
     auto t2 = std::chrono::steady_clock::now();
     full_t.push_back(std::chrono::duration<double>(t1 - t0).count());
@@ -75,6 +87,8 @@ int main(int argc, char** argv) {
   std::printf("%-34s %10.3f %12llu %12llu %9.2f%%\n", "ckptmon steady rescan (vs full)", steady,
               static_cast<unsigned long long>(steady_stats),
               static_cast<unsigned long long>(steady_dirs), 100.0 * steady / full);
+  std::printf("full scan CPU: %.3f s (%.2f threads busy on average)\n", median(full_cpu),
+              median(full_cpu) / full);
   std::printf("steady/full stat calls: %.2f%%\n",
               100.0 * static_cast<double>(steady_stats) / static_cast<double>(full_stats));
   return 0;

@@ -9,9 +9,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "collectors/access_audit.hpp"
+#include "collectors/mountinfo.hpp"
 #include "util/label.hpp"
 #include "util/log.hpp"
 
@@ -43,8 +46,19 @@ bool same_scan_settings(const TierConfig& a, const TierConfig& b) {
          a.jobs.depth == b.jobs.depth && a.jobs.regex_text == b.jobs.regex_text &&
          a.jobs.group == b.jobs.group && a.jobs.max_depth == b.jobs.max_depth &&
          a.shard_index == b.shard_index && a.shard_count == b.shard_count && a.watch == b.watch &&
-         layout_eq(a.layout, b.layout) && a.residency == b.residency &&
-         namespaces_eq(a.namespaces, b.namespaces);
+         a.walk_concurrency == b.walk_concurrency && layout_eq(a.layout, b.layout) &&
+         a.residency == b.residency && namespaces_eq(a.namespaces, b.namespaces);
+}
+
+// Whether tier-relative `rel` is a frozen checkpoint or lies inside one.
+bool inside_frozen(const std::string& rel, const WalkMemory& m) {
+  std::string_view r = rel;
+  for (;;) {
+    if (m.frozen.contains(std::string(r))) return true;
+    const auto slash = r.rfind('/');
+    if (slash == std::string_view::npos) return false;
+    r = r.substr(0, slash);
+  }
 }
 
 // Every directory of `node` (tier-relative `rel`, in `job`) the walker could
@@ -134,33 +148,152 @@ std::vector<std::pair<std::string, std::string>> TierScanner::find_jobs(
   return jobs;
 }
 
+int TierScanner::default_concurrency(const std::string& fstype) {
+  // Network and parallel file systems answer many metadata calls at once,
+  // each after a round trip; local ones are bound by the CPU.
+  static const char* const kNetwork[] = {"nfs",   "nfs4",   "lustre",    "gpfs", "cifs",
+                                         "smb3",  "smbfs",  "ceph",      "9p",   "beegfs",
+                                         "panfs", "wekafs", "glusterfs", "afs",  "orangefs"};
+  for (const char* n : kNetwork) {
+    if (fstype == n) return 16;
+  }
+  if (fstype.starts_with("fuse")) return 16;  // sshfs, gcsfuse, s3fs, Weka/VAST clients...
+  return 1;
+}
+
+std::shared_ptr<WalkLive> TierScanner::live() const {
+  std::lock_guard lock(slots_mu_);
+  return slots_ ? slots_->live() : nullptr;
+}
+
 ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
   const auto start = std::chrono::steady_clock::now();
   ScanOutcome out;
   WalkStats stats;
-  int root = ::open(cfg_.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  struct stat st {};
-  if (root < 0 || ::fstat(root, &st) != 0) {
+  // The concurrency comes from the configuration or the file-system type in
+  // mountinfo: no call on the tier itself, which may hang.
+  std::chrono::milliseconds stall_timeout;
+  std::string proc_path;
+  WalkCallHook hook;
+  {
+    std::lock_guard lock(slots_mu_);
+    stall_timeout = stall_timeout_;
+    proc_path = proc_path_;
+    hook = hook_;
+  }
+  int concurrency = cfg_.walk_concurrency;
+  if (concurrency <= 0) {
+    std::string fstype;
+    std::ifstream in(proc_path + "/self/mountinfo", std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto mounts = parse_mountinfo(text.str());
+    if (const MountInfo* m = find_mount(mounts, cfg_.path, std::nullopt)) fstype = m->fstype;
+    concurrency = default_concurrency(fstype);
+  }
+  std::shared_ptr<WalkSlots> slots;
+  {
+    std::lock_guard lock(slots_mu_);
+    if (!slots_ || slots_->size() != concurrency) {
+      // Threads of the old set still stuck in a call exit when it returns.
+      slots_ = std::make_shared<WalkSlots>(concurrency);
+    }
+    slots = slots_;
+  }
+  const std::uint64_t calls_before = slots->live()->calls();
+  auto finish = [&] {
+    out.dirs_listed = stats.dirs_listed;
+    out.stat_calls = stats.stat_calls;
+    out.permission_errors = stats.permission_errors;
+    out.vanished = stats.vanished;
+    out.calls = slots->live()->calls() - calls_before;
+    out.duration_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const std::string stall_error = cfg_.path + ": walk given up: no metadata call returned for " +
+                                  std::to_string(stall_timeout.count() / 1000) + "s (hung mount?)";
+
+  // The root is opened on a slot too.
+  struct RootOpen {
+    int fd = -1;
+    int err = 0;
+    dev_t dev = 0;
+    long f_type = 0;
+    bool statfs_ok = false;
+    ~RootOpen() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  auto ro = std::make_shared<RootOpen>();
+  {
+    std::vector<std::function<void()>> t{[ro, path = cfg_.path, live = slots->live(), hook = hook] {
+      live->inflight.fetch_add(1);
+      const auto t0 = std::chrono::steady_clock::now();
+      if (hook) hook("open", "");
+      int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      struct stat st {};
+      if (fd >= 0 && ::fstat(fd, &st) != 0) {
+        ro->err = errno;
+        ::close(fd);
+        fd = -1;
+      } else if (fd < 0) {
+        ro->err = errno;
+      }
+      if (fd >= 0) {
+        struct statfs sfs {};
+        ro->statfs_ok = ::fstatfs(fd, &sfs) == 0;
+        ro->f_type = static_cast<long>(sfs.f_type);
+        ro->dev = st.st_dev;
+      }
+      ro->fd = fd;
+      live->observe(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                   std::chrono::steady_clock::now() - t0)
+                                                   .count()));
+      live->inflight.fetch_sub(1);
+    }};
+    if (!run_tasks(slots.get(), t, stall_timeout)) {
+      out.root_ok = false;
+      out.stalled = true;
+      out.error = stall_error;
+      finish();
+      return out;
+    }
+  }
+  if (ro->fd < 0) {
     out.root_ok = false;
-    out.error = cfg_.path + ": " + std::strerror(errno);
-    if (root >= 0) ::close(root);
+    out.error = cfg_.path + ": " + std::strerror(ro->err);
+    finish();
     return out;
   }
-  TreeWalker walker(root, st.st_dev, &memory_, stats);
+  const int root = ro->fd;
+  WalkOptions opts;
+  opts.slots = slots.get();
+  // NFS: files' attributes may come from the client's cache (at most acregmax
+  // old); directories are always asked, their mtime decides reuse.
+  opts.dont_sync_files =
+      ro->statfs_ok && (static_cast<unsigned long>(ro->f_type) & 0xffffffffUL) == 0x6969UL;
+  opts.now = now;
+  opts.settle_seconds = to_seconds(cfg_.partial_after);
+  opts.stall_timeout = stall_timeout;
+  opts.hook = hook;
+  TreeWalker walker(root, ro->dev, &memory_, stats, opts);
+  std::unordered_map<std::string, std::shared_ptr<const DirListing>> listings;
+  walker.remember_listings(&listings, /*adopt_later=*/true);
   std::vector<std::string> listed;
   bool use_inotify = false;
   if (watcher != nullptr && cfg_.watch != WatchMode::kPoll) {
-    struct statfs sfs {};
-    use_inotify = cfg_.watch == WatchMode::kInotify ||
-                  (::fstatfs(root, &sfs) == 0 && !is_network_fs(static_cast<long>(sfs.f_type)));
+    use_inotify =
+        cfg_.watch == WatchMode::kInotify || (ro->statfs_ok && !is_network_fs(ro->f_type));
   }
   if (use_inotify) walker.record_listed(&listed);
   std::string error;
   auto jobs = find_jobs(walker, out.unreadable, &error);
+  if (walker.stalled()) error = stall_error;
   if (!error.empty()) {
     out.root_ok = false;
+    out.stalled = walker.stalled();
     out.error = error;
-    ::close(root);
+    finish();
     return out;
   }
 
@@ -178,6 +311,14 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
     auditor.audit_job(job, job_rel, out.findings);
     DirNode tree;
     if (!walker.build(job_rel, tree, nullptr)) {
+      if (walker.stalled()) {
+        out = ScanOutcome{};
+        out.root_ok = false;
+        out.stalled = true;
+        out.error = stall_error;
+        finish();
+        return out;  // the memory of the last complete walk is kept
+      }
       // Vanished (counted by the walker): its checkpoints are gone.
       // Unreadable: unknown, and merge_scan keeps what the catalog knew.
       if (tree.error != 0) out.unreadable.push_back({job, job_rel, tree.error});
@@ -232,8 +373,13 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
       out.findings.insert(out.findings.end(), findings.begin(), findings.end());
       out.checkpoints.push_back(std::move(c));
     }
+    walker.adopt_listing_files(job_rel, tree);  // the tree is done with
   }
-  ::close(root);
+  // Listings of directories inside a frozen checkpoint are not needed: the
+  // checkpoint as a whole is reused while its directories are unchanged.
+  for (auto& [rel, l] : listings) {
+    if (!inside_frozen(rel, next_memory)) next_memory.listings.emplace(rel, std::move(l));
+  }
   for (const auto& u : out.unreadable) auditor.audit_unreadable(u, out.findings);
   // Unreadable now, so not listed again: keep what was remembered for when
   // access comes back.
@@ -245,12 +391,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
   for (const auto& rel : listed) {
     watcher->watch(cfg_.name, rel.empty() ? cfg_.path : cfg_.path + "/" + rel);
   }
-  out.dirs_listed = stats.dirs_listed;
-  out.stat_calls = stats.stat_calls;
-  out.permission_errors = stats.permission_errors;
-  out.vanished = stats.vanished;
-  out.duration_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  finish();
   return out;
 }
 
@@ -293,6 +434,11 @@ void TreeScanCollector::configure(const Config& cfg) {
   for (const auto& [name, _] : scanners_) {
     if (!next.contains(name)) watcher_->forget(name);
   }
+  for (auto& [_, scanner] : next) {
+    scanner->set_stall_timeout(
+        std::chrono::duration_cast<std::chrono::milliseconds>(cfg.global.scan_timeout));
+    scanner->set_proc_path(cfg.global.proc_path);
+  }
   scanners_ = std::move(next);
 }
 
@@ -308,17 +454,25 @@ Job TreeScanCollector::prepare(const std::string& target) {
     ScanOutcome outcome = scanner->scan(clock->now(), watcher.get());
     const double now = clock->now();
     const std::string path = scanner->config().path;
-    return [outcome = std::move(outcome), target, path, now](State& state) mutable {
+    return [outcome = std::move(outcome), target, path, now,
+            live = std::shared_ptr<const WalkLive>(scanner->live())](State& state) mutable {
       auto t = state.tiers.find(target);
       if (t == state.tiers.end() || t->second.config.path != path) return;
-      merge_scan(state.catalogs[target], std::move(outcome), now);
+      auto& cat = state.catalogs[target];
+      cat.walk_live = live;
+      merge_scan(cat, std::move(outcome), now);
     };
   };
 }
 
 void TreeScanCollector::on_deadline(const std::string& target, State& state) {
   auto it = state.catalogs.find(target);
-  if (it != state.catalogs.end()) it->second.stale = true;
+  if (it != state.catalogs.end()) {
+    it->second.stale = true;
+    // The calls still in flight show while the walk is stuck.
+    auto s = scanners_.find(target);
+    if (s != scanners_.end() && s->second->live()) it->second.walk_live = s->second->live();
+  }
 }
 
 void TreeScanCollector::on_failure(const std::string& target, const std::string& error,

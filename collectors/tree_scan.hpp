@@ -3,6 +3,7 @@
 // and produces the tier's catalog. Incremental: committed checkpoints whose
 // directories' mtimes did not change are not listed again.
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,27 @@ class TierScanner {
   ScanOutcome scan(double now, DirWatcher* watcher = nullptr);
   const TierConfig& config() const { return cfg_; }
   bool keep_files() const { return keep_files_; }
+  // A walk in which no metadata call returns for this long is given up (the
+  // tier's catalog stays stale). The collector sets it to scan_timeout.
+  // Thread-safe (a reload sets it while a walk may run; the next walk uses it).
+  void set_stall_timeout(std::chrono::milliseconds t) {
+    std::lock_guard lock(slots_mu_);
+    stall_timeout_ = t;
+  }
+  // Where procfs is (mountinfo tells the file-system type without a call on the tier).
+  void set_proc_path(std::string p) {
+    std::lock_guard lock(slots_mu_);
+    proc_path_ = std::move(p);
+  }
+  // Tests: called before every metadata call (see WalkCallHook).
+  void set_call_hook(WalkCallHook hook) {
+    std::lock_guard lock(slots_mu_);
+    hook_ = std::move(hook);
+  }
+  // The live figures of this tier's metadata calls (null before the first walk).
+  std::shared_ptr<WalkLive> live() const;
+  // The concurrency the walks use: walk_concurrency, or from the file-system type.
+  static int default_concurrency(const std::string& fstype);
 
  private:
   std::vector<std::pair<std::string, std::string>> find_jobs(TreeWalker& walker,
@@ -44,6 +66,13 @@ class TierScanner {
   GenericLayout generic_;
   WalkMemory memory_;
   std::map<std::string, int> unreadable_;  // path -> errno, of the last complete walk
+  std::chrono::milliseconds stall_timeout_ = std::chrono::minutes(10);
+  std::string proc_path_ = "/proc";
+  WalkCallHook hook_;
+  // Guards slots_ (read by live() from the loop thread) and the settings
+  // above (set by reloads while a walk may run; each walk copies them).
+  mutable std::mutex slots_mu_;
+  std::shared_ptr<WalkSlots> slots_;
 };
 
 // The job a directory belongs to, for shard: i/n splitting (FNV-1a 64).

@@ -1,23 +1,38 @@
 #pragma once
-// Walking one tier: openat/fdopendir/fstatat(AT_SYMLINK_NOFOLLOW) from the
+// Walking one tier: openat/getdents64/statx(AT_SYMLINK_NOFOLLOW) from the
 // tier root, never following a symlink, never leaving the root's device,
 // treating entries that vanish mid-walk as normal. Builds DirNode trees for the
-// layout recognisers and skips re-listing committed checkpoints that did not
-// change. Not thread-safe: one walk of a tier at a time (the collector runner
-// guarantees it).
+// layout recognisers, skips re-listing committed checkpoints that did not
+// change, and reuses the listing of any directory whose mtime did not change.
+//
+// The metadata calls of one walk can be spread over a tier's WalkSlots: a
+// bounded set of threads, so that on a network file system many calls are in
+// flight at once. The result (DirNode trees, WalkStats) is the same whatever
+// the number of slots: each entry is handled by the same function whichever
+// slot runs it, and the coordinating thread assembles them in name order.
+// A TreeWalker is driven by one thread at a time (the collector runner never
+// walks a tier twice at once); WalkSlots and WalkLive are thread-safe.
 
 #include <sys/types.h>
 
+#include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "model/access.hpp"
+#include "model/catalog.hpp"
 #include "model/checkpoint.hpp"
 #include "model/dir_tree.hpp"
+#include "model/walk_live.hpp"
 
 namespace ckptmon {
 
@@ -27,47 +42,147 @@ struct WalkStats {
   std::uint64_t permission_errors = 0;
   std::uint64_t vanished = 0;         // entries gone between readdir and stat
   std::uint64_t reused = 0;           // committed checkpoints not listed again
+  std::uint64_t listings_reused = 0;  // directories whose mtime had not changed: not re-listed
+};
+
+// What a walk remembers of one directory it listed, so the next walk need not
+// list it again while its mtime (and inode) are unchanged. Immutable once
+// made; shared between walks and the slots that read it.
+struct DirListing {
+  double mtime = 0;
+  std::uint64_t ino = 0;
+  // A chmod or chown leaves the mtime alone but may make the directory
+  // unreadable (or readable again): it must then be opened, not reused.
+  std::uint32_t mode = 0;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::vector<FileEntry> files;    // every non-directory entry, sorted by name
+  std::vector<double> ctimes;      // of `files`, same order
+  std::vector<std::string> dirs;   // subdirectories on the tier's device, sorted
+  std::vector<std::string> retry;  // entries whose stat failed (not ENOENT): stat'ed again
+  // Files whose ctime was within the settle time of the listing: stat'ed
+  // again on reuse (they may still be written in place).
+  double settled_before = 0;
 };
 
 // What earlier walks of one tier remember: for each committed checkpoint
 // directory (tier-relative path), the record and the mtimes of all its
-// directories. If none changed, the checkpoint is not listed again.
+// directories. If none changed, the checkpoint is not listed again. And the
+// listings of the other directories listed (not inside a frozen checkpoint).
 struct WalkMemory {
   struct Frozen {
-    std::shared_ptr<const Checkpoint> checkpoint;  // path relative to its job root
+    std::shared_ptr<const Checkpoint> checkpoint;      // path relative to its job root
     std::vector<std::pair<std::string, double>> dirs;  // tier-relative path, mtime
-    std::vector<AccessFinding> findings;  // the access audit of that walk
+    std::vector<AccessFinding> findings;               // the access audit of that walk
   };
   std::unordered_map<std::string, Frozen> frozen;
+  std::unordered_map<std::string, std::shared_ptr<const DirListing>> listings;  // tier-relative
+};
+
+// A tier's bounded set of threads for metadata calls. A call stuck on a hung
+// mount holds its own thread only; the others keep serving. Threads are never
+// added: a tier whose slots are all stuck stops walking (and is reported
+// stale) rather than consuming more threads.
+class WalkSlots {
+ public:
+  explicit WalkSlots(int n);
+  // Idle threads exit; a thread stuck in a call exits when the call returns.
+  ~WalkSlots();
+  WalkSlots(const WalkSlots&) = delete;
+  WalkSlots& operator=(const WalkSlots&) = delete;
+
+  int size() const { return n_; }
+  void submit(std::function<void()> task);
+  const std::shared_ptr<WalkLive>& live() const { return live_; }
+
+ private:
+  struct Queue;
+  std::shared_ptr<Queue> q_;
+  std::shared_ptr<WalkLive> live_;
+  int n_;
+};
+
+// Runs `tasks` on `slots` (on the calling thread when null) and waits for
+// them. False when none of them returned for `stall`: they are given up
+// (tasks not started yet are skipped; a stuck one holds its slot until its
+// call returns). Tasks must own what they touch.
+bool run_tasks(WalkSlots* slots, std::vector<std::function<void()>>& tasks,
+               std::chrono::milliseconds stall);
+
+// Called before each metadata call with its kind ("open", "list", "stat",
+// "readlink", "read") and the tier-relative path it is about. Tests use it to
+// make one call hang; never set in the daemon.
+using WalkCallHook = std::function<void(std::string_view op, const std::string& rel)>;
+
+struct WalkOptions {
+  WalkSlots* slots = nullptr;    // null: every call on the calling thread
+  bool dont_sync_files = false;  // statx AT_STATX_DONT_SYNC for non-directories (NFS)
+  double now = 0;                // unix seconds: decides which listings are settled
+  double settle_seconds = 1800;  // files changed this recently are stat'ed again on reuse
+  // A walk in which no call returned for this long is abandoned (stalled()).
+  std::chrono::milliseconds stall_timeout = std::chrono::minutes(10);
+  WalkCallHook hook;
 };
 
 class TreeWalker {
  public:
-  // `root_fd` is an open directory descriptor of the tier root.
-  TreeWalker(int root_fd, dev_t root_dev, const WalkMemory* memory, WalkStats& stats);
+  // `root_fd` is an open directory descriptor of the tier root (duplicated:
+  // the caller may close it once the walker is gone).
+  TreeWalker(int root_fd, dev_t root_dev, const WalkMemory* memory, WalkStats& stats,
+             WalkOptions options = {});
+  ~TreeWalker();
+  TreeWalker(const TreeWalker&) = delete;
+  TreeWalker& operator=(const TreeWalker&) = delete;
 
   // Lists the directory at tier-relative `rel` (no leading slash; "" = root)
   // and everything below it into `out`. Returns false, with `error`, when
-  // `rel` itself cannot be opened; problems below it are counted, not fatal.
+  // `rel` itself cannot be opened or the walk stalled; problems below it are
+  // counted, not fatal.
   bool build(const std::string& rel, DirNode& out, std::string* error);
 
   // When set, every directory listed (not reused) is appended, tier-relative.
   void record_listed(std::vector<std::string>* out) { listed_ = out; }
+  // When set, every directory listed or reused is remembered here for the
+  // next walk (tier-relative path -> listing). With `adopt_later`, the files
+  // of new listings are not copied from the tree: adopt_listing_files() moves
+  // them once the caller is done with the tree (a directory of a million
+  // files is then held once, not twice).
+  void remember_listings(std::unordered_map<std::string, std::shared_ptr<const DirListing>>* out,
+                         bool adopt_later = false) {
+    remember_ = out;
+    adopt_later_ = adopt_later;
+  }
+  // Moves the files of the listings made by build(`rel`) out of `tree` (the
+  // tree build() filled) into the remembered listings. `tree` is left without
+  // those files.
+  void adopt_listing_files(const std::string& rel, DirNode& tree);
 
-  // Lists the entries of one directory without descending: (name, is_dir,
-  // mtime) for subdirectories on the same device. Used to find job roots.
+  // Lists the entries of one directory without descending: (name, mtime) for
+  // subdirectories on the same device. Used to find job roots. On failure
+  // errno says why (ETIMEDOUT when the walk stalled).
   bool list_dirs(const std::string& rel, std::vector<std::pair<std::string, double>>& out,
                  std::string* error);
 
- private:
-  bool fill(int dfd, const std::string& rel, DirNode& node);
-  bool try_reuse(const std::string& rel, double mtime, DirNode& node);
+  // True once a call stopped returning for longer than the stall timeout:
+  // the walk was given up, its results are incomplete.
+  bool stalled() const { return stalled_; }
 
-  int root_fd_;
-  dev_t root_dev_;
+  struct Env;
+
+ private:
+  struct Pending;
+  bool run_all(std::vector<std::function<void()>>& tasks);
+  bool walk(std::vector<Pending>& stack);
+
+  std::shared_ptr<Env> env_;
   const WalkMemory* memory_;
   WalkStats& stats_;
+  WalkOptions options_;
   std::vector<std::string>* listed_ = nullptr;
+  std::unordered_map<std::string, std::shared_ptr<const DirListing>>* remember_ = nullptr;
+  bool adopt_later_ = false;
+  std::vector<std::pair<std::string, std::shared_ptr<DirListing>>> to_adopt_;
+  bool stalled_ = false;
 };
 
 // Tier-relative directories of the subtree at `node` (whose own path is
@@ -82,7 +197,6 @@ const DirNode* find_node(const DirNode& root, const std::string& rel);
 // never following a symlink and never blocking on a FIFO or device. False when
 // it cannot be opened, is not a regular file, is larger than `max_bytes` or a
 // read fails.
-bool read_small_file(int dfd, const std::string& name, std::uint64_t max_bytes,
-                     std::string& out);
+bool read_small_file(int dfd, const std::string& name, std::uint64_t max_bytes, std::string& out);
 
 }  // namespace ckptmon

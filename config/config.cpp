@@ -232,6 +232,13 @@ void read_tier(YamlMap& m, TierConfig& t, TierMarks& marks, ErrorSink& sink) {
       t.watch = *v == "auto" ? WatchMode::kAuto : *v == "inotify" ? WatchMode::kInotify : WatchMode::kPoll;
     }
   }
+  if (auto f = m.get("walk_concurrency"); f.present()) {
+    if (f.value.IsScalar() && f.value.Scalar() == "auto") {
+      t.walk_concurrency = 0;
+    } else if (auto v = read_int(f, sink, 1, 256)) {
+      t.walk_concurrency = static_cast<int>(*v);
+    }
+  }
   if (auto f = m.get("residency"); f.present()) {
     if (auto v = read_string(f, sink)) t.residency = *v;
   }

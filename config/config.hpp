@@ -64,6 +64,9 @@ struct TierConfig {
   std::uint32_t shard_index = 0;
   std::uint32_t shard_count = 1;
   WatchMode watch = WatchMode::kAuto;
+  // Metadata calls of one walk in flight at once (1..256); 0: from the file
+  // system type in mountinfo (16 on network file systems, 1 on local ones).
+  int walk_concurrency = 0;
   std::optional<GenericLayoutConfig> layout;
   // Access audit: a label for where this tier lives (e.g. a region) and the
   // namespaces that claim its jobs, in order (the first match wins).

@@ -122,6 +122,11 @@ int cli_main(int argc, char** argv) {
   scan->add_option("--job-depth", scan_opts.job_depth, "Depth of job directories below each path")
       ->check(CLI::Range(0, 16))
       ->capture_default_str();
+  scan->add_option("--walk-concurrency", scan_opts.walk_concurrency,
+                   "Metadata calls in flight at once for the paths given (0: from the file "
+                   "system type, as walk_concurrency in the configuration)")
+      ->check(CLI::Range(0, 256))
+      ->capture_default_str();
   std::vector<std::string> event_logs;
   auto* events = app.add_subcommand("events", "Work with checkpoint event logs");
   events->require_subcommand(1);

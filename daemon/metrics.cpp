@@ -1,5 +1,7 @@
 #include "daemon/metrics.hpp"
 
+#include "model/walk_live.hpp"
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -206,6 +208,19 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
                           "Entries that disappeared between listing and stat (normal while "
                           "checkpoints are written or deleted).",
                           MetricType::Counter);
+  FamilyBuilder scan_inflight("ckptmon_scan_inflight_calls",
+                              "Metadata calls (open, getdents, statx, readlink, read) of the "
+                              "tier's walk issued and not returned yet; a stuck call stays.",
+                              MetricType::Gauge);
+  FamilyBuilder scan_slots("ckptmon_scan_walk_concurrency",
+                           "Metadata calls the tier's walk may have in flight at once.",
+                           MetricType::Gauge);
+  FamilyBuilder scan_call_dur("ckptmon_scan_call_duration_seconds",
+                              "Duration of the metadata calls of the tier's walks.",
+                              MetricType::Histogram);
+  FamilyBuilder scan_rate("ckptmon_scan_calls_per_second",
+                          "Metadata calls per second achieved by the tier's last walk.",
+                          MetricType::Gauge);
   FamilyBuilder scan_ok("ckptmon_scan_last_success_timestamp_seconds",
                         "When the tier's last complete walk finished.", MetricType::Gauge);
   FamilyBuilder findings("ckpt_access_findings",
@@ -225,6 +240,14 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
     scan_perm.add(t, static_cast<double>(cat.scan.permission_errors));
     scan_gone.add(t, static_cast<double>(cat.scan.vanished));
     stale.add(t, cat.stale ? 1 : 0);
+    if (cat.walk_live) {
+      scan_inflight.add(t, static_cast<double>(cat.walk_live->inflight.load()));
+      scan_slots.add(t, cat.walk_live->slots.load());
+      scan_call_dur.add_histogram(t, cat.walk_live->histogram());
+    }
+    if (cat.scan.last_duration_seconds > 0) {
+      scan_rate.add(t, static_cast<double>(cat.scan.last_calls) / cat.scan.last_duration_seconds);
+    }
     if (cat.scan.last_finished > 0 && cat.scan.last_error.empty()) {
       scan_ok.add(t, cat.scan.last_finished);
     }
@@ -271,7 +294,8 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
 
   for (auto* b : {&count, &unreadable, &stored, &latest_step, &last_bytes, &last_files, &last_skew,
                   &last_duration, &last_ts, &partial, &partial_bytes, &skew, &scan_dur, &scan_dirs,
-                  &scan_stats, &scan_perm, &scan_gone, &scan_ok, &findings, &stale}) {
+                  &scan_stats, &scan_perm, &scan_gone, &scan_inflight, &scan_slots,
+                  &scan_call_dur, &scan_rate, &scan_ok, &findings, &stale}) {
     append(out, std::move(*b));
   }
 }

@@ -55,6 +55,7 @@ int run_scan_command(const ScanCommandOptions& opts, const Clock& clock, std::os
     names.insert(t.name);
     t.partial_after = opts.partial_after;
     t.jobs.depth = opts.job_depth;
+    t.walk_concurrency = opts.walk_concurrency;
     TierScanner scanner(t, false);
     ScanOutcome r = scanner.scan(now);
     if (!r.root_ok) {

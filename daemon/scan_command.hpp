@@ -19,6 +19,7 @@ struct ScanCommandOptions {
   std::string format = "table";  // table | json
   Duration partial_after = std::chrono::minutes(30);
   int job_depth = 1;
+  int walk_concurrency = 0;  // for paths (not configured tiers); 0: from the file-system type
   // Evaluate time-dependent states (in_progress versus partial) as of this
   // unix time instead of now: reproducible reports and golden tests.
   std::optional<double> now;

@@ -43,8 +43,9 @@ void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
   cat.scan.permission_errors += scan.permission_errors;
   cat.scan.vanished += scan.vanished;
   cat.scan.last_duration_seconds = scan.duration_seconds;
+  cat.scan.last_calls = scan.calls;
   cat.scan.last_finished = now;
-  cat.stale = false;
+  cat.stale = scan.stalled;  // a walk given up leaves the figures of an older one
   if (!scan.root_ok) {
     cat.scan.last_error = scan.error;
     return;

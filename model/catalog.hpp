@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "model/checkpoint.hpp"
 
 namespace ckptmon {
+
+struct WalkLive;  // model/walk_live.hpp
 
 // Cumulative-bucket histogram data as Prometheus wants it.
 struct HistogramData {
@@ -40,6 +43,7 @@ struct ScanCounters {
   std::uint64_t permission_errors = 0;
   std::uint64_t vanished = 0;
   double last_duration_seconds = 0;
+  std::uint64_t last_calls = 0;  // metadata calls of the last walk
   double last_finished = 0;  // unix seconds; 0 = never
   std::string last_error;    // the tier root could not be walked
 };
@@ -64,6 +68,9 @@ struct TierCatalog {
   ScanCounters scan;
   bool scanned = false;  // a scan result (or the stored catalog) is present
   bool stale = false;    // the running scan passed its deadline
+  // The tier's metadata calls as they happen (in flight, durations); null
+  // until the collector hands it over. Points at atomics the walk updates.
+  std::shared_ptr<const WalkLive> walk_live;
   std::map<std::string, HistogramData> skew_by_job;  // ckpt_completion_skew_seconds
   // Checkpoints whose record changed since the store last saw them, and
   // paths that disappeared; the daemon hands these to the store.
@@ -84,7 +91,9 @@ struct ScanOutcome {
   std::uint64_t permission_errors = 0;
   std::uint64_t vanished = 0;
   double duration_seconds = 0;
+  std::uint64_t calls = 0;  // metadata calls made
   bool root_ok = true;
+  bool stalled = false;  // calls stopped returning: the walk was given up (root_ok false)
   std::string error;
 };
 

@@ -13,6 +13,7 @@ build_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libisal-dev libxxhash-dev libssl-dev libcrypt-dev
   help2man dpkg-dev
+  libfuse3-dev  # bench/delayfs: the FUSE file system with metadata latency (walk benchmark)
 )
 # Real neighbours used by the integration tests (openssl makes their TLS
 # certificates), the fuzzer toolchain and the
