@@ -16,12 +16,7 @@
 namespace ckptmon {
 namespace {
 
-int cmd_serve(const std::string& config_file, const std::string& listen,
-              const std::string& web_config_file) {
-  ServeOptions opts;
-  opts.config_file = config_file;
-  opts.listen_address = listen;
-  opts.web_config_file = web_config_file;
+int cmd_serve(ServeOptions opts) {
   Daemon daemon(opts, std::make_shared<SystemClock>());
   std::string error;
   if (!daemon.start(&error)) {
@@ -51,8 +46,8 @@ int cli_main(int argc, char** argv) {
   CLI::App app{"ckptmon: monitor AI training checkpoint storage tiers for Prometheus"};
   app.require_subcommand(1);
   app.fallthrough();
-  app.set_version_flag("--version", std::string("ckptmon ") + kVersion + " (revision " +
-                                        kRevision + ")");
+  app.set_version_flag("--version",
+                       std::string("ckptmon ") + kVersion + " (revision " + kRevision + ")");
   std::string log_level = "info";
   std::string log_format = "logfmt";
   app.add_option("--log.level", log_level, "debug, info, warn or error")
@@ -72,6 +67,11 @@ int cli_main(int argc, char** argv) {
   const char* web_config_help =
       "Web config file (exporter-toolkit format) enabling TLS and/or basic auth";
   serve->add_option("--web.config.file", web_config_file, web_config_help);
+  std::string config_read_timeout = "10s";
+  serve
+      ->add_option("--config.read-timeout", config_read_timeout,
+                   "Deadline for reading the configuration files (a hung mount)")
+      ->capture_default_str();
 
   std::string check_file;
   auto* check = app.add_subcommand("check-config", "Validate a configuration file and exit");
@@ -151,7 +151,21 @@ int cli_main(int argc, char** argv) {
   }
   log::init(*log::parse_level(log_level), *log::parse_format(log_format));
 
-  if (*serve) return cmd_serve(config_file, listen, web_config_file);
+  if (*serve) {
+    ServeOptions opts;
+    opts.config_file = config_file;
+    opts.listen_address = listen;
+    opts.web_config_file = web_config_file;
+    auto d = parse_duration(config_read_timeout);
+    if (!d || *d < std::chrono::milliseconds(10)) {
+      std::cerr << "ckptmon serve: --config.read-timeout: expected a duration of at least 10ms, "
+                   "got \""
+                << config_read_timeout << "\"\n";
+      return 2;
+    }
+    opts.config_read_timeout = *d;
+    return cmd_serve(std::move(opts));
+  }
   if (*check) return cmd_check_config(check_file);
   if (*scan) {
     auto d = parse_duration(scan_partial_after);

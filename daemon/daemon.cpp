@@ -43,6 +43,7 @@ Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
       clock_(std::move(clock)),
       server_(io_, opts_.limits),
       web_(std::make_unique<WebSecurity>(io_, server_, opts_.web_config_file)),
+      config_reader_(io_, "the configuration", opts_.config_read_timeout),
       signals_(io_),
       watchdog_timer_(io_),
       registry_(std::make_shared<prometheus::Registry>()) {
@@ -82,17 +83,34 @@ Daemon::~Daemon() {
   store_.reset();  // finishes queued writes
 }
 
+Daemon::LoadedConfig Daemon::read_configs(const std::string& config_file,
+                                          const std::string& web_config_file) {
+  LoadedConfig out;
+  out.config = load_config_file(config_file);
+  out.web = WebSecurity::prepare_file(web_config_file, &out.config.errors);
+  return out;
+}
+
 bool Daemon::start(std::string* error) {
   started_at_ = clock_->now();
-  LoadResult loaded = load_config_file(opts_.config_file);
-  auto web = web_->prepare(&loaded.errors);
-  if (!loaded.config || !web) {
+  std::string read_error;
+  auto loaded = config_reader_.load_now(
+      [c = opts_.config_file, w = opts_.web_config_file] { return read_configs(c, w); },
+      &read_error);
+  if (!loaded) {
+    *error = opts_.config_file + ": " + read_error + "\n";
+    return false;
+  }
+  if (!loaded->config.config || !loaded->web) {
     std::string msg;
-    for (const auto& e : loaded.errors) msg += e.to_string() + "\n";
+    for (const auto& e : loaded->config.errors) msg += e.to_string() + "\n";
     *error = msg;
     return false;
   }
-  auto cfg = std::make_shared<const Config>(std::move(*loaded.config));
+  auto web = std::move(loaded->web);
+  auto cfg = std::make_shared<const Config>(std::move(*loaded->config.config));
+  state_lock_ = StateDirLock::acquire(cfg->global.state_dir, error);
+  if (!state_lock_) return false;
   store_ = Store::open(cfg->global.state_dir, error);
   if (!store_) return false;
   pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
@@ -204,11 +222,34 @@ std::string Daemon::self_url() const {
   return (server_.tls() ? "https://" : "http://") + self_authority_;
 }
 
-Daemon::ReloadOutcome Daemon::reload() {
+void Daemon::reload(std::function<void(ReloadOutcome)> done) {
   systemd::reloading();
-  LoadResult loaded = load_config_file(opts_.config_file);
-  auto web = web_->prepare(&loaded.errors);  // certificates rotated on disk are re-read
+  // Certificates rotated on disk are re-read too.
+  config_reader_.load(
+      [c = opts_.config_file, w = opts_.web_config_file] { return read_configs(c, w); },
+      [this, done = std::move(done)](std::optional<LoadedConfig> loaded, std::string error) {
+        auto out = finish_reload(std::move(loaded), error);
+        if (done) done(std::move(out));
+      });
+}
+
+Daemon::ReloadOutcome Daemon::finish_reload(std::optional<LoadedConfig> read,
+                                            const std::string& read_error) {
   ReloadOutcome out;
+  if (stopping_) {
+    out.message = "stopping\n";
+    return out;
+  }
+  if (!read) {
+    reload_ok_->Set(0);
+    const std::string err = opts_.config_file + ": " + read_error;
+    log::error("config reload rejected; keeping the running configuration", {{"err", err}});
+    out.message = err + "\n";
+    systemd::ready();
+    return out;
+  }
+  LoadResult& loaded = read->config;
+  auto& web = read->web;
   if (!loaded.config || !web) {
     reload_ok_->Set(0);
     for (const auto& e : loaded.errors) {
@@ -230,8 +271,8 @@ Daemon::ReloadOutcome Daemon::reload() {
   apply_config(cfg);
   reload_ok_->Set(1);
   reload_ts_->Set(clock_->now());
-  log::info("configuration reloaded", {{"file", opts_.config_file},
-                                       {"tiers", static_cast<int>(cfg->tiers.size())}});
+  log::info("configuration reloaded",
+            {{"file", opts_.config_file}, {"tiers", static_cast<int>(cfg->tiers.size())}});
   // Probe new tiers now rather than at the end of the current interval, and
   // pick up changed intervals.
   runner_->start();
@@ -262,7 +303,7 @@ void Daemon::wait_signals() {
     if (ec) return;
     if (sig == SIGHUP) {
       log::info("SIGHUP received, reloading configuration");
-      reload();
+      reload({});
       wait_signals();
       return;
     }
@@ -301,8 +342,8 @@ void Daemon::publish() {
 std::string Daemon::render_metrics() const {
   std::string out = snapshot_ ? snapshot_->metrics_text : std::string();
   auto families = registry_->Collect();
-  auto live = process_families(state_.config ? state_.config->global.proc_path : "/proc",
-                               started_at_);
+  auto live =
+      process_families(state_.config ? state_.config->global.proc_path : "/proc", started_at_);
   FamilyBuilder conns("ckptmon_http_connections", "Open HTTP connections.",
                       prometheus::MetricType::Gauge);
   conns.add({}, static_cast<double>(server_.connections()));
@@ -354,10 +395,12 @@ void Daemon::add_routes() {
     if (!ready_) return HttpResponse::text(503, "ckptmon is not ready: first collection running\n");
     return HttpResponse::text(200, "ckptmon is Ready.\n");
   });
-  server_.route("/-/reload", {"POST", "PUT"}, [this](const HttpRequest&) {
-    auto out = reload();
-    return HttpResponse::text(out.ok ? 200 : 500, out.message);
-  });
+  server_.route_async("/-/reload", {"POST", "PUT"},
+                      [this](const HttpRequest&, std::function<void(HttpResponse)> reply) {
+                        reload([reply = std::move(reply)](ReloadOutcome out) {
+                          reply(HttpResponse::text(out.ok ? 200 : 500, out.message));
+                        });
+                      });
   server_.route("/", {"GET"}, [this](const HttpRequest&) {
     HttpResponse r;
     r.content_type = "text/html; charset=utf-8";

@@ -314,16 +314,19 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
 
   void serve() {
     auto& msg = parser_->get();
-    std::string route;
-    HttpResponse resp;
+    auto route = std::make_shared<std::string>();
+    const bool head = msg.method() == http::verb::head;
+    auto reply = [self = shared_from_this(), route, keep_alive = msg.keep_alive(),
+                  version = msg.version(), head](HttpResponse resp) {
+      if (!*self->server_alive_) return;
+      self->send(std::move(resp), keep_alive, version, head, *route);
+    };
     try {
-      resp = server_.dispatch(req_, &route);
+      server_.dispatch_async(req_, route.get(), reply);
     } catch (const std::exception& e) {
       log::error("http handler threw", {{"path", req_.path}, {"err", e.what()}});
-      resp = HttpResponse::text(500, "internal error\n");
+      reply(HttpResponse::text(500, "internal error\n"));
     }
-    const bool head = msg.method() == http::verb::head;
-    send(std::move(resp), msg.keep_alive(), msg.version(), head, route);
   }
 
   void send(HttpResponse resp, bool keep_alive, unsigned version, bool head,
@@ -393,11 +396,18 @@ std::string HttpServer::route_name(const std::string& path) const {
   return routes_.contains(path) ? path : "other";
 }
 
-HttpResponse HttpServer::dispatch(const HttpRequest& req, std::string* route_name) const {
+void HttpServer::route_async(std::string path, std::vector<std::string> methods,
+                             AsyncHttpHandler handler) {
+  routes_[std::move(path)] = Route{std::move(methods), {}, std::move(handler)};
+}
+
+const HttpServer::Route* HttpServer::find_route(const HttpRequest& req, std::string* route_name,
+                                                HttpResponse* refusal) const {
   auto it = routes_.find(req.path);
   if (it == routes_.end()) {
     *route_name = "other";
-    return HttpResponse::text(404, "not found: " + req.path + "\n");
+    *refusal = HttpResponse::text(404, "not found: " + req.path + "\n");
+    return nullptr;
   }
   *route_name = it->first;
   const auto& methods = it->second.methods;
@@ -409,12 +419,33 @@ HttpResponse HttpServer::dispatch(const HttpRequest& req, std::string* route_nam
     if (m == "GET") allow += ", HEAD";
   }
   if (!allowed) {
-    HttpResponse r = HttpResponse::text(405, "method " + req.method + " not allowed for " +
-                                                 req.path + "; allowed: " + allow + "\n");
-    r.headers.emplace_back("Allow", allow);
-    return r;
+    *refusal = HttpResponse::text(405, "method " + req.method + " not allowed for " + req.path +
+                                           "; allowed: " + allow + "\n");
+    refusal->headers.emplace_back("Allow", allow);
+    return nullptr;
   }
-  return it->second.handler(req);
+  return &it->second;
+}
+
+HttpResponse HttpServer::dispatch(const HttpRequest& req, std::string* route_name) const {
+  HttpResponse refusal;
+  const Route* r = find_route(req, route_name, &refusal);
+  if (r == nullptr) return refusal;
+  if (!r->handler) return HttpResponse::text(500, "asynchronous route\n");
+  return r->handler(req);
+}
+
+void HttpServer::dispatch_async(const HttpRequest& req, std::string* route_name,
+                                std::function<void(HttpResponse)> reply) const {
+  HttpResponse refusal;
+  const Route* r = find_route(req, route_name, &refusal);
+  if (r == nullptr) {
+    reply(std::move(refusal));
+  } else if (r->async_handler) {
+    r->async_handler(req, std::move(reply));
+  } else {
+    reply(r->handler(req));
+  }
 }
 
 bool HttpServer::listen(const std::string& address, tcp::endpoint* bound, std::string* error) {
@@ -448,7 +479,8 @@ bool HttpServer::listen(const std::string& address, tcp::endpoint* bound, std::s
       ec.clear();
       acceptor->open(ep.protocol(), ec);
     }
-    if (!ec && ep.address().is_v6() && host.empty()) acceptor->set_option(asio::ip::v6_only(false), ec);
+    if (!ec && ep.address().is_v6() && host.empty())
+      acceptor->set_option(asio::ip::v6_only(false), ec);
     if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) acceptor->bind(ep, ec);
     if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);

@@ -27,8 +27,8 @@ class context;
 namespace ckptmon {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string path;    // without the query string
+  std::string method;                        // "GET", "POST", ...
+  std::string path;                          // without the query string
   std::map<std::string, std::string> query;  // decoded
   std::string body;
   std::string remote;
@@ -52,6 +52,10 @@ struct HttpLimits {
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+// A handler that answers later: calls `reply` once, on the loop thread. The
+// connection waits meanwhile; the loop does not.
+using AsyncHttpHandler =
+    std::function<void(const HttpRequest&, std::function<void(HttpResponse)> reply)>;
 
 enum class AuthDecision { kAllow, kDeny, kBusy };
 // Decides from the Authorization header value (empty when absent) whether a
@@ -83,6 +87,7 @@ class HttpServer {
 
   // `methods` such as {"GET"}; GET routes answer HEAD too.
   void route(std::string path, std::vector<std::string> methods, HttpHandler handler);
+  void route_async(std::string path, std::vector<std::string> methods, AsyncHttpHandler handler);
   void set_observer(HttpObserver observer) { observer_ = std::move(observer); }
   // TLS for connections accepted from now on; null serves plain HTTP. Open
   // connections keep the context they started with, so certificates can be
@@ -105,6 +110,10 @@ class HttpServer {
 
   // Used by sessions.
   HttpResponse dispatch(const HttpRequest& req, std::string* route_name) const;
+  // dispatch() for every route, asynchronous ones included: `reply` gets the
+  // response, at once or later.
+  void dispatch_async(const HttpRequest& req, std::string* route_name,
+                      std::function<void(HttpResponse)> reply) const;
   void observe(const std::string& route, unsigned status) const {
     if (observer_) observer_(route, status);
   }
@@ -120,7 +129,11 @@ class HttpServer {
   struct Route {
     std::vector<std::string> methods;
     HttpHandler handler;
+    AsyncHttpHandler async_handler;  // set instead of handler for route_async()
   };
+  // The route for `req`, or null with `refusal` set (404, 405).
+  const Route* find_route(const HttpRequest& req, std::string* route_name,
+                          HttpResponse* refusal) const;
   void accept();
   void accept_on(boost::asio::ip::tcp::acceptor* a);
   void forget(Session* s) { sessions_.erase(s); }
