@@ -2,6 +2,7 @@
 
 #include <iostream>
 #include <memory>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 
@@ -67,6 +68,26 @@ int cli_main(int argc, char** argv) {
   const char* web_config_help =
       "Web config file (exporter-toolkit format) enabling TLS and/or basic auth";
   serve->add_option("--web.config.file", web_config_file, web_config_help);
+  HttpLimits limits;
+  std::string header_timeout = "5s";
+  serve
+      ->add_option("--web.read-header-timeout", header_timeout,
+                   "Deadline for a request head (and the TLS handshake, and an idle "
+                   "keep-alive connection)")
+      ->capture_default_str();
+  std::string read_timeout = "10s";
+  serve
+      ->add_option("--web.read-timeout", read_timeout,
+                   "Deadline for a request body and for writing the response")
+      ->capture_default_str();
+  serve->add_option("--web.max-connections", limits.max_connections, "Open connections at most")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  serve
+      ->add_option("--web.max-connections-per-peer", limits.max_connections_per_peer,
+                   "Open connections from one client address at most")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
   std::string config_read_timeout = "10s";
   serve
       ->add_option("--config.read-timeout", config_read_timeout,
@@ -164,6 +185,18 @@ int cli_main(int argc, char** argv) {
       return 2;
     }
     opts.config_read_timeout = *d;
+    for (auto [flag, text, out] :
+         {std::tuple{"--web.read-header-timeout", &header_timeout, &limits.header_timeout},
+          std::tuple{"--web.read-timeout", &read_timeout, &limits.read_timeout}}) {
+      auto t = parse_duration(*text);
+      if (!t || *t < std::chrono::milliseconds(10)) {
+        std::cerr << "ckptmon serve: " << flag << ": expected a duration of at least 10ms, got \""
+                  << *text << "\"\n";
+        return 2;
+      }
+      *out = *t;
+    }
+    opts.limits = limits;
     return cmd_serve(std::move(opts));
   }
   if (*check) return cmd_check_config(check_file);

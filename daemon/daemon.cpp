@@ -113,6 +113,12 @@ bool Daemon::start(std::string* error) {
   if (!state_lock_) return false;
   store_ = Store::open(cfg->global.state_dir, error);
   if (!store_) return false;
+  if (store_->rebuilt() > 0) {
+    log::warn(
+        "state database rebuilt: catalog, event-log positions and history start empty; "
+        "every tier is walked and every event log read again from its start",
+        {{"db", store_->path()}, {"corrupt_copy", store_->moved_aside()}});
+  }
   pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
   runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, [this] { changed(); });
   runner_->set_collectors(make_collectors(CollectorEnv{clock_, store_}));
@@ -353,6 +359,18 @@ std::string Daemon::render_metrics() const {
                          prometheus::MetricType::Counter);
   rejected.add({}, static_cast<double>(server_.rejected_connections()));
   append(live, std::move(rejected));
+  FamilyBuilder per_peer("ckptmon_http_connections_rejected_per_peer_total",
+                         "Connections refused because their client address had "
+                         "--web.max-connections-per-peer open already.",
+                         prometheus::MetricType::Counter);
+  per_peer.add({}, static_cast<double>(server_.rejected_per_peer()));
+  append(live, std::move(per_peer));
+  FamilyBuilder idle_closed("ckptmon_http_idle_connections_closed_total",
+                            "Idle keep-alive connections closed to admit a new one at the "
+                            "connection limit.",
+                            prometheus::MetricType::Counter);
+  idle_closed.add({}, static_cast<double>(server_.idle_closed()));
+  append(live, std::move(idle_closed));
   web_->append_metrics(&live);
   if (store_) {
     FamilyBuilder errs("ckptmon_store_errors_total",
@@ -365,6 +383,17 @@ std::string Daemon::render_metrics() const {
                       prometheus::MetricType::Counter);
     txs.add({}, static_cast<double>(store_->transactions()));
     append(live, std::move(txs));
+    FamilyBuilder rebuilt("ckptmon_store_rebuilt_total",
+                          "State databases found corrupt at start, moved aside and rebuilt.",
+                          prometheus::MetricType::Counter);
+    rebuilt.add({}, static_cast<double>(store_->rebuilt()));
+    append(live, std::move(rebuilt));
+    FamilyBuilder failing("ckptmon_store_consecutive_errors",
+                          "Writes to the state database that failed in a row since the last "
+                          "that succeeded; from 3 on /-/ready fails.",
+                          prometheus::MetricType::Gauge);
+    failing.add({}, static_cast<double>(store_->consecutive_errors()));
+    append(live, std::move(failing));
   }
   if (pool_) {
     FamilyBuilder threads("ckptmon_worker_threads",
@@ -393,6 +422,12 @@ void Daemon::add_routes() {
   });
   server_.route("/-/ready", {"GET"}, [this](const HttpRequest&) {
     if (!ready_) return HttpResponse::text(503, "ckptmon is not ready: first collection running\n");
+    if (store_ && store_->write_failing()) {
+      return HttpResponse::text(503, "ckptmon is not ready: the last " +
+                                         std::to_string(store_->consecutive_errors()) +
+                                         " writes to the state database " + store_->path() +
+                                         " failed: " + store_->last_error() + "\n");
+    }
     return HttpResponse::text(200, "ckptmon is Ready.\n");
   });
   server_.route_async("/-/reload", {"POST", "PUT"},

@@ -86,6 +86,8 @@ class Daemon {
 
   boost::asio::io_context& io() { return io_; }
   std::shared_ptr<const Snapshot> snapshot() const { return snapshot_; }
+  // The state database; null before start(). Loop thread (and tests).
+  Store* store() const { return store_.get(); }
   // Where the server can be reached, for links in pushed alerts (generatorURL):
   // https:// while TLS is on, else http://, then host:port. Loop thread only.
   std::string self_url() const;

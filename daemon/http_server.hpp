@@ -47,9 +47,23 @@ struct HttpResponse {
 struct HttpLimits {
   std::size_t header_limit = 8 * 1024;
   std::size_t body_limit = 64 * 1024;
+  // From the start of a request (or of the connection) to the end of its
+  // head; also bounds the TLS handshake and an idle keep-alive connection.
+  std::chrono::milliseconds header_timeout = std::chrono::seconds(5);
+  // For the body and for writing the response.
   std::chrono::milliseconds read_timeout = std::chrono::seconds(10);
-  std::size_t max_connections = 64;
+  std::size_t max_connections = 512;
+  // Per client address: one address cannot take the slots of the others.
+  std::size_t max_connections_per_peer = 64;
 };
+
+// Whether a new connection from a peer is admitted.
+enum class Admission { kAdmit, kAdmitAfterClosingAnIdle, kPeerFull, kFull };
+// `peer_open`: connections open from the same address; `open`: all open;
+// `idle`: open keep-alive connections waiting for their next request, which
+// are closed first when the global cap is reached. Pure; tested on its own.
+Admission admit_connection(std::size_t peer_open, std::size_t open, std::size_t idle,
+                           const HttpLimits& limits);
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 // A handler that answers later: calls `reply` once, on the loop thread. The
@@ -105,7 +119,10 @@ class HttpServer {
   void close();
 
   std::size_t connections() const { return sessions_.size(); }
+  std::size_t peers() const { return per_peer_.size(); }
   std::uint64_t rejected_connections() const { return rejected_; }
+  std::uint64_t rejected_per_peer() const { return rejected_per_peer_; }
+  std::uint64_t idle_closed() const { return idle_closed_; }
   std::uint64_t tls_handshake_failures() const { return tls_handshake_failures_; }
 
   // Used by sessions.
@@ -136,14 +153,17 @@ class HttpServer {
                           HttpResponse* refusal) const;
   void accept();
   void accept_on(boost::asio::ip::tcp::acceptor* a);
-  void forget(Session* s) { sessions_.erase(s); }
+  void forget(Session* s);
 
   boost::asio::io_context& io_;
   HttpLimits limits_;
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> acceptors_;
   std::map<std::string, Route> routes_;
   std::set<Session*> sessions_;
-  std::uint64_t rejected_ = 0;
+  std::map<std::string, std::size_t> per_peer_;  // open connections by client address
+  std::uint64_t rejected_ = 0;                   // at the global cap
+  std::uint64_t rejected_per_peer_ = 0;
+  std::uint64_t idle_closed_ = 0;
   std::uint64_t tls_handshake_failures_ = 0;
   HttpObserver observer_;
   HttpAuthenticator authenticator_;

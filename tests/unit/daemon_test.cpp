@@ -15,9 +15,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "loop_helpers.hpp"
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
+#include "loop_helpers.hpp"
 
 #include "tests/unit/http_client.hpp"
 #include "tests/unit/tls_fixture.hpp"
@@ -241,6 +241,36 @@ TEST_F(DaemonTest, ADirectoryAsConfigAtStartSaysSo) {
   EXPECT_EQ(error, config_.string() +
                        ": is a directory, not a regular file; a configuration must be a regular "
                        "file\n");
+}
+
+// Writes to the state database that keep failing (here SQLITE_FULL: the
+// database may not grow) make /-/ready fail with the reason; one write that
+// succeeds makes it ready again.
+TEST_F(DaemonTest, PersistentStateWriteFailuresMakeItNotReady) {
+  write_config(tier_line("a", "a"));
+  std::string error;
+  ASSERT_TRUE(start(&error)) << error;
+  ASSERT_TRUE(eventually([&] { return fetch("/-/ready").result_int() == 200; }));
+  Store* store = on_loop([this] { return daemon_->store(); });
+  ASSERT_NE(store, nullptr);
+  store->flush();
+  store->post([](sql::Db& db) { db.exec("PRAGMA max_page_count=1"); });
+  for (int i = 0; i < 3; ++i) {
+    store->post([](sql::Db& db) {
+      db.exec("CREATE TABLE IF NOT EXISTS filler(x); INSERT INTO filler VALUES(zeroblob(100000))");
+    });
+  }
+  store->flush();
+  auto r = fetch("/-/ready");
+  EXPECT_EQ(r.result_int(), 503u);
+  EXPECT_THAT(r.body(), HasSubstr("the last 3 writes to the state database " +
+                                  (dir_ / "state" / "ckptmon.db").string() + " failed: "));
+  EXPECT_THAT(r.body(), HasSubstr("full"));
+  EXPECT_EQ(fetch("/-/healthy").result_int(), 200u);
+  EXPECT_THAT(fetch("/metrics").body(), HasSubstr("ckptmon_store_consecutive_errors 3\n"));
+  store->post([](sql::Db& db) { db.exec("PRAGMA max_page_count=1073741823"); });
+  store->flush();
+  EXPECT_EQ(fetch("/-/ready").result_int(), 200u);
 }
 
 TEST_F(DaemonTest, AConfigThatCannotBeLoadedAtStartIsAnError) {
