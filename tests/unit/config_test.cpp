@@ -271,7 +271,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointTierAlmostFull, CheckpointNextWontFit, CheckpointPartial, "
                  "CheckpointCleanupStalled, CheckpointRecoveryPointStale, "
                  "CheckpointCompletionSkewHigh, CheckpointTierDown, "
-                 "CheckpointBandwidthShortfall)"}},
+                 "CheckpointBandwidthShortfall, CkptmonStateWriteFailing)"}},
         BadCase{"invalid_yaml", "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},
         BadCase{"manifests_not_a_list",
