@@ -117,6 +117,8 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
                               fmt_number);
               }
             });
+  read_rule(m, "CkptmonStateWriteFailing", r.state_write_failing, sink,
+            [](YamlMap&, auto&, std::size_t) {});
   m.finish();
 }
 

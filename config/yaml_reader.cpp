@@ -5,8 +5,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/text.hpp"
 
@@ -87,17 +90,58 @@ std::optional<YAML::Node> load_yaml(std::string_view text, ErrorSink& sink) {
   }
 }
 
+const char* file_kind(unsigned mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISREG(mode)) return "a regular file";
+  return "not a regular file";
+}
+
 std::optional<std::string> read_config_text(const std::string& path, std::size_t max_bytes,
                                             ConfigError* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+  // It changes nothing for a regular file, the only kind read.
+  int fd = -1;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
     *error = ConfigError{path, 0, 0, "", std::string("cannot open: ") + std::strerror(errno)};
+    return std::nullopt;
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    *error = ConfigError{path, 0, 0, "", std::string("cannot stat: ") + std::strerror(errno)};
+    return std::nullopt;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *error = ConfigError{path, 0, 0, "",
+                         std::string("is ") + file_kind(st.st_mode) +
+                             ", not a regular file; a configuration must be a regular file"};
     return std::nullopt;
   }
   std::string text;
   text.resize(max_bytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = ConfigError{path, 0, 0, "", std::string("cannot read: ") + std::strerror(errno)};
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
   if (text.size() > max_bytes) {
     const std::string size = max_bytes % (1024 * 1024) == 0
                                  ? std::to_string(max_bytes / (1024 * 1024)) + " MiB"
@@ -136,11 +180,16 @@ void ErrorSink::add_file_error(std::string message) {
 std::string describe(const YAML::Node& n) {
   if (!n.IsDefined()) return "nothing";
   switch (n.Type()) {
-    case YAML::NodeType::Null: return "null";
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: return json_quote(n.Scalar());
-    default: return "nothing";
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return json_quote(n.Scalar());
+    default:
+      return "nothing";
   }
 }
 

@@ -117,7 +117,11 @@ std::string fmt_number(double v);
 std::string fmt_seconds(double s);
 
 // Reads a configuration file of at most `max_bytes`; on failure returns
-// nullopt and sets `error` ("cannot open: ...", "file is larger than ...").
+// nullopt and sets `error` ("cannot open: ...", "is a directory, not a regular
+// file...", "file is larger than ..."). Only regular files are read: a FIFO,
+// device or directory is refused without waiting on it.
+// "a directory", "a FIFO", ... for st_mode `mode`.
+const char* file_kind(unsigned mode);
 std::optional<std::string> read_config_text(const std::string& path, std::size_t max_bytes,
                                             ConfigError* error);
 

@@ -4,6 +4,7 @@
 
 #include <iostream>
 #include <memory>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 
@@ -19,13 +20,7 @@
 namespace ckptmon {
 namespace {
 
-int cmd_serve(const std::string& config_file, const std::string& listen,
-              const std::string& web_config_file, Duration config_watch_interval) {
-  ServeOptions opts;
-  opts.config_watch_interval = config_watch_interval;
-  opts.config_file = config_file;
-  opts.listen_address = listen;
-  opts.web_config_file = web_config_file;
+int cmd_serve(ServeOptions opts) {
   Daemon daemon(opts, std::make_shared<SystemClock>());
   std::string error;
   if (!daemon.start(&error)) {
@@ -81,6 +76,31 @@ int cli_main(int argc, char** argv) {
       ->add_option("--config.watch-interval", config_watch,
                    "Reload the configuration file when it changes, checking this often "
                    "(e.g. 10s; 0s: only on SIGHUP or POST /-/reload)")
+      ->capture_default_str();
+  HttpLimits limits;
+  std::string header_timeout = "5s";
+  serve
+      ->add_option("--web.read-header-timeout", header_timeout,
+                   "Deadline for a request head (and the TLS handshake, and an idle "
+                   "keep-alive connection)")
+      ->capture_default_str();
+  std::string read_timeout = "10s";
+  serve
+      ->add_option("--web.read-timeout", read_timeout,
+                   "Deadline for a request body and for writing the response")
+      ->capture_default_str();
+  serve->add_option("--web.max-connections", limits.max_connections, "Open connections at most")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  serve
+      ->add_option("--web.max-connections-per-peer", limits.max_connections_per_peer,
+                   "Open connections from one client address at most")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  std::string config_read_timeout = "10s";
+  serve
+      ->add_option("--config.read-timeout", config_read_timeout,
+                   "Deadline for reading the configuration files (a hung mount)")
       ->capture_default_str();
 
   std::string check_file;
@@ -176,12 +196,37 @@ int cli_main(int argc, char** argv) {
   log::init(*log::parse_level(log_level), *log::parse_format(log_format));
 
   if (*serve) {
+    ServeOptions opts;
+    opts.config_file = config_file;
+    opts.listen_address = listen;
+    opts.web_config_file = web_config_file;
+    auto d = parse_duration(config_read_timeout);
+    if (!d || *d < std::chrono::milliseconds(10)) {
+      std::cerr << "ckptmon serve: --config.read-timeout: expected a duration of at least 10ms, "
+                   "got \""
+                << config_read_timeout << "\"\n";
+      return 2;
+    }
+    opts.config_read_timeout = *d;
+    for (auto [flag, text, out] :
+         {std::tuple{"--web.read-header-timeout", &header_timeout, &limits.header_timeout},
+          std::tuple{"--web.read-timeout", &read_timeout, &limits.read_timeout}}) {
+      auto t = parse_duration(*text);
+      if (!t || *t < std::chrono::milliseconds(10)) {
+        std::cerr << "ckptmon serve: " << flag << ": expected a duration of at least 10ms, got \""
+                  << *text << "\"\n";
+        return 2;
+      }
+      *out = *t;
+    }
+    opts.limits = limits;
     auto watch = parse_duration(config_watch);
     if (!watch) {
       std::cerr << "ckptmon: --config.watch-interval: not a duration: \"" << config_watch << "\"\n";
       return 2;
     }
-    return cmd_serve(config_file, listen, web_config_file, *watch);
+    opts.config_watch_interval = *watch;
+    return cmd_serve(std::move(opts));
   }
   if (*check) return cmd_check_config(check_file);
   if (*scan) {

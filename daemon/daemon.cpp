@@ -60,6 +60,7 @@ Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
       clock_(std::move(clock)),
       server_(io_, opts_.limits),
       web_(std::make_unique<WebSecurity>(io_, server_, opts_.web_config_file)),
+      config_reader_(io_, "the configuration", opts_.config_read_timeout),
       signals_(io_),
       watchdog_timer_(io_),
       config_watch_timer_(io_),
@@ -104,19 +105,42 @@ Daemon::~Daemon() {
   store_.reset();  // finishes queued writes
 }
 
+Daemon::LoadedConfig Daemon::read_configs(const std::string& config_file,
+                                          const std::string& web_config_file) {
+  LoadedConfig out;
+  out.config = load_config_file(config_file);
+  out.web = WebSecurity::prepare_file(web_config_file, &out.config.errors);
+  return out;
+}
+
 bool Daemon::start(std::string* error) {
   started_at_ = clock_->now();
-  LoadResult loaded = load_config_file(opts_.config_file);
-  auto web = web_->prepare(&loaded.errors);
-  if (!loaded.config || !web) {
+  std::string read_error;
+  auto loaded = config_reader_.load_now(
+      [c = opts_.config_file, w = opts_.web_config_file] { return read_configs(c, w); },
+      &read_error);
+  if (!loaded) {
+    *error = opts_.config_file + ": " + read_error + "\n";
+    return false;
+  }
+  if (!loaded->config.config || !loaded->web) {
     std::string msg;
-    for (const auto& e : loaded.errors) msg += e.to_string() + "\n";
+    for (const auto& e : loaded->config.errors) msg += e.to_string() + "\n";
     *error = msg;
     return false;
   }
-  auto cfg = std::make_shared<const Config>(std::move(*loaded.config));
+  auto web = std::move(loaded->web);
+  auto cfg = std::make_shared<const Config>(std::move(*loaded->config.config));
+  state_lock_ = StateDirLock::acquire(cfg->global.state_dir, error);
+  if (!state_lock_) return false;
   store_ = Store::open(cfg->global.state_dir, error);
   if (!store_) return false;
+  if (store_->rebuilt() > 0) {
+    log::warn(
+        "state database rebuilt: catalog, event-log positions and history start empty; "
+        "every tier is walked and every event log read again from its start",
+        {{"db", store_->path()}, {"corrupt_copy", store_->moved_aside()}});
+  }
   pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
   runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, [this] { changed(); });
   runner_->set_collectors(make_collectors(CollectorEnv{clock_, store_}));
@@ -232,11 +256,34 @@ std::string Daemon::self_url() const {
   return (server_.tls() ? "https://" : "http://") + self_authority_;
 }
 
-Daemon::ReloadOutcome Daemon::reload() {
+void Daemon::reload(std::function<void(ReloadOutcome)> done) {
   systemd::reloading();
-  LoadResult loaded = load_config_file(opts_.config_file);
-  auto web = web_->prepare(&loaded.errors);  // certificates rotated on disk are re-read
+  // Certificates rotated on disk are re-read too.
+  config_reader_.load(
+      [c = opts_.config_file, w = opts_.web_config_file] { return read_configs(c, w); },
+      [this, done = std::move(done)](std::optional<LoadedConfig> loaded, std::string error) {
+        auto out = finish_reload(std::move(loaded), error);
+        if (done) done(std::move(out));
+      });
+}
+
+Daemon::ReloadOutcome Daemon::finish_reload(std::optional<LoadedConfig> read,
+                                            const std::string& read_error) {
   ReloadOutcome out;
+  if (stopping_) {
+    out.message = "stopping\n";
+    return out;
+  }
+  if (!read) {
+    reload_ok_->Set(0);
+    const std::string err = opts_.config_file + ": " + read_error;
+    log::error("config reload rejected; keeping the running configuration", {{"err", err}});
+    out.message = err + "\n";
+    systemd::ready();
+    return out;
+  }
+  LoadResult& loaded = read->config;
+  auto& web = read->web;
   if (!loaded.config || !web) {
     reload_ok_->Set(0);
     for (const auto& e : loaded.errors) {
@@ -296,7 +343,7 @@ void Daemon::schedule_config_watch() {
         if (id != config_identity_) {
           config_identity_ = id;
           log::info("configuration file changed, reloading", {{"file", opts_.config_file}});
-          reload();
+          reload({});
         }
         schedule_config_watch();
       });
@@ -312,7 +359,7 @@ void Daemon::wait_signals() {
     if (ec) return;
     if (sig == SIGHUP) {
       log::info("SIGHUP received, reloading configuration");
-      reload();
+      reload({});
       wait_signals();
       return;
     }
@@ -362,6 +409,18 @@ std::string Daemon::render_metrics() const {
                          prometheus::MetricType::Counter);
   rejected.add({}, static_cast<double>(server_.rejected_connections()));
   append(live, std::move(rejected));
+  FamilyBuilder per_peer("ckptmon_http_connections_rejected_per_peer_total",
+                         "Connections refused because their client address had "
+                         "--web.max-connections-per-peer open already.",
+                         prometheus::MetricType::Counter);
+  per_peer.add({}, static_cast<double>(server_.rejected_per_peer()));
+  append(live, std::move(per_peer));
+  FamilyBuilder idle_closed("ckptmon_http_idle_connections_closed_total",
+                            "Idle keep-alive connections closed to admit a new one at the "
+                            "connection limit.",
+                            prometheus::MetricType::Counter);
+  idle_closed.add({}, static_cast<double>(server_.idle_closed()));
+  append(live, std::move(idle_closed));
   web_->append_metrics(&live);
   if (store_) {
     FamilyBuilder errs("ckptmon_store_errors_total",
@@ -374,6 +433,17 @@ std::string Daemon::render_metrics() const {
                       prometheus::MetricType::Counter);
     txs.add({}, static_cast<double>(store_->transactions()));
     append(live, std::move(txs));
+    FamilyBuilder rebuilt("ckptmon_store_rebuilt_total",
+                          "State databases found corrupt at start, moved aside and rebuilt.",
+                          prometheus::MetricType::Counter);
+    rebuilt.add({}, static_cast<double>(store_->rebuilt()));
+    append(live, std::move(rebuilt));
+    FamilyBuilder failing("ckptmon_store_consecutive_errors",
+                          "Writes to the state database that failed in a row since the last "
+                          "that succeeded; from 3 on /-/ready fails.",
+                          prometheus::MetricType::Gauge);
+    failing.add({}, static_cast<double>(store_->consecutive_errors()));
+    append(live, std::move(failing));
   }
   if (pool_) {
     FamilyBuilder threads("ckptmon_worker_threads",
@@ -402,12 +472,20 @@ void Daemon::add_routes() {
   });
   server_.route("/-/ready", {"GET"}, [this](const HttpRequest&) {
     if (!ready_) return HttpResponse::text(503, "ckptmon is not ready: first collection running\n");
+    if (store_ && store_->write_failing()) {
+      return HttpResponse::text(503, "ckptmon is not ready: the last " +
+                                         std::to_string(store_->consecutive_errors()) +
+                                         " writes to the state database " + store_->path() +
+                                         " failed: " + store_->last_error() + "\n");
+    }
     return HttpResponse::text(200, "ckptmon is Ready.\n");
   });
-  server_.route("/-/reload", {"POST", "PUT"}, [this](const HttpRequest&) {
-    auto out = reload();
-    return HttpResponse::text(out.ok ? 200 : 500, out.message);
-  });
+  server_.route_async("/-/reload", {"POST", "PUT"},
+                      [this](const HttpRequest&, std::function<void(HttpResponse)> reply) {
+                        reload([reply = std::move(reply)](ReloadOutcome out) {
+                          reply(HttpResponse::text(out.ok ? 200 : 500, out.message));
+                        });
+                      });
   server_.route("/", {"GET"}, [this](const HttpRequest&) {
     HttpResponse r;
     r.content_type = "text/html; charset=utf-8";

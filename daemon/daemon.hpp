@@ -8,28 +8,30 @@
 #include <mutex>
 #include <string>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
+#include "config/config.hpp"
 #include "daemon/collector_runner.hpp"
+#include "daemon/config_loader.hpp"
 #include "daemon/http_server.hpp"
 #include "daemon/rules_cycle.hpp"
 #include "daemon/wake_watch.hpp"
+#include "daemon/web_security.hpp"
 #include "daemon/worker_pool.hpp"
 #include "model/state.hpp"
+#include "store/state_lock.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
 #include "util/duration.hpp"
 
 namespace ckptmon {
-
-class WebSecurity;
 
 // 10025: the 9100-9999 range of the Prometheus default port allocations is
 // fully given away; new exporters are allocated from 10000 upward and 10025
@@ -47,6 +49,9 @@ struct ServeOptions {
   // update swaps a symlink; editors rename), size or mtime. A broken new file
   // is rejected like a SIGHUP reload: the running configuration stays.
   Duration config_watch_interval{0};
+  // Deadline for reading --config.file and --web.config.file (and the
+  // certificates it names), at start and at every reload.
+  std::chrono::milliseconds config_read_timeout = std::chrono::seconds(10);
   bool handle_signals = true;
   // Called once the server listens, with the bound endpoint (tests, demo).
   std::function<void(const boost::asio::ip::tcp::endpoint&)> on_listening;
@@ -81,15 +86,28 @@ class Daemon {
     bool ok = false;
     std::string message;
   };
-  ReloadOutcome reload();
+  // Re-reads both configuration files on a thread of their own (see
+  // DeadlineReader) and calls `done` on the loop with the outcome; the loop
+  // keeps serving meanwhile. A refused file keeps the running configuration.
+  void reload(std::function<void(ReloadOutcome)> done = {});
 
   boost::asio::io_context& io() { return io_; }
   std::shared_ptr<const Snapshot> snapshot() const { return snapshot_; }
+  // The state database; null before start(). Loop thread (and tests).
+  Store* store() const { return store_.get(); }
   // Where the server can be reached, for links in pushed alerts (generatorURL):
   // https:// while TLS is on, else http://, then host:port. Loop thread only.
   std::string self_url() const;
 
  private:
+  // Both configuration files, read and checked; errors of either in config.errors.
+  struct LoadedConfig {
+    LoadResult config;
+    std::optional<WebSecurity::Prepared> web;
+  };
+  static LoadedConfig read_configs(const std::string& config_file,
+                                   const std::string& web_config_file);
+  ReloadOutcome finish_reload(std::optional<LoadedConfig> loaded, const std::string& error);
   void apply_config(std::shared_ptr<const Config> cfg);
   void load_catalog();
   void persist_changes();
@@ -105,6 +123,9 @@ class Daemon {
   std::shared_ptr<const Clock> clock_;
   boost::asio::io_context io_;
   std::unique_ptr<WorkerPool> pool_;
+  // Held from start() until the daemon is gone (declared before the store so
+  // that it outlives it).
+  std::unique_ptr<StateDirLock> state_lock_;
   // Shared with collectors that commit through it (manifest_tail): a job still
   // blocked on a hung mount at shutdown keeps it alive until it returns.
   std::shared_ptr<Store> store_;
@@ -115,6 +136,7 @@ class Daemon {
   std::vector<std::unique_ptr<WakeWatch>> wakes_;  // collectors that ask to run early (inotify)
   HttpServer server_;
   std::unique_ptr<WebSecurity> web_;  // guards server_; goes before it
+  DeadlineReader<LoadedConfig> config_reader_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer watchdog_timer_;
   boost::asio::steady_timer config_watch_timer_;

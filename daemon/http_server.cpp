@@ -127,8 +127,15 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
     }
     boost::system::error_code ec;
     auto ep = tcp_stream().socket().remote_endpoint(ec);
-    if (!ec) remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+    if (!ec) {
+      peer_ = ep.address().to_string();
+      remote_ = peer_ + ":" + std::to_string(ep.port());
+    }
   }
+
+  const std::string& peer() const { return peer_; }
+  // Answered a request and waiting for the head of the next one.
+  bool idle() const { return idle_; }
   ~Session() {
     if (*server_alive_) server_.forget(this);
   }
@@ -140,8 +147,8 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
       return;
     }
     // A client that connects and says nothing must not hold a slot for
-    // longer than one that sends half a request.
-    tcp_stream().expires_after(server_.limits().read_timeout);
+    // longer than one that sends half a request head.
+    tcp_stream().expires_after(server_.limits().header_timeout);
     tls->async_handshake(
         ssl::stream_base::server,
         [self = shared_from_this()](beast::error_code ec) { self->on_handshake(ec); });
@@ -232,15 +239,33 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
     });
   }
 
+  // The head within header_timeout (a client trickling bytes cannot hold the
+  // slot for longer), then the body within read_timeout.
   void read() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_.limits().header_limit));
     parser_->body_limit(server_.limits().body_limit);
+    idle_ = served_ > 0;
+    tcp_stream().expires_after(server_.limits().header_timeout);
+    with_stream([this](auto& s) {
+      http::async_read_header(
+          s, buffer_, *parser_,
+          [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+    });
+  }
+
+  void on_header(beast::error_code ec) {
+    idle_ = false;
+    if (ec || !*server_alive_ || parser_->is_done()) {
+      on_read(ec);
+      return;
+    }
     tcp_stream().expires_after(server_.limits().read_timeout);
     with_stream([this](auto& s) {
-      http::async_read(
-          s, buffer_, *parser_,
-          [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+      http::async_read(s, buffer_, *parser_,
+                       [self = shared_from_this()](beast::error_code read_ec, std::size_t) {
+                         self->on_read(read_ec);
+                       });
     });
   }
 
@@ -314,20 +339,24 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
 
   void serve() {
     auto& msg = parser_->get();
-    std::string route;
-    HttpResponse resp;
+    auto route = std::make_shared<std::string>();
+    const bool head = msg.method() == http::verb::head;
+    auto reply = [self = shared_from_this(), route, keep_alive = msg.keep_alive(),
+                  version = msg.version(), head](HttpResponse resp) {
+      if (!*self->server_alive_) return;
+      self->send(std::move(resp), keep_alive, version, head, *route);
+    };
     try {
-      resp = server_.dispatch(req_, &route);
+      server_.dispatch_async(req_, route.get(), reply);
     } catch (const std::exception& e) {
       log::error("http handler threw", {{"path", req_.path}, {"err", e.what()}});
-      resp = HttpResponse::text(500, "internal error\n");
+      reply(HttpResponse::text(500, "internal error\n"));
     }
-    const bool head = msg.method() == http::verb::head;
-    send(std::move(resp), msg.keep_alive(), msg.version(), head, route);
   }
 
   void send(HttpResponse resp, bool keep_alive, unsigned version, bool head,
             const std::string& route) {
+    ++served_;
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(resp.status), version);
     res->set(http::field::server, "ckptmon");
@@ -375,8 +404,24 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpRequest req_;
-  std::string remote_;
+  std::string peer_;    // client address
+  std::string remote_;  // address:port
+  std::uint64_t served_ = 0;
+  bool idle_ = false;
 };
+
+Admission admit_connection(std::size_t peer_open, std::size_t open, std::size_t idle,
+                           const HttpLimits& limits) {
+  if (peer_open >= limits.max_connections_per_peer) return Admission::kPeerFull;
+  if (open < limits.max_connections) return Admission::kAdmit;
+  return idle > 0 ? Admission::kAdmitAfterClosingAnIdle : Admission::kFull;
+}
+
+void HttpServer::forget(Session* s) {
+  if (sessions_.erase(s) == 0) return;  // a rejected one was never counted
+  auto it = per_peer_.find(s->peer());
+  if (it != per_peer_.end() && --it->second == 0) per_peer_.erase(it);
+}
 
 HttpServer::HttpServer(asio::io_context& io, HttpLimits limits) : io_(io), limits_(limits) {}
 
@@ -393,11 +438,18 @@ std::string HttpServer::route_name(const std::string& path) const {
   return routes_.contains(path) ? path : "other";
 }
 
-HttpResponse HttpServer::dispatch(const HttpRequest& req, std::string* route_name) const {
+void HttpServer::route_async(std::string path, std::vector<std::string> methods,
+                             AsyncHttpHandler handler) {
+  routes_[std::move(path)] = Route{std::move(methods), {}, std::move(handler)};
+}
+
+const HttpServer::Route* HttpServer::find_route(const HttpRequest& req, std::string* route_name,
+                                                HttpResponse* refusal) const {
   auto it = routes_.find(req.path);
   if (it == routes_.end()) {
     *route_name = "other";
-    return HttpResponse::text(404, "not found: " + req.path + "\n");
+    *refusal = HttpResponse::text(404, "not found: " + req.path + "\n");
+    return nullptr;
   }
   *route_name = it->first;
   const auto& methods = it->second.methods;
@@ -409,12 +461,33 @@ HttpResponse HttpServer::dispatch(const HttpRequest& req, std::string* route_nam
     if (m == "GET") allow += ", HEAD";
   }
   if (!allowed) {
-    HttpResponse r = HttpResponse::text(405, "method " + req.method + " not allowed for " +
-                                                 req.path + "; allowed: " + allow + "\n");
-    r.headers.emplace_back("Allow", allow);
-    return r;
+    *refusal = HttpResponse::text(405, "method " + req.method + " not allowed for " + req.path +
+                                           "; allowed: " + allow + "\n");
+    refusal->headers.emplace_back("Allow", allow);
+    return nullptr;
   }
-  return it->second.handler(req);
+  return &it->second;
+}
+
+HttpResponse HttpServer::dispatch(const HttpRequest& req, std::string* route_name) const {
+  HttpResponse refusal;
+  const Route* r = find_route(req, route_name, &refusal);
+  if (r == nullptr) return refusal;
+  if (!r->handler) return HttpResponse::text(500, "asynchronous route\n");
+  return r->handler(req);
+}
+
+void HttpServer::dispatch_async(const HttpRequest& req, std::string* route_name,
+                                std::function<void(HttpResponse)> reply) const {
+  HttpResponse refusal;
+  const Route* r = find_route(req, route_name, &refusal);
+  if (r == nullptr) {
+    reply(std::move(refusal));
+  } else if (r->async_handler) {
+    r->async_handler(req, std::move(reply));
+  } else {
+    reply(r->handler(req));
+  }
 }
 
 bool HttpServer::listen(const std::string& address, tcp::endpoint* bound, std::string* error) {
@@ -448,7 +521,8 @@ bool HttpServer::listen(const std::string& address, tcp::endpoint* bound, std::s
       ec.clear();
       acceptor->open(ep.protocol(), ec);
     }
-    if (!ec && ep.address().is_v6() && host.empty()) acceptor->set_option(asio::ip::v6_only(false), ec);
+    if (!ec && ep.address().is_v6() && host.empty())
+      acceptor->set_option(asio::ip::v6_only(false), ec);
     if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) acceptor->bind(ep, ec);
     if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
@@ -473,12 +547,36 @@ void HttpServer::accept_on(tcp::acceptor* a) {
     if (!*alive || closed_ || ec == asio::error::operation_aborted) return;
     if (!ec) {
       auto s = std::make_shared<Session>(std::move(socket), *this, alive_, tls_);
+      auto peer = per_peer_.find(s->peer());
+      const std::size_t peer_open = peer == per_peer_.end() ? 0 : peer->second;
+      Session* idle = nullptr;
+      std::size_t idle_count = 0;
       if (sessions_.size() >= limits_.max_connections) {
-        ++rejected_;
-        s->reject(503, "too many connections\n");
-      } else {
-        sessions_.insert(s.get());
-        s->start();
+        for (Session* o : sessions_) {
+          if (!o->idle()) continue;
+          if (idle == nullptr) idle = o;
+          ++idle_count;
+        }
+      }
+      switch (admit_connection(peer_open, sessions_.size(), idle_count, limits_)) {
+        case Admission::kPeerFull:
+          ++rejected_per_peer_;
+          s->reject(503, "too many connections from " + s->peer() + "\n");
+          break;
+        case Admission::kFull:
+          ++rejected_;
+          s->reject(503, "too many connections\n");
+          break;
+        case Admission::kAdmitAfterClosingAnIdle:
+          ++idle_closed_;
+          idle->close();
+          forget(idle);  // its slot is free now, whenever its handlers run
+          [[fallthrough]];
+        case Admission::kAdmit:
+          sessions_.insert(s.get());
+          ++per_peer_[s->peer()];
+          s->start();
+          break;
       }
     } else {
       // Out of file descriptors and the like: back off instead of spinning.

@@ -27,8 +27,8 @@ class context;
 namespace ckptmon {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string path;    // without the query string
+  std::string method;                        // "GET", "POST", ...
+  std::string path;                          // without the query string
   std::map<std::string, std::string> query;  // decoded
   std::string body;
   std::string remote;
@@ -47,11 +47,29 @@ struct HttpResponse {
 struct HttpLimits {
   std::size_t header_limit = 8 * 1024;
   std::size_t body_limit = 64 * 1024;
+  // From the start of a request (or of the connection) to the end of its
+  // head; also bounds the TLS handshake and an idle keep-alive connection.
+  std::chrono::milliseconds header_timeout = std::chrono::seconds(5);
+  // For the body and for writing the response.
   std::chrono::milliseconds read_timeout = std::chrono::seconds(10);
-  std::size_t max_connections = 64;
+  std::size_t max_connections = 512;
+  // Per client address: one address cannot take the slots of the others.
+  std::size_t max_connections_per_peer = 64;
 };
 
+// Whether a new connection from a peer is admitted.
+enum class Admission { kAdmit, kAdmitAfterClosingAnIdle, kPeerFull, kFull };
+// `peer_open`: connections open from the same address; `open`: all open;
+// `idle`: open keep-alive connections waiting for their next request, which
+// are closed first when the global cap is reached. Pure; tested on its own.
+Admission admit_connection(std::size_t peer_open, std::size_t open, std::size_t idle,
+                           const HttpLimits& limits);
+
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+// A handler that answers later: calls `reply` once, on the loop thread. The
+// connection waits meanwhile; the loop does not.
+using AsyncHttpHandler =
+    std::function<void(const HttpRequest&, std::function<void(HttpResponse)> reply)>;
 
 enum class AuthDecision { kAllow, kDeny, kBusy };
 // Decides from the Authorization header value (empty when absent) whether a
@@ -83,6 +101,7 @@ class HttpServer {
 
   // `methods` such as {"GET"}; GET routes answer HEAD too.
   void route(std::string path, std::vector<std::string> methods, HttpHandler handler);
+  void route_async(std::string path, std::vector<std::string> methods, AsyncHttpHandler handler);
   void set_observer(HttpObserver observer) { observer_ = std::move(observer); }
   // TLS for connections accepted from now on; null serves plain HTTP. Open
   // connections keep the context they started with, so certificates can be
@@ -100,11 +119,18 @@ class HttpServer {
   void close();
 
   std::size_t connections() const { return sessions_.size(); }
+  std::size_t peers() const { return per_peer_.size(); }
   std::uint64_t rejected_connections() const { return rejected_; }
+  std::uint64_t rejected_per_peer() const { return rejected_per_peer_; }
+  std::uint64_t idle_closed() const { return idle_closed_; }
   std::uint64_t tls_handshake_failures() const { return tls_handshake_failures_; }
 
   // Used by sessions.
   HttpResponse dispatch(const HttpRequest& req, std::string* route_name) const;
+  // dispatch() for every route, asynchronous ones included: `reply` gets the
+  // response, at once or later.
+  void dispatch_async(const HttpRequest& req, std::string* route_name,
+                      std::function<void(HttpResponse)> reply) const;
   void observe(const std::string& route, unsigned status) const {
     if (observer_) observer_(route, status);
   }
@@ -120,17 +146,24 @@ class HttpServer {
   struct Route {
     std::vector<std::string> methods;
     HttpHandler handler;
+    AsyncHttpHandler async_handler;  // set instead of handler for route_async()
   };
+  // The route for `req`, or null with `refusal` set (404, 405).
+  const Route* find_route(const HttpRequest& req, std::string* route_name,
+                          HttpResponse* refusal) const;
   void accept();
   void accept_on(boost::asio::ip::tcp::acceptor* a);
-  void forget(Session* s) { sessions_.erase(s); }
+  void forget(Session* s);
 
   boost::asio::io_context& io_;
   HttpLimits limits_;
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> acceptors_;
   std::map<std::string, Route> routes_;
   std::set<Session*> sessions_;
-  std::uint64_t rejected_ = 0;
+  std::map<std::string, std::size_t> per_peer_;  // open connections by client address
+  std::uint64_t rejected_ = 0;                   // at the global cap
+  std::uint64_t rejected_per_peer_ = 0;
+  std::uint64_t idle_closed_ = 0;
   std::uint64_t tls_handshake_failures_ = 0;
   HttpObserver observer_;
   HttpAuthenticator authenticator_;

@@ -168,7 +168,6 @@ void RulesCycle::tick() {
   if (running_) arm(interval_);
 }
 
-
 void RulesCycle::sample_tiers(double now, HistoryWrite& write) {
   for (const auto& [name, t] : state_.tiers) {
     // One sample per successful probe: a down tier's figures are stale, and
@@ -253,8 +252,15 @@ void RulesCycle::evaluate() {
                        policy_, now, drained_totals_of(state_));
     apply_monotonic_ages(figures.drain, pending_anchors_, now, mono);
     write.drain = record_drain_samples(history_.drain, figures.drain, now, drain_keep_seconds_);
+    SelfHealth self;
+    if (store_ != nullptr) {
+      self.store_consecutive_errors = store_->consecutive_errors();
+      self.store_failing_after = Store::kFailingAfter;
+      self.store_path = store_->path();
+      self.store_last_error = store_->last_error();
+    }
     const std::vector<AlertCondition> conditions =
-        alert_conditions(figures, state_.tiers, policy_.alerting);
+        alert_conditions(figures, state_.tiers, policy_.alerting, self);
     write.transitions = evaluator_.evaluate(conditions, now, mono);
     for (const AlertTransition& t : write.transitions) {
       if (t.to == AlertState::kPending) continue;  // pending is too chatty for the log

@@ -4,11 +4,16 @@
 #include <cstring>
 #include <fstream>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <boost/asio/ssl/context.hpp>
 
+#include "config/yaml_reader.hpp"
 #include "daemon/metrics.hpp"
 #include "util/log.hpp"
 
@@ -24,12 +29,27 @@ void add_error(std::vector<ConfigError>* errors, const std::string& source, cons
 }
 
 // OpenSSL's own messages for a missing file are vague ("system library");
-// opening it first gives the usual "No such file or directory".
+// opening it first gives the usual "No such file or directory". Only regular
+// files: OpenSSL would wait forever on a FIFO.
 bool readable(const WebConfigFile& f, const std::string& source, std::vector<ConfigError>* errors) {
-  std::ifstream in(f.path, std::ios::binary);
-  if (in) return true;
-  add_error(errors, source, f, "cannot open " + f.path + ": " + std::strerror(errno));
-  return false;
+  const int fd = ::open(f.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    add_error(errors, source, f, "cannot open " + f.path + ": " + std::strerror(errno));
+    return false;
+  }
+  struct stat st {};
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  const int stat_errno = errno;
+  ::close(fd);
+  if (!stat_ok) {
+    add_error(errors, source, f, "cannot stat " + f.path + ": " + std::strerror(stat_errno));
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    add_error(errors, source, f, f.path + " is " + file_kind(st.st_mode) + ", not a regular file");
+    return false;
+  }
+  return true;
 }
 
 // Why a PEM file did not load, when its first lines show a common mistake:
@@ -132,16 +152,21 @@ WebSecurity::WebSecurity(boost::asio::io_context& io, HttpServer& server, std::s
 WebSecurity::~WebSecurity() { server_.set_authenticator({}); }
 
 std::optional<WebSecurity::Prepared> WebSecurity::prepare(std::vector<ConfigError>* errors) const {
+  return prepare_file(file_, errors);
+}
+
+std::optional<WebSecurity::Prepared> WebSecurity::prepare_file(const std::string& file,
+                                                               std::vector<ConfigError>* errors) {
   Prepared p;
-  if (file_.empty()) return p;
-  WebConfigResult r = load_web_config_file(file_);
+  if (file.empty()) return p;
+  WebConfigResult r = load_web_config_file(file);
   if (!r.config) {
     errors->insert(errors->end(), r.errors.begin(), r.errors.end());
     return std::nullopt;
   }
   p.config = std::move(*r.config);
   if (p.config.tls) {
-    p.tls = make_tls_context(*p.config.tls, file_, errors);
+    p.tls = make_tls_context(*p.config.tls, file, errors);
     if (!p.tls) return std::nullopt;
   }
   return p;

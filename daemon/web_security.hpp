@@ -49,6 +49,10 @@ class WebSecurity {
   // Reads the file and loads its certificates; changes nothing. On failure
   // appends the errors and returns nullopt.
   std::optional<Prepared> prepare(std::vector<ConfigError>* errors) const;
+  // The same for any file, touching no WebSecurity: safe on any thread.
+  static std::optional<Prepared> prepare_file(const std::string& file,
+                                              std::vector<ConfigError>* errors);
+  const std::string& file() const { return file_; }
   // Puts prepared settings in force for connections accepted from now on.
   void apply(Prepared p);
   // prepare() then apply(); false (and nothing changed) when the file is bad.

@@ -144,7 +144,7 @@ std::string_view to_string(AlertState s) {
 
 std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
                                              const std::map<std::string, TierState>& tiers,
-                                             const AlertingConfig& config) {
+                                             const AlertingConfig& config, const SelfHealth& self) {
   const AlertRules& r = config.rules;
   const double now = figures.now;
   Conditions out(config);
@@ -335,6 +335,19 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
               rate(b.required_bytes_per_second) + " to finish within the allowed window (ratio " +
               number(ratio) + ", threshold " + number(rule.min_ratio) + ")."};
     });
+  }
+
+  {
+    const double n = static_cast<double>(self.store_consecutive_errors);
+    out.add(kAlertNames[11], r.state_write_failing, "", "",
+            at_least(n, static_cast<double>(self.store_failing_after)), n, [&] {
+              return Texts{"ckptmon cannot write its state database",
+                           "The last " + std::to_string(self.store_consecutive_errors) +
+                               " writes to " + self.store_path + " failed (" +
+                               self.store_last_error +
+                               "): catalog changes, event-log positions and history are not "
+                               "kept, and a restart would lose them. /-/ready fails meanwhile."};
+            });
   }
   return out.take();
 }

@@ -20,13 +20,13 @@
 
 namespace ckptmon {
 
-inline constexpr std::array<std::string_view, 11> kAlertNames = {
+inline constexpr std::array<std::string_view, 12> kAlertNames = {
     "CheckpointDrainBacklogGrowing", "CheckpointDrainTooSlow",
     "CheckpointTierFillingUp",       "CheckpointTierAlmostFull",
     "CheckpointNextWontFit",         "CheckpointPartial",
     "CheckpointCleanupStalled",      "CheckpointRecoveryPointStale",
     "CheckpointCompletionSkewHigh",  "CheckpointTierDown",
-    "CheckpointBandwidthShortfall"};
+    "CheckpointBandwidthShortfall",  "CkptmonStateWriteFailing"};
 
 // The identity of an alert instance. Empty tier or job: not applicable.
 struct AlertLabels {
@@ -54,10 +54,20 @@ struct AlertCondition {
   std::string runbook_url;
 };
 
+// How ckptmon itself is doing, for the alerts about it.
+struct SelfHealth {
+  // Writes to the state database that failed in a row, the file and the last error.
+  std::uint64_t store_consecutive_errors = 0;
+  std::uint64_t store_failing_after = 3;
+  std::string store_path;
+  std::string store_last_error;
+};
+
 // The conditions of every enabled alert for these figures. `tiers` gives up/down.
 std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
                                              const std::map<std::string, TierState>& tiers,
-                                             const AlertingConfig& config);
+                                             const AlertingConfig& config,
+                                             const SelfHealth& self = {});
 
 enum class AlertState { kInactive, kPending, kFiring };
 std::string_view to_string(AlertState s);

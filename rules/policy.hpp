@@ -104,7 +104,7 @@ struct AlertDefaults : AlertRuleCommon {
   }
 };
 
-// Thresholds of the eleven alerts. Where a rule has a fire and a clear
+// Thresholds of the twelve alerts. Where a rule has a fire and a clear
 // threshold, the alert fires past the first and resolves only past the second
 // (hysteresis), so a value hovering at the threshold does not flap.
 struct AlertRules {
@@ -160,6 +160,9 @@ struct AlertRules {
     double min_ratio = 1.0;
     double clear_ratio = 1.1;
   } bandwidth_shortfall;
+  // Writes to ckptmon's own state database keep failing (/-/ready fails too).
+  struct StateWriteFailing : AlertDefaults<60, Severity::kCritical> {
+  } state_write_failing;
 };
 
 // YAML `alerting`.

@@ -22,7 +22,7 @@ class Stmt;
 
 class Db {
  public:
-  explicit Db(const std::string& path);  // opens or creates; throws Error
+  explicit Db(const std::string& path, bool read_only = false);  // opens or creates; throws Error
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
@@ -30,6 +30,8 @@ class Db {
   void exec(std::string_view sql);  // statements without results
   Stmt prepare(std::string_view sql);
   std::int64_t changes() const { return sqlite3_changes64(db_); }
+  // The primary result code of the last call that failed (SQLITE_CORRUPT, ...).
+  int error_code() const { return sqlite3_errcode(db_) & 0xff; }
   int user_version();
   void set_user_version(int v);
 

@@ -1,6 +1,7 @@
 #include "store/store.hpp"
 
 #include <array>
+#include <ctime>
 #include <filesystem>
 #include <future>
 
@@ -97,11 +98,12 @@ void migrate(sql::Db& db) {
 
 // Column order shared by the SELECT in load_catalog() and the upsert.
 constexpr std::array<const char*, 26> kColumns{
-    "tier",        "path",        "job",         "step",       "framework",  "state",
-    "reason",      "files",       "bytes",       "allocated_bytes", "first_write", "last_write",
-    "marker_time", "c_model",     "c_optimizer", "c_rng",      "c_scheduler", "c_metadata",
-    "c_other",     "expected_files", "save_start", "save_end", "dir_mtime",  "first_seen",
-    "last_seen",   "skew_observed"};
+    "tier",         "path",        "job",         "step",       "framework",
+    "state",        "reason",      "files",       "bytes",      "allocated_bytes",
+    "first_write",  "last_write",  "marker_time", "c_model",    "c_optimizer",
+    "c_rng",        "c_scheduler", "c_metadata",  "c_other",    "expected_files",
+    "save_start",   "save_end",    "dir_mtime",   "first_seen", "last_seen",
+    "skew_observed"};
 
 std::string column_list() {
   std::string out;
@@ -121,6 +123,51 @@ std::string upsert_sql() {
   return sql;
 }
 
+// "" when PRAGMA quick_check finds the database sound, else what it found
+// first. Throws sql::Error when the file cannot be read as a database at all.
+std::string quick_check(sql::Db& db) {
+  auto st = db.prepare("PRAGMA quick_check");
+  std::string first;
+  std::size_t rows = 0;
+  while (st.step()) {
+    if (rows++ == 0) first = st.text(0);
+  }
+  if (rows == 1 && first == "ok") return "";
+  return rows > 1 ? first + " (and " + std::to_string(rows - 1) + " more)" : first;
+}
+
+bool is_corruption(int code) { return code == SQLITE_CORRUPT || code == SQLITE_NOTADB; }
+
+std::string utc_stamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+// Renames `path` and its -wal and -shm to path.corrupt-<stamp>[...]; returns
+// the new name of the main file, or "" with `error` set.
+std::string move_aside(const std::string& path, std::string* error) {
+  namespace fs = std::filesystem;
+  std::string base = path + ".corrupt-" + utc_stamp();
+  std::error_code ec;
+  for (int n = 1; fs::exists(base, ec) && n < 100; ++n) {
+    base = path + ".corrupt-" + utc_stamp() + "." + std::to_string(n);
+  }
+  for (const char* suffix : {"-wal", "-shm", ""}) {
+    const std::string from = path + suffix;
+    if (!fs::exists(from, ec)) continue;
+    fs::rename(from, base + suffix, ec);
+    if (ec) {
+      *error = "cannot move the corrupt state database " + from + " aside: " + ec.message();
+      return "";
+    }
+  }
+  return base;
+}
+
 }  // namespace
 
 std::unique_ptr<Store> Store::open(const std::string& state_dir, std::string* error) {
@@ -131,16 +178,48 @@ std::unique_ptr<Store> Store::open(const std::string& state_dir, std::string* er
     return nullptr;
   }
   const std::string path = (std::filesystem::path(state_dir) / "ckptmon.db").string();
+  std::string moved;
+  std::string problem;
   try {
+    if (std::filesystem::exists(path, ec)) {
+      // Checked on a read-only connection: closing it neither checkpoints a
+      // WAL into a broken file nor deletes the WAL, so what goes aside is
+      // what was found.
+      sql::Db check(path, true);
+      try {
+        problem = quick_check(check);
+      } catch (const sql::Error& e) {
+        if (!is_corruption(check.error_code())) throw;
+        problem = e.what();
+      }
+    }
+    if (!problem.empty()) {
+      moved = move_aside(path, error);
+      if (moved.empty()) return nullptr;
+      log::error(
+          "state database is corrupt; moved aside, starting a new one and rebuilding it "
+          "from a rescan and the event logs from their start",
+          {{"db", path}, {"moved_to", moved}, {"quick_check", problem}});
+    }
     auto db = std::make_unique<sql::Db>(path);
     db->exec("PRAGMA journal_mode=WAL");
     db->exec("PRAGMA synchronous=NORMAL");
     migrate(*db);
-    return std::unique_ptr<Store>(new Store(path, std::move(db)));
+    auto store = std::unique_ptr<Store>(new Store(path, std::move(db)));
+    if (!moved.empty()) {
+      store->rebuilt_ = 1;
+      store->moved_aside_ = moved;
+    }
+    return store;
   } catch (const sql::Error& e) {
     *error = "state database " + path + ": " + e.what();
     return nullptr;
   }
+}
+
+std::string Store::last_error() const {
+  std::lock_guard lock(error_mu_);
+  return last_error_;
 }
 
 Store::Store(std::string path, std::unique_ptr<sql::Db> db)
@@ -168,8 +247,14 @@ void Store::run() {
     lock.unlock();
     try {
       fn(*db_);
+      consecutive_errors_ = 0;
     } catch (const std::exception& e) {
       ++errors_;
+      ++consecutive_errors_;
+      {
+        std::lock_guard elock(error_mu_);
+        last_error_ = e.what();
+      }
       log::error("state database write failed", {{"db", path_}, {"err", e.what()}});
     }
     lock.lock();

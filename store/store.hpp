@@ -24,7 +24,10 @@ namespace ckptmon {
 class Store {
  public:
   // Opens (creating the directory and the schema as needed) state_dir/ckptmon.db.
-  // Returns nullptr with `error` set when that is impossible.
+  // Runs PRAGMA quick_check first: a corrupt database (and its -wal and -shm)
+  // is renamed to ckptmon.db.corrupt-<UTC timestamp>[-wal|-shm] and a new one
+  // created, which the collectors fill again (rebuilt() says so). Returns
+  // nullptr with `error` set when none of that is possible.
   static std::unique_ptr<Store> open(const std::string& state_dir, std::string* error);
   ~Store();  // finishes queued writes, then closes
   Store(const Store&) = delete;
@@ -47,6 +50,17 @@ class Store {
   T call(std::function<T(sql::Db&)> fn);
 
   std::uint64_t errors() const { return errors_.load(); }
+  // Writes that failed in a row since the last one that succeeded.
+  std::uint64_t consecutive_errors() const { return consecutive_errors_.load(); }
+  // The last kFailingAfter writes or more all failed: the state is not being
+  // kept (disk full, I/O errors, a database gone bad while running).
+  static constexpr std::uint64_t kFailingAfter = 3;
+  bool write_failing() const { return consecutive_errors() >= kFailingAfter; }
+  std::string last_error() const;
+  // 1 when open() found the database corrupt and started a new one, else 0.
+  std::uint64_t rebuilt() const { return rebuilt_; }
+  // Where the corrupt database was moved; empty unless rebuilt().
+  const std::string& moved_aside() const { return moved_aside_; }
   std::uint64_t transactions() const { return transactions_.load(); }
   const std::string& path() const { return path_; }
 
@@ -67,6 +81,11 @@ class Store {
   bool stopping_ = false;
   bool busy_ = false;
   std::atomic<std::uint64_t> errors_{0};
+  std::atomic<std::uint64_t> consecutive_errors_{0};
+  mutable std::mutex error_mu_;
+  std::string last_error_;
+  std::uint64_t rebuilt_ = 0;
+  std::string moved_aside_;
   std::atomic<std::uint64_t> transactions_{0};
   std::thread thread_;
 };

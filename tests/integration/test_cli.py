@@ -161,7 +161,9 @@ class Serve(unittest.TestCase):
 
     def test_port_in_use_exits_non_zero(self):
         ck = self.ws.ckptmon(harness.config_yaml([harness.tier_yaml("a", self.ws.mkdir("a"))]))
-        cfg = self.ws.path("ckptmon.yml")
+        # A state directory of its own: the first daemon holds the lock on its one.
+        cfg = self.ws.write("second.yml", harness.config_yaml(
+            [harness.tier_yaml("a", self.ws.mkdir("a"))]))
         r = ckptmon("serve", "--config.file", cfg, "--web.listen-address", f"127.0.0.1:{ck.port}",
                     timeout=30)
         self.assertNotEqual(r.returncode, 0)

@@ -4,7 +4,12 @@
 
 #include <fstream>
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
+
+#include "config/web_config.hpp"
+#include "tests/unit/temp_dir.hpp"
 
 namespace ckptmon {
 namespace {
@@ -266,7 +271,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointTierAlmostFull, CheckpointNextWontFit, CheckpointPartial, "
                  "CheckpointCleanupStalled, CheckpointRecoveryPointStale, "
                  "CheckpointCompletionSkewHigh, CheckpointTierDown, "
-                 "CheckpointBandwidthShortfall)"}},
+                 "CheckpointBandwidthShortfall, CkptmonStateWriteFailing)"}},
         BadCase{"invalid_yaml", "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},
         BadCase{"manifests_not_a_list",
@@ -468,6 +473,32 @@ TEST(Config, UnreadableFileIsAnErrorWithTheFileName) {
   ASSERT_FALSE(r.config);
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_EQ(r.errors[0].to_string(), "/nonexistent/ckptmon.yml: cannot open: No such file or directory");
+}
+
+// A FIFO would block the reader until a writer shows up (forever): it and a
+// directory are refused at once, saying what they are. Before, a directory
+// read as an empty document ("tiers: required key is missing").
+TEST(Config, OnlyARegularFileIsRead) {
+  testing::TempDir dir;
+  const std::string fifo = dir.file("fifo.yml");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  LoadResult r = load_config_file(fifo);
+  ASSERT_FALSE(r.config);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].to_string(),
+            fifo + ": is a FIFO, not a regular file; a configuration must be a regular file");
+
+  r = load_config_file(dir.str());
+  ASSERT_FALSE(r.config);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].to_string(),
+            dir.str() + ": is a directory, not a regular file; a configuration must be a regular file");
+
+  WebConfigResult w = load_web_config_file(fifo);
+  ASSERT_FALSE(w.config);
+  ASSERT_EQ(w.errors.size(), 1u);
+  EXPECT_EQ(w.errors[0].to_string(),
+            fifo + ": is a FIFO, not a regular file; a configuration must be a regular file");
 }
 
 }  // namespace

@@ -10,12 +10,14 @@
 #include <string>
 #include <thread>
 
+#include <sys/stat.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "loop_helpers.hpp"
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
+#include "loop_helpers.hpp"
 
 #include "tests/unit/http_client.hpp"
 #include "tests/unit/tls_fixture.hpp"
@@ -71,6 +73,16 @@ class DaemonTest : public ::testing::Test {
     if (!daemon_->start(error)) return false;
     loop_ = std::thread([this] { exit_code_ = daemon_->run(); });
     return true;
+  }
+
+  // Daemon::reload() from the loop, waiting for its outcome.
+  Daemon::ReloadOutcome reload() {
+    std::promise<Daemon::ReloadOutcome> p;
+    auto f = p.get_future();
+    boost::asio::post(daemon_->io(), [&] {
+      daemon_->reload([&](Daemon::ReloadOutcome out) { p.set_value(std::move(out)); });
+    });
+    return f.get();
   }
 
   template <typename Fn>
@@ -177,7 +189,7 @@ TEST_F(DaemonTest, ABrokenReloadKeepsTheRunningConfiguration) {
   ASSERT_TRUE(eventually([&] { return fetch("/-/ready").result_int() == 200; }));
 
   write_config("  - {name: c, path: " + (dir_ / "c").string() + ", role: fastest}\n");
-  auto out = on_loop([this] { return daemon_->reload(); });
+  auto out = reload();
   EXPECT_FALSE(out.ok);
   EXPECT_THAT(out.message, HasSubstr(config_.string() + ":"));
   EXPECT_THAT(out.message, HasSubstr("tiers[0].role: expected one of"));
@@ -203,6 +215,62 @@ TEST_F(DaemonTest, ABrokenReloadKeepsTheRunningConfiguration) {
   m = fetch("/metrics").body();
   EXPECT_THAT(m, HasSubstr("ckptmon_config_last_reload_successful 1\n"));
   EXPECT_THAT(m, HasSubstr("ckpt_tier_up{tier=\"a\"} 1\n"));
+}
+
+// A FIFO in place of the configuration would block the loop on open(2):
+// refused at once, the old configuration kept, and the loop keeps answering.
+TEST_F(DaemonTest, AReloadOfAFifoIsRefusedAndTheLoopKeepsServing) {
+  write_config(tier_line("a", "a"));
+  std::string error;
+  ASSERT_TRUE(start(&error)) << error;
+  fs::remove(config_);
+  ASSERT_EQ(::mkfifo(config_.c_str(), 0600), 0);
+  auto r = fetch("/-/reload", "POST");
+  EXPECT_EQ(r.result_int(), 500u);
+  EXPECT_THAT(r.body(), HasSubstr(config_.string() + ": is a FIFO, not a regular file"));
+  EXPECT_EQ(fetch("/-/healthy").result_int(), 200u);
+  std::string m = fetch("/metrics").body();
+  EXPECT_THAT(m, HasSubstr("ckptmon_config_last_reload_successful 0\n"));
+  EXPECT_THAT(m, HasSubstr("ckpt_tier_up{tier=\"a\"}"));
+}
+
+TEST_F(DaemonTest, ADirectoryAsConfigAtStartSaysSo) {
+  fs::create_directories(config_);
+  std::string error;
+  EXPECT_FALSE(start(&error));
+  EXPECT_EQ(error, config_.string() +
+                       ": is a directory, not a regular file; a configuration must be a regular "
+                       "file\n");
+}
+
+// Writes to the state database that keep failing (here SQLITE_FULL: the
+// database may not grow) make /-/ready fail with the reason; one write that
+// succeeds makes it ready again.
+TEST_F(DaemonTest, PersistentStateWriteFailuresMakeItNotReady) {
+  write_config(tier_line("a", "a"));
+  std::string error;
+  ASSERT_TRUE(start(&error)) << error;
+  ASSERT_TRUE(eventually([&] { return fetch("/-/ready").result_int() == 200; }));
+  Store* store = on_loop([this] { return daemon_->store(); });
+  ASSERT_NE(store, nullptr);
+  store->flush();
+  store->post([](sql::Db& db) { db.exec("PRAGMA max_page_count=1"); });
+  for (int i = 0; i < 3; ++i) {
+    store->post([](sql::Db& db) {
+      db.exec("CREATE TABLE IF NOT EXISTS filler(x); INSERT INTO filler VALUES(zeroblob(100000))");
+    });
+  }
+  store->flush();
+  auto r = fetch("/-/ready");
+  EXPECT_EQ(r.result_int(), 503u);
+  EXPECT_THAT(r.body(), HasSubstr("the last 3 writes to the state database " +
+                                  (dir_ / "state" / "ckptmon.db").string() + " failed: "));
+  EXPECT_THAT(r.body(), HasSubstr("full"));
+  EXPECT_EQ(fetch("/-/healthy").result_int(), 200u);
+  EXPECT_THAT(fetch("/metrics").body(), HasSubstr("ckptmon_store_consecutive_errors 3\n"));
+  store->post([](sql::Db& db) { db.exec("PRAGMA max_page_count=1073741823"); });
+  store->flush();
+  EXPECT_EQ(fetch("/-/ready").result_int(), 200u);
 }
 
 TEST_F(DaemonTest, AConfigThatCannotBeLoadedAtStartIsAnError) {
@@ -251,12 +319,12 @@ TEST_F(DaemonTest, SelfUrlFollowsTlsAcrossReloads) {
 
   std::ofstream(web_config_file_) << "tls_server_config: {cert_file: server.crt, key_file: "
                                      "server.key}\n";
-  auto out = on_loop([this] { return daemon_->reload(); });
+  auto out = reload();
   ASSERT_TRUE(out.ok) << out.message;
   EXPECT_EQ(on_loop([this] { return daemon_->self_url(); }), "https://" + authority);
 
   std::ofstream(web_config_file_) << "{}\n";
-  out = on_loop([this] { return daemon_->reload(); });
+  out = reload();
   ASSERT_TRUE(out.ok) << out.message;
   EXPECT_EQ(on_loop([this] { return daemon_->self_url(); }), "http://" + authority);
 }

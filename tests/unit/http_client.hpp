@@ -24,8 +24,18 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 // One client connection to 127.0.0.1:port. Not thread-safe.
 class RawClient {
  public:
-  explicit RawClient(std::uint16_t port) {
+  // `source`: the client address to bind first (any of 127/8 is loopback).
+  explicit RawClient(std::uint16_t port, const char* source = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (source != nullptr) {
+      sockaddr_in b{};
+      b.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source, &b.sin_addr);
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&b), sizeof b) != 0) {
+        ::close(fd_);
+        throw std::runtime_error("bind failed");
+      }
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);

@@ -11,10 +11,10 @@
 
 #include <gtest/gtest.h>
 
-#include "loop_helpers.hpp"
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/http.hpp>
+#include "loop_helpers.hpp"
 
 #include "tests/unit/http_client.hpp"
 
@@ -279,6 +279,82 @@ TEST_F(HttpServerTest, ConnectionCapAnswers503AndCounts) {
   EXPECT_EQ(on_loop([this] { return server_->rejected_connections(); }), 1u);
 }
 
+TEST(AdmitConnection, PerPeerCapFirstThenIdleKeepAlivesMakeRoomAtTheGlobalCap) {
+  HttpLimits l;
+  l.max_connections = 10;
+  l.max_connections_per_peer = 3;
+  EXPECT_EQ(admit_connection(0, 0, 0, l), Admission::kAdmit);
+  EXPECT_EQ(admit_connection(2, 9, 0, l), Admission::kAdmit);
+  EXPECT_EQ(admit_connection(3, 5, 0, l), Admission::kPeerFull);
+  // The peer cap holds even when idle connections could be closed.
+  EXPECT_EQ(admit_connection(3, 10, 4, l), Admission::kPeerFull);
+  EXPECT_EQ(admit_connection(0, 10, 0, l), Admission::kFull);
+  EXPECT_EQ(admit_connection(0, 10, 1, l), Admission::kAdmitAfterClosingAnIdle);
+}
+
+// One address holding its share leaves room for another (loopback is all
+// of 127/8, so 127.0.0.2 is a second client address).
+TEST_F(HttpServerTest, OnePeerAtItsCapLeavesTheOthersServed) {
+  HttpLimits limits;
+  limits.max_connections_per_peer = 2;
+  start(limits);
+  RawClient a(port_);
+  RawClient b(port_);
+  ASSERT_TRUE(eventually([this] { return server_->connections() == 2; }));
+  RawClient c(port_);
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 503u);
+  EXPECT_EQ(r->body(), "too many connections from 127.0.0.1\n");
+  EXPECT_EQ(on_loop([this] { return server_->rejected_per_peer(); }), 1u);
+  EXPECT_EQ(on_loop([this] { return server_->rejected_connections(); }), 0u);
+
+  RawClient other(port_, "127.0.0.2");
+  ASSERT_TRUE(other.send(get("/hello")));
+  auto ro = other.read_response();
+  ASSERT_TRUE(ro);
+  EXPECT_EQ(ro->result_int(), 200u);
+  EXPECT_EQ(on_loop([this] { return server_->peers(); }), 2u);
+}
+
+// At the global cap a connection that finished a request and waits for the
+// next is closed to make room; one in the middle of a request is not.
+TEST_F(HttpServerTest, AnIdleKeepAliveIsClosedFirstAtTheCap) {
+  HttpLimits limits;
+  limits.max_connections = 2;
+  start(limits);
+  RawClient kept(port_);
+  ASSERT_TRUE(kept.send(get("/hello")));
+  ASSERT_TRUE(kept.read_response());  // now idle, kept alive
+  RawClient partial(port_);
+  ASSERT_TRUE(partial.send("GET /hello HTTP/1.1\r\nHost: x\r\n"));
+  ASSERT_TRUE(eventually([this] { return server_->connections() == 2; }));
+  RawClient fresh(port_);
+  ASSERT_TRUE(fresh.send(get("/hello")));
+  auto r = fresh.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 200u);
+  EXPECT_TRUE(kept.wait_closed());
+  EXPECT_EQ(on_loop([this] { return server_->idle_closed(); }), 1u);
+  ASSERT_TRUE(partial.send("\r\n"));
+  auto rp = partial.read_response();
+  ASSERT_TRUE(rp);
+  EXPECT_EQ(rp->result_int(), 200u);
+}
+
+// The head has a deadline of its own, shorter than the body's: a client that
+// trickles its head is cut at header_timeout.
+TEST_F(HttpServerTest, ASlowHeadIsCutAtTheHeaderTimeout) {
+  HttpLimits limits;
+  limits.header_timeout = 50ms;
+  limits.read_timeout = std::chrono::hours(1);
+  start(limits);
+  RawClient partial(port_);
+  ASSERT_TRUE(partial.send("GET /hello HTTP/1.1\r\nHost: x\r\n"));
+  EXPECT_TRUE(partial.wait_closed());
+  EXPECT_TRUE(eventually([this] { return server_->connections() == 0; }));
+}
+
 TEST_F(HttpServerTest, ConnectionOverTheCapThatSentARequestStillGets503) {
   HttpLimits limits;
   limits.max_connections = 1;
@@ -296,6 +372,7 @@ TEST_F(HttpServerTest, ConnectionOverTheCapThatSentARequestStillGets503) {
 TEST_F(HttpServerTest, IdleConnectionIsClosedAfterTheReadTimeout) {
   HttpLimits limits;
   limits.read_timeout = 100ms;
+  limits.header_timeout = 100ms;  // an idle connection and a half head wait on this one
   start(limits);
   RawClient idle(port_);
   RawClient partial(port_);
@@ -309,6 +386,7 @@ TEST_F(HttpServerTest, IdleConnectionIsClosedAfterTheReadTimeout) {
 TEST_F(HttpServerTest, KeptAliveConnectionIsClosedWhenIdleAfterAResponse) {
   HttpLimits limits;
   limits.read_timeout = 100ms;
+  limits.header_timeout = 100ms;
   start(limits);
   RawClient c(port_);
   ASSERT_TRUE(c.send(get("/hello")));

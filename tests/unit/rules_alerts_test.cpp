@@ -226,8 +226,14 @@ struct Scene {
     b.required_bytes_per_second = 100 * 1024 * 1024;
     b.observed_bytes_per_second = 50 * 1024 * 1024;
     figs.bandwidth.push_back(b);
+    self.store_consecutive_errors = 4;
+    self.store_path = "/var/lib/ckptmon/ckptmon.db";
+    self.store_last_error = "database or disk is full";
   }
-  std::vector<AlertCondition> conditions() const { return alert_conditions(figs, tiers, cfg); }
+  std::vector<AlertCondition> conditions() const {
+    return alert_conditions(figs, tiers, cfg, self);
+  }
+  SelfHealth self;
 };
 
 const AlertCondition* find(const std::vector<AlertCondition>& cs, std::string_view name,
@@ -256,6 +262,8 @@ TEST(AlertConditions, EveryAlertFiresOnItsFigureWithTheFiguresInItsText) {
       {"CheckpointCompletionSkewHigh", "staging", "llama", "warning", "took 5m from its first"},
       {"CheckpointTierDown", "rapid", "", "critical", "statfs timed out after 10s"},
       {"CheckpointBandwidthShortfall", "staging", "", "warning", "written at 50.0 MiB/s"},
+      {"CkptmonStateWriteFailing", "", "", "critical",
+       "The last 4 writes to /var/lib/ckptmon/ckptmon.db failed (database or disk is full)"},
   };
   ASSERT_EQ(want.size(), kAlertNames.size());
   for (const Want& w : want) {
@@ -478,6 +486,23 @@ TEST(AlertEvaluator, AWallClockJumpingBackDoesNotDelayFiringOrPutTimesInTheFutur
   EXPECT_EQ(ev2.firing()[0].fired_at, 20'000);
   ev2.evaluate(c, 20'015, 22);
   EXPECT_EQ(ev2.firing()[0].active_at, 20'000);  // 15 s later, 15 s older
+// Fires at three failed writes in a row (where /-/ready fails), clears once a
+// write succeeds, holds between.
+TEST(AlertConditions, StateWriteFailingFollowsTheFailuresInARow) {
+  Scene s;
+  auto signal_at = [&](std::uint64_t n) {
+    s.self.store_consecutive_errors = n;
+    auto cs = s.conditions();
+    const AlertCondition* c = find(cs, "CkptmonStateWriteFailing", "", "");
+    EXPECT_NE(c, nullptr);
+    return c == nullptr ? Signal::kClear : c->signal;
+  };
+  EXPECT_EQ(signal_at(0), Signal::kClear);
+  EXPECT_EQ(signal_at(2), Signal::kHold);
+  EXPECT_EQ(signal_at(3), Signal::kFire);
+  s.cfg.rules.state_write_failing.enabled = false;
+  auto cs = s.conditions();
+  EXPECT_EQ(find(cs, "CkptmonStateWriteFailing", "", ""), nullptr);
 }
 
 }  // namespace

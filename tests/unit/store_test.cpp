@@ -1,5 +1,8 @@
 #include "store/store.hpp"
 
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "temp_dir.hpp"
@@ -39,8 +42,9 @@ TEST(Store, SavedCheckpointsComeBackAfterReopen) {
   {
     auto store = Store::open(dir.str() + "/state", &error);
     ASSERT_TRUE(store) << error;
-    store->save_catalog("rapid", {make("llama/step-100", 100, CkptState::kCommitted),
-                                  make("llama/step-200", 200, CkptState::kPartial)},
+    store->save_catalog("rapid",
+                        {make("llama/step-100", 100, CkptState::kCommitted),
+                         make("llama/step-200", 200, CkptState::kPartial)},
                         {}, 1700000060.0);
     store->flush();
     EXPECT_EQ(store->transactions(), 1u);
@@ -113,6 +117,84 @@ TEST(Store, UnusableStateDirIsAnErrorNotACrash) {
   auto store = Store::open(dir.str() + "/file/state", &error);
   EXPECT_FALSE(store);
   EXPECT_NE(error.find("cannot create state_dir"), std::string::npos) << error;
+}
+
+// A database with garbage pages: quick_check finds it, the file and its -wal
+// go aside under a timestamped name, and a new, empty database takes its place.
+TEST(Store, ACorruptDatabaseIsMovedAsideAndStartedAgain) {
+  namespace fs = std::filesystem;
+  testing::TempDir dir;
+  std::string error;
+  const std::string state = dir.str() + "/state";
+  {
+    auto store = Store::open(state, &error);
+    ASSERT_TRUE(store) << error;
+    std::vector<Checkpoint> many;
+    for (int i = 0; i < 400; ++i) {
+      many.push_back(make("llama/step-" + std::to_string(i), i, CkptState::kCommitted));
+    }
+    store->save_catalog("rapid", std::move(many), {}, 1700000060.0);
+    store->flush();
+    EXPECT_EQ(store->rebuilt(), 0u);
+    store->post([](sql::Db& db) { db.exec("PRAGMA wal_checkpoint(TRUNCATE)"); });
+    store->flush();
+  }
+  const std::string db = state + "/ckptmon.db";
+  const auto size = fs::file_size(db);
+  ASSERT_GT(size, 4u * 4096u);  // more than the header page and the schema
+  {
+    // Pages 3 and 4 (the checkpoint table's) overwritten; page 1 left intact.
+    std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(2 * 4096);
+    const std::string garbage(2 * 4096, '\x5a');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  std::ofstream(db + "-wal") << "";
+  auto store = Store::open(state, &error);
+  ASSERT_TRUE(store) << error;
+  EXPECT_EQ(store->rebuilt(), 1u);
+  const std::string moved = store->moved_aside();
+  EXPECT_EQ(moved.rfind(db + ".corrupt-", 0), 0u) << moved;
+  EXPECT_EQ(fs::file_size(moved), size);
+  EXPECT_TRUE(fs::exists(moved + "-wal"));
+  EXPECT_TRUE(store->load_catalog().empty());
+  store->save_catalog("rapid", {make("llama/step-1", 1, CkptState::kCommitted)}, {}, 1.0);
+  store->flush();
+  EXPECT_EQ(store->errors(), 0u);
+  EXPECT_EQ(store->load_catalog()["rapid"].size(), 1u);
+}
+
+// SQLITE_FULL for real: the database may not grow past its current size.
+// Three failed writes in a row make it failing; one that succeeds ends that.
+TEST(Store, WritesFailingInARowMakeItFailingUntilOneSucceeds) {
+  testing::TempDir dir;
+  std::string error;
+  auto store = Store::open(dir.str(), &error);
+  ASSERT_TRUE(store) << error;
+  store->post([](sql::Db& db) { db.exec("PRAGMA max_page_count=1"); });
+  auto big_write = [&](int i) {
+    std::vector<Checkpoint> many;
+    for (int k = 0; k < 200; ++k) {
+      many.push_back(
+          make("llama/" + std::to_string(i) + "-" + std::to_string(k), k, CkptState::kCommitted));
+    }
+    store->save_catalog("rapid", std::move(many), {}, 1.0);
+    store->flush();
+  };
+  big_write(1);
+  big_write(2);
+  EXPECT_EQ(store->consecutive_errors(), 2u);
+  EXPECT_FALSE(store->write_failing());
+  big_write(3);
+  EXPECT_EQ(store->errors(), 3u);
+  EXPECT_TRUE(store->write_failing());
+  EXPECT_NE(store->last_error().find("full"), std::string::npos) << store->last_error();
+  store->post([](sql::Db& db) { db.exec("PRAGMA max_page_count=1073741823"); });
+  store->flush();
+  EXPECT_FALSE(store->write_failing());
+  big_write(4);
+  EXPECT_EQ(store->errors(), 3u);
+  EXPECT_EQ(store->load_catalog()["rapid"].size(), 200u);
 }
 
 }  // namespace

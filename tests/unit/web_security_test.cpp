@@ -279,6 +279,7 @@ TEST_F(WebSecurityTest, RefusedReloadKeepsTheRunningSettings) {
 TEST_F(WebSecurityTest, SilentClientIsDroppedAfterTheReadTimeout) {
   HttpLimits limits;
   limits.read_timeout = 200ms;
+  limits.header_timeout = 200ms;  // the handshake waits on this one
   start(kTlsYaml, limits);
   RawClient c(port_);  // connects and never starts the handshake
   EXPECT_TRUE(c.wait_closed());
