@@ -325,6 +325,9 @@ std::string Daemon::render_metrics() const {
     txs.add({}, static_cast<double>(store_->transactions()));
     append(live, std::move(txs));
   }
+  if (state_.integrity_progress) {
+    integrity_live_families(*state_.integrity_progress, clock_->now(), live);
+  }
   if (pool_) {
     FamilyBuilder threads("ckptmon_worker_threads",
                           "Worker threads for blocking storage calls, by state.",
