@@ -3,11 +3,13 @@
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 BUILD_FUZZ ?= build-fuzz
-FUZZ_TIME  ?= 20
+FUZZ_TIME  ?= 300
+FUZZ_TEST_TIME ?= 14
+FUZZ_TARGETS := event_line config_yaml web_config mountinfo http_request
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps test-deps build demo test unit-test integration-test asan-test fuzz-test clean
+.PHONY: all deps test-deps build demo test unit-test integration-test asan-test fuzz-build fuzz-test fuzz fuzz-run tsan-test clean
 
 all: build
 
@@ -40,15 +42,34 @@ asan-test: deps
 	  ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS) -L unit
 
 # The libFuzzer targets need clang and their own build directory; only they are
-# built there. New inputs go to $(BUILD_FUZZ)/corpus, never into the source tree.
-fuzz-test: test-deps
+# built there. New inputs go to $(BUILD_FUZZ)/corpus/<target>, never into the
+# source tree; the seeds are fuzz/corpus/<target>. `fuzz-test` (part of `make
+# test`) replays every seed corpus and fuzzes each target for FUZZ_TEST_TIME
+# seconds; `make fuzz` fuzzes each for FUZZ_TIME seconds. A crash leaves its
+# input in $(BUILD_FUZZ)/crash-<target>-*: make it a unit test with the fix.
+fuzz-build: test-deps
 	cmake -S . -B $(BUILD_FUZZ) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCKPTMON_FUZZ=ON -DCKPTMON_TESTS=OFF -DCKPTMON_BENCH=OFF
-	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target event_line_fuzz
-	mkdir -p $(BUILD_FUZZ)/corpus/event_line
-	$(BUILD_FUZZ)/fuzz/event_line_fuzz -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 \
-	  -dict=fuzz/event_line.dict -print_final_stats=1 \
-	  $(BUILD_FUZZ)/corpus/event_line fuzz/corpus/event_line
+	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target $(addsuffix _fuzz,$(FUZZ_TARGETS))
+
+fuzz-test: fuzz-build
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_TIME=$(FUZZ_TEST_TIME)
+
+fuzz: fuzz-build
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_TIME=$(FUZZ_TIME)
+
+fuzz-run:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(BUILD_FUZZ)/corpus/$$t; \
+	  dict=; if [ -f fuzz/$$t.dict ]; then dict=-dict=fuzz/$$t.dict; fi; \
+	  echo "fuzz: $$t for $(FUZZ_RUN_TIME) s"; \
+	  if ! $(BUILD_FUZZ)/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_RUN_TIME) -max_len=8192 -timeout=10 \
+	      -print_final_stats=1 $$dict -artifact_prefix=$(BUILD_FUZZ)/crash-$$t- \
+	      $(BUILD_FUZZ)/corpus/$$t fuzz/corpus/$$t > $(BUILD_FUZZ)/fuzz-$$t.log 2>&1; then \
+	    tail -n 60 $(BUILD_FUZZ)/fuzz-$$t.log; exit 1; \
+	  fi; \
+	  grep -E '^Done|stat::average_exec_per_sec' $(BUILD_FUZZ)/fuzz-$$t.log; \
+	done
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)

@@ -51,6 +51,14 @@ struct HttpLimits {
   std::size_t max_connections = 64;
 };
 
+// The request parser's limits, set in one place for the server and for
+// fuzz/http_request_fuzz.cpp (a Beast request_parser).
+template <typename Parser>
+void apply_request_limits(Parser& parser, const HttpLimits& limits) {
+  parser.header_limit(static_cast<std::uint32_t>(limits.header_limit));
+  parser.body_limit(limits.body_limit);
+}
+
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 enum class AuthDecision { kAllow, kDeny, kBusy };
