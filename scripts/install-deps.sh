@@ -13,11 +13,13 @@ build_pkgs=(
 )
 # Real neighbours used by the integration tests (openssl makes their TLS
 # certificates), the fuzzer toolchain and the
-# FUSE file system that simulates a hung storage mount.
+# FUSE file system that simulates a hung storage mount; wrk and curl for
+# bench/load_test.sh (scrapes under load).
 test_pkgs=(
   python3 python3-fusepy fuse3 util-linux openssl
   prometheus prometheus-alertmanager prometheus-node-exporter
   clang libclang-rt-14-dev
+  wrk curl
 )
 
 want=("${build_pkgs[@]}")
