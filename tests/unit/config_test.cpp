@@ -269,7 +269,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointCleanupStalled, CheckpointRecoveryPointStale, "
                  "CheckpointCompletionSkewHigh, CheckpointTierDown, "
                  "CheckpointBandwidthShortfall)"}},
-        BadCase{"invalid_yaml", "tiers:\n  - {name: a, path: /a\n",
+        BadCase{"invalid_yaml",
+                "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},
         BadCase{"manifests_not_a_list",
                 "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests: {glob: /x}\n",
@@ -319,7 +320,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"integrity_unknown_key",
                 "tiers:\n  - {name: a, path: /a, role: rapid}\nintegrity: {rate: 1MiB}\n",
                 {"bad.yml:3:13: integrity.rate: unknown key (expected one of: enabled, "
-                 "bytes_per_second, interval)"}},
+                 "bytes_per_second, interval, read_deadline)"}},
         BadCase{"several_errors_at_once",
                 "global: {scan_interval: 1x}\ntiers:\n  - {name: a, role: slow}\n",
                 {"bad.yml:1:25: global.scan_interval: expected a duration such as 500ms, 15s, "
