@@ -4,10 +4,11 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 BUILD_FUZZ ?= build-fuzz
 BUILD_TSAN ?= build-tsan
-# The unit tests of the threaded parts: worker pool, collector runner, daemon
-# (snapshot publishing), HTTP server, tailer and integrity verifier, the store
-# writer, rules cycle, Alertmanager client, inotify watcher.
-TSAN_FILTER ?= WorkerPool*:CollectorRunnerTest*:DaemonTest*:HttpServer*:TailerTest*:Store*:History*:EventTables*:VerifierTest*:*VerifierPathTest*:RulesCycleTest*:AlertmanagerClient*:DirWatcher*
+# tsan-test runs ckptmon_tsan_tests: the unit test files of the threaded parts
+# (worker pool, collector runner, daemon snapshot publishing, HTTP server,
+# tailer, integrity verifier, store writer, history, rules cycle,
+# Alertmanager client, inotify watcher; tests/CMakeLists.txt lists them).
+TSAN_FILTER ?= *
 FUZZ_TIME  ?= 300
 FUZZ_TEST_TIME ?= 14
 FUZZ_TARGETS := event_line config_yaml web_config mountinfo http_request
@@ -34,11 +35,12 @@ demo: build
 	$(BUILD)/ckptmon demo
 
 # Everything: unit and integration tests on the normal build, then the unit
-# tests again under AddressSanitizer + UBSan, then a short fuzz run.
-# (tsan-test is not part of it yet: it has not had a complete run.)
+# tests again under AddressSanitizer + UBSan, the threaded ones under
+# ThreadSanitizer, then a short fuzz run.
 test: test-deps build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 	$(MAKE) asan-test
+	$(MAKE) tsan-test
 	$(MAKE) fuzz-test
 
 asan-test: deps
@@ -47,12 +49,13 @@ asan-test: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS) -L unit
 
-# ThreadSanitizer: its own build of the unit tests; any report fails the run.
+# ThreadSanitizer: its own build (RelWithDebInfo) of the threaded parts' unit
+# tests; any report fails the run (halt_on_error).
 tsan-test: deps
 	cmake -S . -B $(BUILD_TSAN) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCKPTMON_TSAN=ON -DCKPTMON_BENCH=OFF
-	cmake --build $(BUILD_TSAN) -j $(JOBS) --target ckptmon_unit_tests
+	cmake --build $(BUILD_TSAN) -j $(JOBS) --target ckptmon_tsan_tests
 	TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:second_deadlock_stack=1 \
-	  $(BUILD_TSAN)/tests/ckptmon_unit_tests --gtest_filter='$(TSAN_FILTER)' --gtest_brief=1
+	  $(BUILD_TSAN)/tests/ckptmon_tsan_tests --gtest_filter='$(TSAN_FILTER)' --gtest_brief=1
 
 # The libFuzzer targets need clang and their own build directory; only they are
 # built there. New inputs go to $(BUILD_FUZZ)/corpus/<target>, never into the
