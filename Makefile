@@ -3,11 +3,19 @@
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 BUILD_FUZZ ?= build-fuzz
-FUZZ_TIME  ?= 20
+BUILD_TSAN ?= build-tsan
+# tsan-test runs ckptmon_tsan_tests: the unit test files of the threaded parts
+# (worker pool, collector runner, daemon snapshot publishing, HTTP server,
+# tailer, integrity verifier, store writer, history, rules cycle,
+# Alertmanager client, inotify watcher; tests/CMakeLists.txt lists them).
+TSAN_FILTER ?= *
+FUZZ_TIME  ?= 300
+FUZZ_TEST_TIME ?= 14
+FUZZ_TARGETS := event_line config_yaml web_config mountinfo http_request
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps test-deps build demo deb test unit-test integration-test asan-test fuzz-test clean
+.PHONY: all deps test-deps build demo deb test unit-test integration-test asan-test fuzz-build fuzz-test fuzz fuzz-run tsan-test clean
 
 all: build
 
@@ -32,10 +40,12 @@ deb: build
 	cd $(BUILD) && cpack -G DEB
 
 # Everything: unit and integration tests on the normal build, then the unit
-# tests again under AddressSanitizer + UBSan, then a short fuzz run.
+# tests again under AddressSanitizer + UBSan, the threaded ones under
+# ThreadSanitizer, then a short fuzz run.
 test: test-deps build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 	$(MAKE) asan-test
+	$(MAKE) tsan-test
 	$(MAKE) fuzz-test
 
 asan-test: deps
@@ -44,16 +54,43 @@ asan-test: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS) -L unit
 
+# ThreadSanitizer: its own build (RelWithDebInfo) of the threaded parts' unit
+# tests; any report fails the run (halt_on_error).
+tsan-test: deps
+	cmake -S . -B $(BUILD_TSAN) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCKPTMON_TSAN=ON -DCKPTMON_BENCH=OFF
+	cmake --build $(BUILD_TSAN) -j $(JOBS) --target ckptmon_tsan_tests
+	TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:second_deadlock_stack=1 \
+	  $(BUILD_TSAN)/tests/ckptmon_tsan_tests --gtest_filter='$(TSAN_FILTER)' --gtest_brief=1
+
 # The libFuzzer targets need clang and their own build directory; only they are
-# built there. New inputs go to $(BUILD_FUZZ)/corpus, never into the source tree.
-fuzz-test: test-deps
+# built there. New inputs go to $(BUILD_FUZZ)/corpus/<target>, never into the
+# source tree; the seeds are fuzz/corpus/<target>. `fuzz-test` (part of `make
+# test`) replays every seed corpus and fuzzes each target for FUZZ_TEST_TIME
+# seconds; `make fuzz` fuzzes each for FUZZ_TIME seconds. A crash leaves its
+# input in $(BUILD_FUZZ)/crash-<target>-*: make it a unit test with the fix.
+fuzz-build: test-deps
 	cmake -S . -B $(BUILD_FUZZ) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCKPTMON_FUZZ=ON -DCKPTMON_TESTS=OFF -DCKPTMON_BENCH=OFF
-	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target event_line_fuzz
-	mkdir -p $(BUILD_FUZZ)/corpus/event_line
-	$(BUILD_FUZZ)/fuzz/event_line_fuzz -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 \
-	  -dict=fuzz/event_line.dict -print_final_stats=1 \
-	  $(BUILD_FUZZ)/corpus/event_line fuzz/corpus/event_line
+	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target $(addsuffix _fuzz,$(FUZZ_TARGETS))
+
+fuzz-test: fuzz-build
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_TIME=$(FUZZ_TEST_TIME)
+
+fuzz: fuzz-build
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_TIME=$(FUZZ_TIME)
+
+fuzz-run:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(BUILD_FUZZ)/corpus/$$t; \
+	  dict=; if [ -f fuzz/$$t.dict ]; then dict=-dict=fuzz/$$t.dict; fi; \
+	  echo "fuzz: $$t for $(FUZZ_RUN_TIME) s"; \
+	  if ! $(BUILD_FUZZ)/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_RUN_TIME) -max_len=8192 -timeout=10 \
+	      -print_final_stats=1 $$dict -artifact_prefix=$(BUILD_FUZZ)/crash-$$t- \
+	      $(BUILD_FUZZ)/corpus/$$t fuzz/corpus/$$t > $(BUILD_FUZZ)/fuzz-$$t.log 2>&1; then \
+	    tail -n 60 $(BUILD_FUZZ)/fuzz-$$t.log; exit 1; \
+	  fi; \
+	  grep -E '^Done|stat::average_exec_per_sec' $(BUILD_FUZZ)/fuzz-$$t.log; \
+	done
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD_FUZZ)

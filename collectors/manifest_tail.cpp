@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "collectors/integrity.hpp"
 #include "store/store.hpp"
 #include "util/digest.hpp"
 
@@ -455,6 +456,34 @@ void LogTailer::log_rejected(const Open& o, const ChunkResult& chunk) {
   }
 }
 
+void LogTailer::log_refused_paths(const Open& o, const ChunkResult& chunk) {
+  // The verifier refuses (and counts) these when it comes to them; here is
+  // where the log says which event log line named them.
+  if (opts_.tier_roots.empty()) return;  // no tiers given (tools, tests): nothing to compare with
+  for (const LineResult& l : chunk.lines()) {
+    if (l.status != LineStatus::kOk || l.event.type != EventType::kShardWritten ||
+        l.event.checksum.empty()) {
+      continue;
+    }
+    const std::string& tier = l.event.tier.empty() ? cfg_.tier : l.event.tier;
+    auto root = opts_.tier_roots.find(tier);
+    std::optional<PathRefusal> why = PathRefusal::kUnconfiguredTier;
+    if (root != opts_.tier_roots.end())
+      why = tier_relative_path(root->second, l.event.path).refused;
+    if (!why) continue;
+    if (auto dropped = log_limit_.allow("path " + std::string(to_string(*why)), now_)) {
+      log::warn("event names a shard outside its tier; it will not be read",
+                {{"file", o.path},
+                 {"line", l.line},
+                 {"offset", l.offset},
+                 {"tier", tier},
+                 {"path", l.event.path},
+                 {"reason", to_string(*why)},
+                 {"suppressed", *dropped}});
+    }
+  }
+}
+
 std::optional<std::uint64_t> LogTailer::drain(Open& o) {
   std::optional<std::uint64_t> seen;  // the size of the file when last looked at
   // At most one batch is being committed (on the store thread) while the next
@@ -484,6 +513,7 @@ std::optional<std::uint64_t> LogTailer::drain(Open& o) {
     o.row = std::move(p.to);
     o.has_row = true;
     if (rejected > 0) log_rejected(o, chunks_[p.chunk]);
+    log_refused_paths(o, chunks_[p.chunk]);
     return true;
   };
   struct Settle {  // never leave a commit running on this pass's buffers
@@ -790,6 +820,7 @@ void ManifestTailCollector::configure(const Config& cfg) {
   deadline_ = cfg.global.tail_timeout;
   TailerOptions opts;
   opts.max_line_bytes = static_cast<std::size_t>(cfg.global.max_line_bytes);
+  for (const auto& t : cfg.tiers) opts.tier_roots[t.name] = t.path;
   std::map<std::string, std::shared_ptr<LogTailer>> next;
   std::vector<std::string> order;
   std::vector<std::string> earlier;
@@ -797,7 +828,8 @@ void ManifestTailCollector::configure(const Config& cfg) {
     auto it = tailers_.find(m.glob);
     if (it != tailers_.end() && it->second->config().tier == m.tier &&
         it->second->earlier_globs() == earlier &&
-        it->second->options().max_line_bytes == opts.max_line_bytes) {
+        it->second->options().max_line_bytes == opts.max_line_bytes &&
+        it->second->options().tier_roots == opts.tier_roots) {
       next.emplace(m.glob, it->second);
     } else if (ingest_) {
       next.emplace(m.glob, std::make_shared<LogTailer>(m, earlier, opts, ingest_, clock_));

@@ -115,6 +115,9 @@ struct TailerOptions {
   std::size_t max_line_bytes = 64 * 1024;
   // Positions of logs not seen for this long are forgotten.
   double forget_after_seconds = 7 * 86400;
+  // Tier name -> root, to name the log line of a shard path the verifier
+  // will refuse (outside its tier).
+  std::map<std::string, std::string> tier_roots;
 };
 
 // Bytes of a log's start that identify it, and bytes before the read
@@ -167,6 +170,7 @@ class LogTailer {
   void leave(Open& o, FileChange change);
   void recover_orphans(const std::set<FileId>& present);
   void log_rejected(const Open& o, const ChunkResult& chunk);
+  void log_refused_paths(const Open& o, const ChunkResult& chunk);
 
   ManifestConfig cfg_;
   std::vector<std::string> earlier_;

@@ -92,6 +92,7 @@ void read_integrity(YamlMap& m, IntegrityConfig& c, ErrorSink& sink) {
     }
   }
   duration_key(m, "interval", c.interval, sink, std::chrono::milliseconds(100));
+  duration_key(m, "read_deadline", c.read_deadline, sink, std::chrono::seconds(1));
   m.finish();
 }
 

@@ -112,6 +112,9 @@ struct IntegrityConfig {
   bool enabled = true;
   std::uint64_t bytes_per_second = 50ull * 1024 * 1024;  // read budget of the verifier
   Duration interval = std::chrono::seconds(30);          // how often it looks for new work
+  // A read that returns no bytes for this long is stuck (hung mount):
+  // ckptmon_integrity_stuck_reads, one log line.
+  Duration read_deadline = std::chrono::hours(1);
 };
 
 struct Config {

@@ -445,6 +445,9 @@ std::string Daemon::render_metrics() const {
     failing.add({}, static_cast<double>(store_->consecutive_errors()));
     append(live, std::move(failing));
   }
+  if (state_.integrity_progress) {
+    integrity_live_families(*state_.integrity_progress, clock_->now(), live);
+  }
   if (pool_) {
     FamilyBuilder threads("ckptmon_worker_threads",
                           "Worker threads for blocking storage calls, by state.",

@@ -243,8 +243,7 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   // slot for longer), then the body within read_timeout.
   void read() {
     parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(server_.limits().header_limit));
-    parser_->body_limit(server_.limits().body_limit);
+    apply_request_limits(*parser_, server_.limits());
     idle_ = served_ > 0;
     tcp_stream().expires_after(server_.limits().header_timeout);
     with_stream([this](auto& s) {

@@ -65,6 +65,14 @@ enum class Admission { kAdmit, kAdmitAfterClosingAnIdle, kPeerFull, kFull };
 Admission admit_connection(std::size_t peer_open, std::size_t open, std::size_t idle,
                            const HttpLimits& limits);
 
+// The request parser's limits, set in one place for the server and for
+// fuzz/http_request_fuzz.cpp (a Beast request_parser).
+template <typename Parser>
+void apply_request_limits(Parser& parser, const HttpLimits& limits) {
+  parser.header_limit(static_cast<std::uint32_t>(limits.header_limit));
+  parser.body_limit(limits.body_limit);
+}
+
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 // A handler that answers later: calls `reply` once, on the loop thread. The
 // connection waits meanwhile; the loop does not.

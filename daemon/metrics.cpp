@@ -402,13 +402,38 @@ void event_families(const State& state, std::vector<prometheus::MetricFamily>& o
             static_cast<double>(c.by_result[i]));
       }
     }
-    FamilyBuilder pending("ckptmon_integrity_pending_shards",
-                          "Shards with checksums waiting for the integrity verifier.",
-                          MetricType::Gauge);
-    pending.add({}, static_cast<double>(state.integrity->pending_shards));
+    FamilyBuilder refused("ckptmon_integrity_refused_total",
+                          "Paths named by events or integrity.json that the verifier refused to "
+                          "open (outside the tier, .., symlink, ...), by reason.",
+                          MetricType::Counter);
+    auto refusals = state.integrity->refused;
+    for (const auto& [tier, _] : state.tiers) refusals.try_emplace(tier);
+    for (const auto& [tier, counts] : refusals) {
+      for (std::size_t i = 0; i < kPathRefusalCount; ++i) {
+        refused.add(
+            {{"tier", tier}, {"reason", std::string(to_string(static_cast<PathRefusal>(i)))}},
+            static_cast<double>(counts[i]));
+      }
+    }
     append(out, std::move(checks));
-    append(out, std::move(pending));
+    append(out, std::move(refused));
   }
+}
+
+void integrity_live_families(const IntegrityProgress& progress, double now,
+                             std::vector<prometheus::MetricFamily>& out) {
+  using prometheus::MetricType;
+  FamilyBuilder pending("ckptmon_integrity_pending_shards",
+                        "Shards with checksums queued for the integrity verifier.",
+                        MetricType::Gauge);
+  pending.add({}, static_cast<double>(progress.pending.load()));
+  FamilyBuilder stuck("ckptmon_integrity_stuck_reads",
+                      "1 while a verifier read has returned no bytes for longer than "
+                      "integrity.read_deadline (a hung mount).",
+                      MetricType::Gauge);
+  stuck.add({}, static_cast<double>(progress.stuck(now)));
+  append(out, std::move(pending));
+  append(out, std::move(stuck));
 }
 
 std::vector<prometheus::MetricFamily> process_families(const std::string& proc_path,

@@ -44,6 +44,10 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
 // totals, save and pause durations, failures, restores, integrity checks.
 // Part of state_families().
 void event_families(const State& state, std::vector<prometheus::MetricFamily>& out);
+// The verifier's queue and a stuck read, read at scrape time: a run blocked
+// in a read publishes nothing else until it returns.
+void integrity_live_families(const IntegrityProgress& progress, double now,
+                             std::vector<prometheus::MetricFamily>& out);
 
 // process_* metrics of this process, the way every Prometheus client names
 // them: CPU, resident memory, open and maximum file descriptors, start time.

@@ -104,6 +104,31 @@ std::string_view to_string(IntegrityResult r) {
   return "error";
 }
 
+std::string_view to_string(PathRefusal r) {
+  switch (r) {
+    case PathRefusal::kOutsideTier:
+      return "outside_tier";
+    case PathRefusal::kDotDot:
+      return "dotdot";
+    case PathRefusal::kBadPath:
+      return "bad_path";
+    case PathRefusal::kSymlink:
+      return "symlink";
+    case PathRefusal::kEscape:
+      return "escape";
+    case PathRefusal::kUnconfiguredTier:
+      return "unconfigured_tier";
+  }
+  return "bad_path";
+}
+
+std::optional<PathRefusal> path_refusal_from(std::string_view label) {
+  for (std::size_t i = 0; i < kPathRefusalCount; ++i) {
+    if (to_string(static_cast<PathRefusal>(i)) == label) return static_cast<PathRefusal>(i);
+  }
+  return std::nullopt;
+}
+
 const EventStep* EventCatalog::find(std::string_view tier, std::string_view job,
                                     std::int64_t step) const {
   auto it = steps.find(StepKeyLess::View{tier, job, step});

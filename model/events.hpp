@@ -7,6 +7,7 @@
 // Plain data and pure functions; not thread-safe by themselves.
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -300,6 +301,21 @@ enum class IntegrityResult : std::uint8_t { kOk, kMismatch, kMissing, kError };
 inline constexpr std::size_t kIntegrityResultCount = 4;
 std::string_view to_string(IntegrityResult r);
 
+// Why the verifier refused to open a path an event (or an integrity.json)
+// named: it is never opened, hashed or counted as a check.
+// ckptmon_integrity_refused_total{reason}.
+enum class PathRefusal : std::uint8_t {
+  kOutsideTier,       // absolute, and not under the tier's root
+  kDotDot,            // a `..` component
+  kBadPath,           // empty, a NUL byte, or nothing left once the tier root is removed
+  kSymlink,           // a component is a symbolic link (never followed)
+  kEscape,            // the kernel found the path leaving the tier (RESOLVE_BENEATH)
+  kUnconfiguredTier,  // the event's tier is not configured, so there is no root to resolve under
+};
+inline constexpr std::size_t kPathRefusalCount = 6;
+std::string_view to_string(PathRefusal r);
+std::optional<PathRefusal> path_refusal_from(std::string_view label);
+
 struct IntegrityCounts {
   std::array<std::uint64_t, kIntegrityResultCount> by_result{};
   std::uint64_t& operator[](IntegrityResult r) { return by_result[static_cast<std::size_t>(r)]; }
@@ -319,6 +335,8 @@ struct IntegrityStatus {
   std::map<std::pair<std::string, std::string>, IntegrityCounts>
       checkpoints;                   // (tier, path): integrity.json
   std::uint64_t pending_shards = 0;  // queued, not verified yet
+  // Paths refused by tier, by PathRefusal: ckptmon_integrity_refused_total.
+  std::map<std::string, std::array<std::uint64_t, kPathRefusalCount>> refused;
   std::uint64_t version = 0;
 
   // What verification says of a checkpoint, by its event checksums (tier, job,
@@ -330,6 +348,21 @@ struct IntegrityStatus {
   bool failed(const std::string& tier, const std::string& job, std::int64_t step,
               const std::string& path) const {
     return verdict(tier, job, step, path) == false;
+  }
+};
+
+// What the verifier is doing right now, read by scrapes while a run goes on
+// (a run can block in a hung read for as long as the mount hangs). Written by
+// the verifier's thread, read by any; times are the verifier's clock.
+struct IntegrityProgress {
+  std::atomic<std::uint64_t> pending{0};    // shards queued, as of the last look at the queue
+  std::atomic<bool> reading{false};         // inside a file's open or read
+  std::atomic<double> last_progress{0};     // when that file was opened or last returned bytes
+  std::atomic<double> read_deadline{3600};  // seconds without progress before a read is stuck
+
+  // 1 when a read has made no progress for read_deadline seconds, else 0.
+  std::uint64_t stuck(double now) const {
+    return reading.load() && now - last_progress.load() >= read_deadline.load() ? 1 : 0;
   }
 };
 

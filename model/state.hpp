@@ -63,6 +63,9 @@ struct State {
   // integrity verifier found; immutable snapshots, null until first loaded.
   std::shared_ptr<const EventCatalog> events;
   std::shared_ptr<const IntegrityStatus> integrity;
+  // What the verifier is doing now (live: scrapes read its atomics); null
+  // until its first run returned.
+  std::shared_ptr<const IntegrityProgress> integrity_progress;
 
   // The event-log view of a checkpoint the scanner found, or null.
   const EventStep* event_step(const Checkpoint& c) const;

@@ -284,7 +284,12 @@ const char* result_column(IntegrityResult r) {
 
 }  // namespace
 
-void record_shard(sql::Db& db, const QueuedShards& q, std::size_t index, IntegrityResult r) {
+namespace {
+
+// Refusals share integrity_totals with the results, as "refused:<reason>".
+constexpr std::string_view kRefusedPrefix = "refused:";
+
+void advance_queue(sql::Db& db, const QueuedShards& q, std::size_t index) {
   if (index + 1 >= q.shards.size()) {
     auto del = db.prepare("DELETE FROM integrity_queue WHERE id=?1");
     del.bind(1, q.id);
@@ -294,6 +299,26 @@ void record_shard(sql::Db& db, const QueuedShards& q, std::size_t index, Integri
     up.bind(1, static_cast<std::int64_t>(index + 1)).bind(2, q.id);
     up.run();
   }
+}
+
+}  // namespace
+
+void count_refused(sql::Db& db, const std::string& tier, PathRefusal why) {
+  auto st = db.prepare(
+      "INSERT INTO integrity_totals(tier, result, value) VALUES(?1,?2,1) "
+      "ON CONFLICT(tier, result) DO UPDATE SET value=value+1");
+  st.bind(1, std::string_view(tier))
+      .bind(2, std::string(kRefusedPrefix) + std::string(to_string(why)));
+  st.run();
+}
+
+void record_refused(sql::Db& db, const QueuedShards& q, std::size_t index, PathRefusal why) {
+  advance_queue(db, q, index);
+  count_refused(db, q.tier, why);
+}
+
+void record_shard(sql::Db& db, const QueuedShards& q, std::size_t index, IntegrityResult r) {
+  advance_queue(db, q, index);
   const std::string col = result_column(r);
   auto st = db.prepare(
       "INSERT INTO integrity_steps(tier, job, step, ok, mismatch, missing, error) "
@@ -375,7 +400,14 @@ IntegrityStatus load_integrity(sql::Db& db) {
   {
     auto st = db.prepare("SELECT tier, result, value FROM integrity_totals");
     while (st.step()) {
-      if (auto r = result_of(st.text(1))) out.totals[st.text(0)][*r] = from_db(st.int64(2));
+      const std::string result = st.text(1);
+      if (auto r = result_of(result)) {
+        out.totals[st.text(0)][*r] = from_db(st.int64(2));
+      } else if (result.starts_with(kRefusedPrefix)) {
+        if (auto why = path_refusal_from(std::string_view(result).substr(kRefusedPrefix.size()))) {
+          out.refused[st.text(0)][static_cast<std::size_t>(*why)] = from_db(st.int64(2));
+        }
+      }
     }
   }
   auto counts = [](sql::Stmt& st, int first) {

@@ -65,6 +65,11 @@ std::uint64_t queued_shards(sql::Db& db);
 // Records the result for shard q.shards[index] and moves the queue on, in
 // the caller's transaction.
 void record_shard(sql::Db& db, const QueuedShards& q, std::size_t index, IntegrityResult r);
+// Moves the queue past shard q.shards[index], whose path was refused (never
+// opened), and counts the refusal for the tier; in the caller's transaction.
+void record_refused(sql::Db& db, const QueuedShards& q, std::size_t index, PathRefusal why);
+// Counts a refusal of a path an integrity.json listed.
+void count_refused(sql::Db& db, const std::string& tier, PathRefusal why);
 
 // A committed checkpoint whose integrity.json is still to be verified.
 struct ManifestCandidate {

@@ -62,7 +62,7 @@ tiers:
 manifests:
   - {glob: "/lustre/ckpt/*/events*.jsonl", tier: rapid}
   - glob: /nvme/*/events.jsonl
-integrity: {bytes_per_second: 1.5GiB, enabled: false, interval: 1m}
+integrity: {bytes_per_second: 1.5GiB, enabled: false, interval: 1m, read_deadline: 90s}
 )",
                    "ok.yml");
   ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].to_string());
@@ -78,6 +78,7 @@ integrity: {bytes_per_second: 1.5GiB, enabled: false, interval: 1m}
   EXPECT_FALSE(c.integrity.enabled);
   EXPECT_EQ(c.integrity.bytes_per_second, 1610612736u);  // 1.5 * 2^30
   EXPECT_EQ(c.integrity.interval, std::chrono::minutes(1));
+  EXPECT_EQ(c.integrity.read_deadline, std::chrono::seconds(90));
 }
 
 TEST(Config, TailerDefaults) {
@@ -90,6 +91,7 @@ TEST(Config, TailerDefaults) {
   EXPECT_TRUE(r.config->integrity.enabled);
   EXPECT_EQ(r.config->integrity.bytes_per_second, 50u * 1024 * 1024);
   EXPECT_EQ(r.config->integrity.interval, std::chrono::seconds(30));
+  EXPECT_EQ(r.config->integrity.read_deadline, std::chrono::hours(1));
 }
 
 TEST(ByteSize, ParsesUnitsAndRejectsTheRest) {
@@ -322,7 +324,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"integrity_unknown_key",
                 "tiers:\n  - {name: a, path: /a, role: rapid}\nintegrity: {rate: 1MiB}\n",
                 {"bad.yml:3:13: integrity.rate: unknown key (expected one of: enabled, "
-                 "bytes_per_second, interval)"}},
+                 "bytes_per_second, interval, read_deadline)"}},
         BadCase{"several_errors_at_once",
                 "global: {scan_interval: 1x}\ntiers:\n  - {name: a, role: slow}\n",
                 {"bad.yml:1:25: global.scan_interval: expected a duration such as 500ms, 15s, "

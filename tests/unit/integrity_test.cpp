@@ -4,10 +4,15 @@
 
 #include "collectors/integrity.hpp"
 
+#include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -131,7 +136,9 @@ class VerifierTest : public ::testing::Test {
     ManifestConfig m;
     m.glob = (dir_.path() / "logs" / "*.jsonl").string();
     m.tier = "rapid";
-    LogTailer(m, {}, TailerOptions{}, ingest, clock_).run();
+    TailerOptions opts;
+    opts.tier_roots = {{"rapid", tier_.string()}};
+    LogTailer(m, {}, opts, ingest, clock_).run();
   }
   std::uint64_t total(IntegrityResult r) { return verifier_->snapshot()->totals.at("rapid")[r]; }
 
@@ -247,6 +254,222 @@ TEST_F(VerifierTest, MegatronIntegrityJsonIsVerifiedFileByFile) {
   verifier_->run(1e9);
   EXPECT_EQ(undecided(), 2);
   EXPECT_EQ(total(IntegrityResult::kOk), 1u);
+}
+
+// --- paths under a tier (issue 9, failure 5) ----------------------------------------
+
+TEST(TierRelativePath, AbsoluteOnlyUnderTheRootAndNeverDotDot) {
+  auto rel = [](std::string_view root, std::string_view path) {
+    const TierPath t = tier_relative_path(root, path);
+    return t.refused ? "refused:" + std::string(to_string(*t.refused)) : t.rel;
+  };
+  EXPECT_EQ(rel("/nvme/ckpt", "/nvme/ckpt/llama/step-1/r0"), "llama/step-1/r0");
+  EXPECT_EQ(rel("/nvme/ckpt/", "/nvme//ckpt/./llama/r0"), "llama/r0");
+  EXPECT_EQ(rel("/nvme/ckpt", "llama/./step-1//r0"), "llama/step-1/r0");
+  EXPECT_EQ(rel("/nvme/ckpt", "/etc/passwd"), "refused:outside_tier");
+  EXPECT_EQ(rel("/nvme/ckpt", "/nvme/ckpt2/x"), "refused:outside_tier");  // a sibling, not under
+  EXPECT_EQ(rel("/nvme/ckpt", "../../../../etc/hostname"), "refused:dotdot");
+  EXPECT_EQ(rel("/nvme/ckpt", "/nvme/ckpt/a/../../etc"), "refused:dotdot");
+  EXPECT_EQ(rel("/nvme/ckpt", "a/b/.."), "refused:dotdot");
+  EXPECT_EQ(rel("/nvme/ckpt", ""), "refused:bad_path");
+  EXPECT_EQ(rel("/nvme/ckpt", "/nvme/ckpt"), "refused:bad_path");  // the root itself
+  EXPECT_EQ(rel("/nvme/ckpt", std::string_view("a\0b", 3)), "refused:bad_path");
+  EXPECT_EQ(rel("/nvme/ckpt", "..a/b.."), "..a/b..");  // names that only start or end with dots
+}
+
+// Both resolutions: openat2 where the kernel has it, and the walk.
+class OpenBeneath : public ::testing::TestWithParam<BeneathMode> {};
+
+TEST_P(OpenBeneath, OpensPathsUnderTheRootAndRefusesEverySymlink) {
+  testing::TempDir dir;
+  const fs::path tier = dir.path() / "tier";
+  write_file(tier / "j" / "s" / "r0", "abc");
+  write_file(dir.path() / "outside" / "secret", "abc");
+  fs::create_symlink(dir.path() / "outside" / "secret", tier / "j" / "abs-link");
+  fs::create_symlink("../../outside/secret", tier / "j" / "rel-link");
+  fs::create_symlink(dir.path() / "outside", tier / "j" / "dir-link");
+  fs::create_symlink("s/r0", tier / "j" / "inside-link");  // even one that stays inside
+  const int root = ::open(tier.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(root, 0);
+  auto open = [&](const std::string& rel) {
+    std::optional<PathRefusal> why;
+    int err = 0;
+    const int fd = open_beneath(root, rel, O_RDONLY, &why, &err, GetParam());
+    if (fd >= 0) {
+      ::close(fd);
+      return std::string("open");
+    }
+    return why ? "refused:" + std::string(to_string(*why)) : "errno:" + std::to_string(err);
+  };
+  EXPECT_EQ(open("j/s/r0"), "open");
+  EXPECT_EQ(open("j/abs-link"), "refused:symlink");
+  EXPECT_EQ(open("j/rel-link"), "refused:symlink");
+  EXPECT_EQ(open("j/dir-link/secret"), "refused:symlink");
+  EXPECT_EQ(open("j/inside-link"), "refused:symlink");
+  EXPECT_EQ(open("j/s/gone"), "errno:" + std::to_string(ENOENT));
+  EXPECT_EQ(open("j/s/r0/x"), "errno:" + std::to_string(ENOTDIR));
+  if (GetParam() == BeneathMode::kWalk) {
+    EXPECT_EQ(open("j/../../outside/secret"), "refused:dotdot");
+  } else {
+    // openat2 itself stops `..` leaving the root (RESOLVE_BENEATH), or the
+    // kernel lacks it and the walk refuses the component.
+    const std::string r = open("j/../../outside/secret");
+    EXPECT_TRUE(r == "refused:escape" || r == "refused:dotdot") << r;
+  }
+  EXPECT_EQ(open("/etc/hostname"), "refused:bad_path");
+  ::close(root);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, OpenBeneath,
+                         ::testing::Values(BeneathMode::kAuto, BeneathMode::kWalk),
+                         [](const auto& param_info) {
+                           return param_info.param == BeneathMode::kAuto ? "Openat2" : "Walk";
+                         });
+
+// Watches `p` for any open or read, so a test can prove a file was never touched.
+class TouchWatch {
+ public:
+  explicit TouchWatch(const fs::path& p) : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    if (fd_ >= 0) wd_ = ::inotify_add_watch(fd_, p.c_str(), IN_OPEN | IN_ACCESS);
+  }
+  ~TouchWatch() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool ok() const { return fd_ >= 0 && wd_ >= 0; }
+  // True when the file was opened or read since the watch began.
+  bool touched() const {
+    alignas(inotify_event) char buf[4096];
+    return ::read(fd_, buf, sizeof buf) > 0;
+  }
+
+ private:
+  int fd_;
+  int wd_ = -1;
+};
+
+class VerifierPathTest : public VerifierTest, public ::testing::WithParamInterface<BeneathMode> {};
+
+TEST_P(VerifierPathTest, EventPathsOutsideTheTierAreNeverOpenedNorHashed) {
+  verifier_->set_beneath_mode(GetParam());
+  // A file outside the tier whose checksum an attacker knows: were it read,
+  // "ok" would tell them its contents.
+  const fs::path secret = dir_.path() / "outside" / "secret";
+  write_file(secret, "abc");
+  write_file(tier_ / "j" / "step-7" / "r0", "abc");
+  fs::create_symlink(secret, tier_ / "j" / "step-7" / "r1");            // points outside
+  fs::create_symlink(dir_.path() / "outside", tier_ / "j" / "escape");  // a directory inside, out
+  TouchWatch watch(secret);
+  ASSERT_TRUE(watch.ok());
+  const std::string sum = std::string("sha256:") + kSha256Abc;
+  tail(shard_line(0, secret.string(), sum) +                   // absolute, outside
+       shard_line(1, "../outside/secret", sum) +               // `..`
+       shard_line(2, "j/step-7/r1", sum) +                     // symlink pointing out
+       shard_line(3, "j/escape/secret", sum) +                 // directory symlink inside
+       shard_line(4, (tier_ / "j/step-7/r0").string(), sum) +  // absolute, under the tier
+       shard_line(5, "j/step-7/r0", sum));                     // relative to the tier
+  auto pass = verifier_->run(1e9);
+  EXPECT_FALSE(watch.touched()) << "the file outside the tier was opened or read";
+  EXPECT_EQ(pass.files, 2u) << "refused paths are not checks";
+  EXPECT_EQ(pass.bytes, 6u) << "only the two shards in the tier were read";
+  EXPECT_EQ(total(IntegrityResult::kOk), 2u);
+  EXPECT_EQ(total(IntegrityResult::kMismatch), 0u);
+  EXPECT_EQ(total(IntegrityResult::kMissing), 0u);
+  EXPECT_EQ(total(IntegrityResult::kError), 0u);
+  auto refused = [&](PathRefusal r) {
+    return verifier_->snapshot()->refused.at("rapid")[static_cast<std::size_t>(r)];
+  };
+  EXPECT_EQ(refused(PathRefusal::kOutsideTier), 1u);
+  EXPECT_EQ(refused(PathRefusal::kDotDot), 1u);
+  EXPECT_EQ(refused(PathRefusal::kSymlink), 2u);
+  EXPECT_EQ(verifier_->snapshot()->pending_shards, 0u);
+  EXPECT_EQ(verifier_->progress()->pending.load(), 0u);
+
+  restart();  // the refusals are kept in the state database like the results
+  EXPECT_EQ(verifier_->run(1e9).files, 0u);
+  EXPECT_EQ(refused(PathRefusal::kSymlink), 2u);
+  EXPECT_EQ(refused(PathRefusal::kOutsideTier), 1u);
+  EXPECT_FALSE(watch.touched());
+}
+
+TEST_P(VerifierPathTest, IntegrityJsonNamesOutsideTheCheckpointAreRefused) {
+  verifier_->set_beneath_mode(GetParam());
+  const fs::path secret = dir_.path() / "outside" / "secret";
+  write_file(secret, "abc");
+  const fs::path iter = tier_ / "gpt" / "iter_0000100";
+  write_file(iter / "__0_0.distcp", "abc");
+  fs::create_symlink(secret, iter / "__1_0.distcp");
+  write_file(iter / "integrity.json",
+             std::string("{\"files\":{\"__0_0.distcp\":\"") + kSha256Abc +
+                 "\",\"__1_0.distcp\":\"" + kSha256Abc + "\",\"../../../outside/secret\":\"" +
+                 kSha256Abc + "\",\"" + secret.string() + "\":\"" + kSha256Abc + "\"}}");
+  TouchWatch watch(secret);
+  ASSERT_TRUE(watch.ok());
+  Checkpoint c;
+  c.tier = "rapid";
+  c.job = "gpt";
+  c.path = "gpt/iter_0000100";
+  c.step = 100;
+  c.framework = "megatron_torch_dist";
+  c.state = CkptState::kCommitted;
+  c.first_seen = clock_->now() - 3600;
+  c.last_seen = clock_->now();
+  store_->save_catalog("rapid", {c}, {}, clock_->now());
+  store_->flush();
+  auto pass = verifier_->run(1e9);
+  EXPECT_FALSE(watch.touched());
+  EXPECT_EQ(pass.files, 1u);
+  EXPECT_EQ(pass.bytes, 3u);
+  EXPECT_EQ(total(IntegrityResult::kOk), 1u);
+  auto refused = [&](PathRefusal r) {
+    return verifier_->snapshot()->refused.at("rapid")[static_cast<std::size_t>(r)];
+  };
+  EXPECT_EQ(refused(PathRefusal::kSymlink), 1u);
+  EXPECT_EQ(refused(PathRefusal::kDotDot), 1u);
+  EXPECT_EQ(refused(PathRefusal::kOutsideTier), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, VerifierPathTest,
+                         ::testing::Values(BeneathMode::kAuto, BeneathMode::kWalk),
+                         [](const auto& param_info) {
+                           return param_info.param == BeneathMode::kAuto ? "Openat2" : "Walk";
+                         });
+
+// A read that hangs (a hung mount) is reported stuck once it has gone
+// read_deadline seconds without bytes, on the injected clock; a read waiting
+// for the byte budget is not.
+TEST_F(VerifierTest, AHungReadIsReportedStuckAfterTheReadDeadline) {
+  verifier_->configure(rate_, {{"rapid", tier_.string()}}, 60);
+  write_file(tier_ / "j" / "step-7" / "r0", "abc");
+  tail(shard_line(0, "j/step-7/r0", std::string("sha256:") + kSha256Abc));
+  std::promise<void> entered;
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  bool first = true;
+  verifier_->set_read([&](int fd, void* buf, std::size_t n) -> ssize_t {
+    if (first) {
+      first = false;
+      entered.set_value();
+      released.wait();  // hangs until the test lets it go
+    }
+    return ::read(fd, buf, n);
+  });
+  auto progress = verifier_->progress();
+  auto run = std::async(std::launch::async, [&] { return verifier_->run(1e9); });
+  entered.get_future().wait();
+  EXPECT_EQ(progress->pending.load(), 1u) << "the queued shard counts while it is being read";
+  EXPECT_EQ(progress->stuck(clock_->now()), 0u);
+  EXPECT_EQ(verifier_->reading_path(), (tier_ / "j/step-7/r0").string());
+  clock_->advance(59);
+  EXPECT_EQ(progress->stuck(clock_->now()), 0u);
+  clock_->advance(1);
+  EXPECT_EQ(progress->stuck(clock_->now()), 1u);
+  release.set_value();
+  auto pass = run.get();
+  EXPECT_EQ(pass.files, 1u);
+  EXPECT_EQ(total(IntegrityResult::kOk), 1u);
+  EXPECT_EQ(progress->stuck(clock_->now() + 3600), 0u) << "no read in progress";
+  EXPECT_EQ(progress->pending.load(), 0u);
+  EXPECT_EQ(verifier_->reading_path(), "");
 }
 
 }  // namespace

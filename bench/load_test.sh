@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Scrapes under load (issue 9): 50 concurrent scrapers (wrk) for 20 s against
+# a daemon exporting >= 10,000 series, while full scans of a 204,800-file
+# tree run. Prints wrk's latency distribution, the error counts, the series
+# count and the machine's load; record them in docs/performance.md.
+#
+# The daemon watches the rules-cycle configuration of docs/performance.md
+# (4 tiers x 100 jobs x 25 checkpoints) plus a fifth tier holding the scan
+# benchmark's tree (4 jobs x 25 checkpoints x 1024 ranks x 2 files). That
+# tier is added by a reload just before wrk starts, so its first (full) walk
+# runs during the scrapes; while wrk runs, a file is created and removed in
+# each of its checkpoint directories every second, so every later walk lists
+# and stats all 204,800 files again (a full scan, not the steady state).
+#
+# Usage: bench/load_test.sh [WORK_DIR] [BUILD]   (needs wrk: Debian package wrk)
+set -euo pipefail
+work=${1:-/tmp/ckptmon-load}
+build=${2:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+bin="$here/../$build/ckptmon"
+duration=${LOAD_DURATION:-20}
+conns=${LOAD_CONNECTIONS:-50}
+mkdir -p "$work"
+for t in staging rapid capacity archive; do
+  if [ ! -d "$work/$t/job-99" ]; then
+    python3 "$here/gen_tree.py" "$work/$t" --jobs 100 --checkpoints 25 --ranks 2 \
+      --files-per-rank 1 --shard-bytes 1000000 >/dev/null
+  fi
+done
+if [ ! -d "$work/big/job-3/step-25000" ]; then
+  python3 "$here/gen_tree.py" "$work/big" >/dev/null
+fi
+rm -rf "$work/state" "$work/log"
+base="global: {state_dir: $work/state, scan_interval: 1s, scan_timeout: 60s}
+tiers:
+  - {name: staging, path: $work/staging, role: staging, drains_to: rapid}
+  - {name: rapid, path: $work/rapid, role: rapid}
+  - {name: capacity, path: $work/capacity, role: capacity}
+  - {name: archive, path: $work/archive, role: capacity}"
+printf '%s\n' "$base" >"$work/c.yml"
+"$bin" serve --config.file "$work/c.yml" --web.listen-address 127.0.0.1:0 2>"$work/log" &
+pid=$!
+toucher=""
+trap 'kill $pid ${toucher} 2>/dev/null || true' EXIT
+port=""
+for _ in $(seq 300); do
+  port=$(grep -o 'port=[0-9]*' "$work/log" | head -1 | cut -d= -f2 || true)
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "the daemon did not start:"; cat "$work/log"; exit 1; }
+start=$(date +%s)
+until curl -sf "127.0.0.1:$port/-/ready" >/dev/null; do
+  [ $(( $(date +%s) - start )) -gt 600 ] && { echo "not ready after 600 s"; exit 1; }
+  sleep 1
+done
+sleep 3  # the first rules cycle
+series=$(curl -s "127.0.0.1:$port/metrics" | grep -vc '^#')
+# The big tier now, so its first walk runs during the scrapes.
+printf '%s\n  - {name: big, path: %s, role: capacity}\n' "$base" "$work/big" >"$work/c.yml"
+kill -HUP $pid
+( while :; do
+    for d in "$work"/big/job-*/step-*; do : >"$d/.load-touch"; rm -f "$d/.load-touch"; done
+    sleep 1
+  done ) &
+toucher=$!
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+wrk -t2 -c"$conns" -d"${duration}s" --timeout 10s --latency "http://127.0.0.1:$port/metrics" \
+  | tee "$work/wrk.txt"
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+kill $toucher 2>/dev/null || true
+toucher=""
+walks=$(grep -c 'tier=big' "$work/log" || true)
+big=$(curl -s "127.0.0.1:$port/metrics" | awk '/^ckpt_checkpoints\{.*tier="big"/ {s+=$2} END {print s+0}')
+echo "series exported before the run: $series"
+echo "checkpoints catalogued on the big tier after the run: $big (of 100)"
+echo "load average before / after: $load_before / $load_after ($(nproc) CPUs)"
+echo "log lines about the big tier: $walks"
+grep -E 'Non-2xx|Socket errors' "$work/wrk.txt" || echo "errors: none (no non-2xx responses, no socket errors)"
