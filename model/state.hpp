@@ -12,6 +12,7 @@
 #include "config/config.hpp"
 #include "model/catalog.hpp"
 #include "model/events.hpp"
+#include "model/gpu.hpp"
 
 namespace ckptmon {
 
@@ -63,6 +64,8 @@ struct State {
   // integrity verifier found; immutable snapshots, null until first loaded.
   std::shared_ptr<const EventCatalog> events;
   std::shared_ptr<const IntegrityStatus> integrity;
+  // What the GPU source observed (collectors/gpu.cpp); null while gpu.source is none.
+  std::shared_ptr<const GpuState> gpu;
 
   // The event-log view of a checkpoint the scanner found, or null.
   const EventStep* event_step(const Checkpoint& c) const;
