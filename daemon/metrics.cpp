@@ -13,6 +13,8 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "daemon/gpu_metrics.hpp"
+
 namespace ckptmon {
 
 FamilyBuilder::FamilyBuilder(std::string name, std::string help, prometheus::MetricType type) {
@@ -115,6 +117,7 @@ std::vector<prometheus::MetricFamily> state_families(const State& state) {
 
   catalog_families(state, out);
   event_families(state, out);
+  gpu_families(state, out);
 
   FamilyBuilder dur("ckptmon_collector_duration_seconds",
                     "Duration of the slowest target of the collector's last run (up to its "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -97,6 +98,23 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
            (partial > 0 ? " class=\"down\"" : "") + ">" + std::to_string(partial) +
            "</td><td>" + (step >= 0 ? std::to_string(step) : "-") + "</td><td>" +
            human_bytes(static_cast<double>(r.stored_bytes)) + "</td></tr>\n";
+    }
+  }
+  if (snap.rules && !snap.rules->gpu_jobs.empty()) {
+    // What the last checkpoint of each job cost its GPUs (docs/rules.md, "GPU cost").
+    h += "</table>\n<h2>GPU cost of checkpoints</h2>\n<table><tr><th>job</th><th>GPUs</th>"
+         "<th>last step</th><th>utilisation during / before</th><th>drop</th>"
+         "<th>GPU-seconds lost (last)</th><th>GPU-seconds lost (total)</th><th>unknown</th></tr>\n";
+    auto pct = [](const std::optional<double>& v) {
+      return v ? std::to_string(static_cast<int>(std::lround(*v * 100))) + "%" : std::string("-");
+    };
+    for (const auto& [job, g] : snap.rules->gpu_jobs) {
+      h += "<tr><td>" + html_escape(job) + "</td><td>" + std::to_string(g.gpus) + "</td><td>" +
+           (g.last_step ? std::to_string(*g.last_step) : "-") + "</td><td>" + pct(g.last_during) +
+           " / " + pct(g.last_baseline) + "</td><td>" + pct(g.last_drop) + "</td><td>" +
+           (g.last_lost ? std::to_string(std::lround(*g.last_lost)) : "-") + "</td><td>" +
+           std::to_string(std::lround(g.lost_total)) + "</td><td>" + std::to_string(g.unknown) +
+           "</td></tr>\n";
     }
   }
   h += "</table>\n<h2>Endpoints</h2>\n<ul>\n"
@@ -296,6 +314,20 @@ std::string render_jobs_json(const Snapshot& snap) {
       for (CkptState s : kAllCkptStates) o[std::string(to_string(s))] = r.count(s);
       o["stored_bytes"] = r.stored_bytes;
       o["latest_committed_step"] = step >= 0 ? nlohmann::json(step) : nlohmann::json();
+      if (snap.rules) {
+        if (auto g = snap.rules->gpu_jobs.find(job); g != snap.rules->gpu_jobs.end()) {
+          auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+          o["gpu"] = {{"gpus", g->second.gpus},
+                      {"idle_gpu_seconds_total", g->second.lost_total},
+                      {"checkpoints_joined", g->second.joined},
+                      {"checkpoints_unknown", g->second.unknown},
+                      {"last_step", opt(g->second.last_step)},
+                      {"last_idle_gpu_seconds", opt(g->second.last_lost)},
+                      {"last_utilization_ratio", opt(g->second.last_during)},
+                      {"last_baseline_utilization_ratio", opt(g->second.last_baseline)},
+                      {"last_drop_ratio", opt(g->second.last_drop)}};
+        }
+      }
       arr.push_back(std::move(o));
     }
   }
