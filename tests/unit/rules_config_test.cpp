@@ -202,7 +202,8 @@ INSTANTIATE_TEST_SUITE_P(
              "CheckpointDrainBacklogGrowing, CheckpointDrainTooSlow, CheckpointTierFillingUp, "
              "CheckpointTierAlmostFull, CheckpointNextWontFit, CheckpointPartial, "
              "CheckpointCleanupStalled, CheckpointRecoveryPointStale, "
-             "CheckpointCompletionSkewHigh, CheckpointTierDown, CheckpointBandwidthShortfall)"}},
+             "CheckpointCompletionSkewHigh, CheckpointTierDown, CheckpointBandwidthShortfall, "
+             "CheckpointStallingGPUs, CheckpointGoodputLow)"}},
         Bad{"unknown_rule_key",
             "rules:\n  CheckpointTierAlmostFull: {used: 0.9}\n",
             {"r.yml:2:30: alerting.rules.CheckpointTierAlmostFull.used: unknown key (expected one "
