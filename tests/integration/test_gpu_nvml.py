@@ -90,6 +90,11 @@ class GpuNvmlEndToEnd(unittest.TestCase):
         self.assertEqual(
             m.get("ckpt_checkpoint_gpu_attribution_info", job="llama", attribution="all_local"), 1)
         self.assertEqual(m.get("ckpt_checkpoint_gpu_unknown_total", job="llama"), 0)
+        page = ck.get("/").text()
+        self.assertIn("<h2>GPU cost of checkpoints</h2>", page)
+        # job, GPUs, last step, during / before, drop, lost (last), lost (total), unknown
+        self.assertIn("<tr><td>llama</td><td>2</td><td>300</td><td>10% / 90%</td><td>89%</td>"
+                      "<td>16</td><td>48</td><td>0</td></tr>", page)
         alerts = ck.get("/api/v1/alerts").json()["data"]["alerts"]
         mine = [a for a in alerts if a["labels"]["alertname"] == ALERT]
         self.assertEqual(len(mine), 1)
