@@ -4,6 +4,7 @@
 #include <array>
 
 #include "collectors/collector.hpp"
+#include "collectors/gpu.hpp"
 #include "collectors/integrity.hpp"
 #include "collectors/manifest_tail.hpp"
 #include "collectors/tier_stats.hpp"
@@ -33,6 +34,10 @@ constexpr std::array kCollectors{
     Entry{"integrity",
           [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
             return std::make_shared<IntegrityCollector>(env.clock, env.store);
+          }},
+    Entry{"gpu",
+          [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
+            return std::make_shared<GpuCollector>(env.clock);
           }},
 };
 

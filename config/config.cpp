@@ -379,6 +379,10 @@ Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& s
     }
     YamlMap integrity(top.get("integrity").value, "integrity", sink);
     if (integrity.ok()) read_integrity(integrity, cfg.integrity, sink);
+    if (YamlField gpu = top.get("gpu"); gpu.present()) {
+      YamlMap gm(gpu.value, gpu.path, sink);
+      if (gm.ok()) read_gpu(gm, cfg.gpu, sink);
+    }
     top.finish();
 
     // Cross-references, once every tier is known.

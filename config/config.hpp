@@ -11,6 +11,7 @@
 
 #include <memory>
 
+#include "config/gpu_config.hpp"
 #include "config/yaml_reader.hpp"
 #include "rules/policy.hpp"
 #include "util/duration.hpp"
@@ -125,6 +126,7 @@ struct Config {
   AlertingConfig alerting;  // top-level `alerting`: thresholds, Alertmanager
   std::vector<ManifestConfig> manifests;
   IntegrityConfig integrity;
+  GpuConfig gpu;  // top-level `gpu`: utilisation source and job mapping
 
   const TierConfig* find_tier(std::string_view name) const;
 };

@@ -119,6 +119,21 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
             });
   read_rule(m, "CkptmonStateWriteFailing", r.state_write_failing, sink,
             [](YamlMap&, auto&, std::size_t) {});
+  read_rule(m, "CheckpointStallingGPUs", r.stalling_gpus, sink,
+            [&](YamlMap& rm, auto& o, std::size_t) {
+              double_key(rm, "min_drop_ratio", o.min_drop_ratio, sink, 0, 1);
+              int_key(rm, "consecutive", o.consecutive, sink, 1, 64);
+            });
+  read_rule(m, "CheckpointGoodputLow", r.goodput_low, sink,
+            [&](YamlMap& rm, auto& o, std::size_t before) {
+              seconds_key(rm, "window", o.window_seconds, sink, 60);
+              double_key(rm, "max_lost_ratio", o.max_lost_ratio, sink, 0, 1);
+              double_key(rm, "clear_lost_ratio", o.clear_lost_ratio, sink, 0, 1);
+              if (sink.errors().size() == before) {
+                require_order(rm, sink, "clear_lost_ratio", o.clear_lost_ratio, "max_lost_ratio",
+                              o.max_lost_ratio, fmt_number);
+              }
+            });
   m.finish();
 }
 

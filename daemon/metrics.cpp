@@ -17,6 +17,7 @@
 
 #include "util/label.hpp"
 #include "util/metric_labels.hpp"
+#include "daemon/gpu_metrics.hpp"
 
 namespace ckptmon {
 
@@ -120,6 +121,7 @@ std::vector<prometheus::MetricFamily> state_families(const State& state) {
 
   catalog_families(state, out);
   event_families(state, out);
+  gpu_families(state, out);
 
   FamilyBuilder dur("ckptmon_collector_duration_seconds",
                     "Duration of the slowest target of the collector's last run (up to its "

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "config/rules_config.hpp"
+#include "daemon/gpu_metrics.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/rules_metrics.hpp"
 #include "store/store.hpp"
@@ -61,6 +62,12 @@ RulesCycle::~RulesCycle() { stop(); }
 
 void RulesCycle::configure(const Config& cfg, const std::string& self_url) {
   policy_ = rules_policy(cfg);
+  gpu_enabled_ = cfg.gpu.enabled();
+  gpu_job_map_ = cfg.gpu.job_map;
+  // A window's samples arrive within a poll or two; past a few polls and the
+  // deadline they are not coming.
+  gpu_grace_seconds_ = 5 * std::chrono::duration<double>(cfg.gpu.interval).count() +
+                       std::chrono::duration<double>(cfg.gpu.timeout).count();
   tier_keep_seconds_ = SizingPolicy{}.trend_window_seconds;
   drain_keep_seconds_ = DrainPolicy{}.rate_window_seconds;
   for (const auto& [name, p] : policy_.tiers) {
@@ -259,6 +266,11 @@ void RulesCycle::evaluate() {
       self.store_path = store_->path();
       self.store_last_error = store_->last_error();
     }
+    if (gpu_enabled_ && state_.gpu && state_.events) {
+      gpu_costs_.update(*state_.events, *state_.gpu, gpu_job_map_, gpu_grace_seconds_, now);
+      figures.gpu_jobs =
+          gpu_job_figures(gpu_costs_, now, policy_.alerting.rules.goodput_low.window_seconds);
+    }
     const std::vector<AlertCondition> conditions =
         alert_conditions(figures, state_.tiers, policy_.alerting, self);
     write.transitions = evaluator_.evaluate(conditions, now, mono);
@@ -321,6 +333,9 @@ void RulesCycle::render(const RuleFigures& figures, const std::vector<AlertInsta
     if (a.state == AlertState::kFiring) firing.push_back(a);
   }
   std::vector<prometheus::MetricFamily> families = rule_families(figures);
+  if (gpu_enabled_) {
+    for (auto& f : gpu_cost_families(gpu_costs_)) families.push_back(std::move(f));
+  }
   for (auto& f : alert_families(firing)) families.push_back(std::move(f));
   if (alertmanager_) {
     for (auto& f : alertmanager_families(alertmanager_->stats())) families.push_back(std::move(f));
@@ -356,6 +371,24 @@ void RulesCycle::render(const RuleFigures& figures, const std::vector<AlertInsta
   out->active = active;
   out->alerts_json = alerts_json(out->active);
   out->evaluated_at = now;
+  if (gpu_enabled_) {
+    for (const auto& [job, c] : gpu_costs_.jobs()) {
+      GpuJobSummary g;
+      g.gpus = c.gpus;
+      g.lost_total = c.lost_total;
+      g.joined = c.joined;
+      g.unknown = c.unknown;
+      if (!c.recent.empty()) {
+        const CheckpointGpuCost& k = c.recent.back();
+        g.last_step = k.step;
+        g.last_lost = k.lost_gpu_seconds;
+        g.last_during = k.during;
+        g.last_baseline = k.baseline;
+        g.last_drop = k.drop_ratio();
+      }
+      out->gpu_jobs.emplace(job, g);
+    }
+  }
   output_ = std::move(out);
 }
 

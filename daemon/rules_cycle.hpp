@@ -32,8 +32,20 @@ namespace ckptmon {
 class Store;
 
 // What one cycle produced, published with the snapshot. Immutable once made.
+// One job's GPU cost as the landing page and /api/v1/jobs show it.
+struct GpuJobSummary {
+  std::size_t gpus = 0;
+  double lost_total = 0;  // GPU-seconds lost to checkpoints since start
+  std::uint64_t joined = 0;
+  std::uint64_t unknown = 0;
+  // The newest checkpoint with a known cost.
+  std::optional<std::int64_t> last_step;
+  std::optional<double> last_lost, last_during, last_baseline, last_drop;
+};
+
 struct RulesOutput {
   std::string metrics_text;           // rule, alert, Alertmanager and ckptmon_rules_* families
+  std::map<std::string, GpuJobSummary> gpu_jobs;  // by job; empty while gpu.source is none
   std::vector<AlertInstance> active;  // pending and firing alerts, sorted by labels
   std::string alerts_json;            // GET /api/v1/alerts body: alerts_json(active)
   double evaluated_at = 0;            // the injected clock's now of the cycle
@@ -85,6 +97,8 @@ class RulesCycle {
   std::shared_ptr<const RulesOutput> output() const { return output_; }
   const RulesHistory& history() const { return history_; }
   const AlertmanagerClient* alertmanager() const { return alertmanager_.get(); }
+  // What checkpoints cost the GPUs so far (rules/gpu_cost.hpp).
+  const GpuCostTracker& gpu_costs() const { return gpu_costs_; }
   std::uint64_t cycles() const { return cycles_; }
 
  private:
@@ -115,6 +129,12 @@ class RulesCycle {
   double last_prune_ = 0;
   std::optional<AlertmanagerOptions> alertmanager_options_;
   std::unique_ptr<AlertmanagerClient> alertmanager_;
+
+  // The GPU join: gpu.job_map, how long a window waits for its samples.
+  GpuCostTracker gpu_costs_;
+  std::map<unsigned, std::string> gpu_job_map_;
+  double gpu_grace_seconds_ = 30;
+  bool gpu_enabled_ = false;
 
   std::shared_ptr<const RulesOutput> output_;
   std::uint64_t cycles_ = 0;

@@ -1,9 +1,10 @@
 #include "daemon/web.hpp"
 
 #include <algorithm>
-#include <map>
 #include <charconv>
+#include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -88,8 +89,8 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
   h += "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}"
        ".up{color:#070}.down{color:#b00;font-weight:bold}</style></head><body>\n";
-  h += "<h1>ckptmon</h1>\n<p>Checkpoint storage monitor " + html_escape(kVersion) +
-       " (revision " + html_escape(kRevision) + "). ";
+  h += "<h1>ckptmon</h1>\n<p>Checkpoint storage monitor " + html_escape(kVersion) + " (revision " +
+       html_escape(kRevision) + "). ";
   h += ready ? "Ready." : "Not ready yet: first collection running.";
   h += " Configuration: <code>" + html_escape(s.config ? s.config->source : "") + "</code>";
   h += last_reload_ok ? "" : " <span class=\"down\">(last reload failed; see the log)</span>";
@@ -108,9 +109,8 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
     }
     if (t.has_stats) {
       h += "<td>" + human_bytes(t.stats.size_bytes) + "</td><td>" +
-           human_bytes(t.stats.avail_bytes) + "</td><td><code>" +
-           html_escape(t.stats.mountpoint) + "</code></td><td>" + html_escape(t.stats.fstype) +
-           "</td>";
+           human_bytes(t.stats.avail_bytes) + "</td><td><code>" + html_escape(t.stats.mountpoint) +
+           "</code></td><td>" + html_escape(t.stats.fstype) + "</td>";
     } else {
       h += "<td></td><td></td><td></td><td></td>";
     }
@@ -124,17 +124,35 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
       const std::int64_t step = r.latest_committed_step();
       // Job names are directory names: '&', '#', '+', '%' or a space would
       // break the query, so the URL is encoded before it is HTML-escaped.
-      h += "<tr><td>" + html_escape(tier) + "</td><td><a href=\"/api/v1/checkpoints?tier=" +
-           html_escape(url_encode(tier)) + "&amp;job=" + html_escape(url_encode(job)) + "\">" +
-           html_escape(display_name(job)) +
+      h += "<tr><td>" + html_escape(tier) +
+           "</td><td><a href=\"/api/v1/checkpoints?tier=" + html_escape(url_encode(tier)) +
+           "&amp;job=" + html_escape(url_encode(job)) + "\">" + html_escape(display_name(job)) +
            "</a></td><td>" + std::to_string(r.count(CkptState::kCommitted)) + "</td><td>" +
            std::to_string(r.count(CkptState::kInProgress)) + "</td><td" +
-           (partial > 0 ? " class=\"down\"" : "") + ">" + std::to_string(partial) +
-           "</td><td>" + (step >= 0 ? std::to_string(step) : "-") + "</td><td>" +
+           (partial > 0 ? " class=\"down\"" : "") + ">" + std::to_string(partial) + "</td><td>" +
+           (step >= 0 ? std::to_string(step) : "-") + "</td><td>" +
            human_bytes(static_cast<double>(r.stored_bytes)) + "</td></tr>\n";
     }
   }
   h += "</table>\n" + render_recovery_section(s);
+  if (snap.rules && !snap.rules->gpu_jobs.empty()) {
+    // What the last checkpoint of each job cost its GPUs (docs/rules.md, "GPU cost").
+    h += "<h2>GPU cost of checkpoints</h2>\n<table><tr><th>job</th><th>GPUs</th>"
+         "<th>last step</th><th>utilisation during / before</th><th>drop</th>"
+         "<th>GPU-seconds lost (last)</th><th>GPU-seconds lost (total)</th><th>unknown</th></tr>\n";
+    auto pct = [](const std::optional<double>& v) {
+      return v ? std::to_string(static_cast<int>(std::lround(*v * 100))) + "%" : std::string("-");
+    };
+    for (const auto& [job, g] : snap.rules->gpu_jobs) {
+      h += "<tr><td>" + html_escape(display_name(job)) + "</td><td>" + std::to_string(g.gpus) +
+           "</td><td>" + (g.last_step ? std::to_string(*g.last_step) : "-") + "</td><td>" +
+           pct(g.last_during) + " / " + pct(g.last_baseline) + "</td><td>" + pct(g.last_drop) +
+           "</td><td>" + (g.last_lost ? std::to_string(std::lround(*g.last_lost)) : "-") +
+           "</td><td>" + std::to_string(std::lround(g.lost_total)) + "</td><td>" +
+           std::to_string(g.unknown) + "</td></tr>\n";
+    }
+    h += "</table>\n";
+  }
   h += "<h2>Endpoints</h2>\n<ul>\n"
        "<li><a href=\"/metrics\">/metrics</a>: Prometheus metrics</li>\n"
        "<li><a href=\"/api/v1/tiers\">/api/v1/tiers</a>: tiers as JSON</li>\n"
@@ -347,6 +365,20 @@ std::string render_jobs_json(const Snapshot& snap) {
       o["stored_bytes"] = r.stored_bytes;
       o["unreadable"] = r.unreadable;
       o["latest_committed_step"] = step >= 0 ? nlohmann::json(step) : nlohmann::json();
+      if (snap.rules) {
+        if (auto g = snap.rules->gpu_jobs.find(job); g != snap.rules->gpu_jobs.end()) {
+          auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+          o["gpu"] = {{"gpus", g->second.gpus},
+                      {"idle_gpu_seconds_total", g->second.lost_total},
+                      {"checkpoints_joined", g->second.joined},
+                      {"checkpoints_unknown", g->second.unknown},
+                      {"last_step", opt(g->second.last_step)},
+                      {"last_idle_gpu_seconds", opt(g->second.last_lost)},
+                      {"last_utilization_ratio", opt(g->second.last_during)},
+                      {"last_baseline_utilization_ratio", opt(g->second.last_baseline)},
+                      {"last_drop_ratio", opt(g->second.last_drop)}};
+        }
+      }
       arr.push_back(std::move(o));
     }
   }
@@ -360,7 +392,8 @@ std::string render_tiers_json(const Snapshot& snap) {
     j["name"] = name;
     j["path"] = t.config.path;
     j["role"] = std::string(to_string(t.config.role));
-    j["drains_to"] = t.config.drains_to.empty() ? nlohmann::json() : nlohmann::json(t.config.drains_to);
+    j["drains_to"] =
+        t.config.drains_to.empty() ? nlohmann::json() : nlohmann::json(t.config.drains_to);
     j["partial_after_seconds"] = to_seconds(t.config.partial_after);
     if (snap.state.config) {
       j["scan_interval_seconds"] = to_seconds(snap.state.config->global.scan_interval);
@@ -502,9 +535,10 @@ bool render_events_summary_json(const Snapshot& snap,
     nlohmann::json failed = nlohmann::json::array();
     for (const auto& [k, c] : in.steps) {
       if (!c.failed()) continue;
-      failed.push_back(
-          {{"tier", k.tier}, {"job", display_name(k.job)}, {"step", k.step},
-           {"results", counts_json(c)}});
+      failed.push_back({{"tier", k.tier},
+                        {"job", display_name(k.job)},
+                        {"step", k.step},
+                        {"results", counts_json(c)}});
     }
     for (const auto& [k, c] : in.checkpoints) {
       if (!c.failed()) continue;

@@ -273,8 +273,12 @@ void EventAggregator::observe_duration(EventStep& s, EventJob& j) {
   s.duration_observed = true;
 }
 
-void EventAggregator::pair_pause(EventStep& s, double seconds, EventJob& j) {
-  seconds = std::max(0.0, seconds);
+void EventAggregator::pair_pause(EventStep& s, double start, double end, EventJob& j) {
+  const double seconds = std::max(0.0, end - start);
+  if (end >= start) {  // a pause that ends before it starts has no window
+    s.pause_first_start = s.pause_first_start == 0 ? start : std::min(s.pause_first_start, start);
+    s.pause_last_end = std::max(s.pause_last_end, end);
+  }
   ++s.pauses;
   s.pause_max = std::max(s.pause_max, seconds);
   if (!s.pause_observed) {
@@ -420,7 +424,7 @@ void EventAggregator::apply(const Event& e, std::string_view tier) {
     case EventType::kPauseStart: {
       const std::int64_t rank = e.rank.value_or(-1);
       if (auto it = s.pause_ends.find(rank); it != s.pause_ends.end()) {
-        pair_pause(s, it->second - e.ts, j);
+        pair_pause(s, e.ts, it->second, j);
         s.pause_ends.erase(it);
       } else {
         auto [pit, inserted] = s.pause_starts.emplace(rank, e.ts);
@@ -432,7 +436,7 @@ void EventAggregator::apply(const Event& e, std::string_view tier) {
     case EventType::kPauseEnd: {
       const std::int64_t rank = e.rank.value_or(-1);
       if (auto it = s.pause_starts.find(rank); it != s.pause_starts.end()) {
-        pair_pause(s, e.ts - it->second, j);
+        pair_pause(s, it->second, e.ts, j);
         s.pause_starts.erase(it);
       } else {
         auto [pit, inserted] = s.pause_ends.emplace(rank, e.ts);
@@ -587,6 +591,8 @@ nlohmann::json to_json(const EventStep& s) {
   j["pause_ends"] = pairs_json(s.pause_ends);
   j["pauses"] = s.pauses;
   j["pause_max"] = s.pause_max;
+  j["pause_first_start"] = s.pause_first_start;
+  j["pause_last_end"] = s.pause_last_end;
   j["failed"] = s.failed;
   j["failed_ts"] = s.failed_ts;
   j["failure_reason"] = s.failure_reason;
@@ -624,6 +630,8 @@ EventStep event_step_from_json(const nlohmann::json& j) {
   if (auto it = j.find("pause_ends"); it != j.end()) s.pause_ends = pairs_from<double>(*it);
   s.pauses = j.value("pauses", std::uint64_t{0});
   s.pause_max = j.value("pause_max", 0.0);
+  s.pause_first_start = j.value("pause_first_start", 0.0);
+  s.pause_last_end = j.value("pause_last_end", 0.0);
   s.failed = j.value("failed", false);
   s.failed_ts = j.value("failed_ts", 0.0);
   s.failure_reason = j.value("failure_reason", std::string());

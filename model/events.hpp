@@ -86,6 +86,10 @@ struct EventStep {
   std::map<std::int64_t, double> pause_ends;
   std::uint64_t pauses = 0;  // matched pause_start/pause_end pairs
   double pause_max = 0;      // the longest matched pause, seconds
+  // The span of the matched pauses: the earliest start and the latest end
+  // (0 = none), the blocking window the GPU join measures.
+  double pause_first_start = 0;
+  double pause_last_end = 0;
 
   bool failed = false;
   double failed_ts = 0;
@@ -268,7 +272,7 @@ class EventAggregator {
   void apply(const Event& e, std::string_view tier);
   void observe_duration(EventStep& s, EventJob& j);
   DrainProgress& drain_for(EventStep& s, const Event& e);
-  void pair_pause(EventStep& s, double seconds, EventJob& j);
+  void pair_pause(EventStep& s, double start, double end, EventJob& j);
 
   EventCatalog& cat_;
   std::size_t steps_per_job_;

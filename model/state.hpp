@@ -12,6 +12,7 @@
 #include "config/config.hpp"
 #include "model/catalog.hpp"
 #include "model/events.hpp"
+#include "model/gpu.hpp"
 
 namespace ckptmon {
 
@@ -66,6 +67,8 @@ struct State {
   // What the verifier is doing now (live: scrapes read its atomics); null
   // until its first run returned.
   std::shared_ptr<const IntegrityProgress> integrity_progress;
+  // What the GPU source observed (collectors/gpu.cpp); null while gpu.source is none.
+  std::shared_ptr<const GpuState> gpu;
 
   // The event-log view of a checkpoint the scanner found, or null.
   const EventStep* event_step(const Checkpoint& c) const;

@@ -349,6 +349,48 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
                                "kept, and a restart would lose them. /-/ready fails meanwhile."};
             });
   }
+  for (const GpuJobFigures& g : figures.gpu_jobs) {
+    {
+      const auto& rule = r.stalling_gpus;
+      const std::size_t n = static_cast<std::size_t>(std::max<std::int64_t>(1, rule.consecutive));
+      Signal s = Signal::kHold;  // no known checkpoint yet: nothing to judge
+      double v = 0;
+      if (!g.drops.empty()) {
+        v = g.drops.back();
+        if (v <= rule.min_drop_ratio) {
+          s = Signal::kClear;
+        } else if (g.drops.size() >= n &&
+                   std::all_of(g.drops.end() - static_cast<std::ptrdiff_t>(n), g.drops.end(),
+                               [&](double d) { return d > rule.min_drop_ratio; })) {
+          s = Signal::kFire;
+        }
+      }
+      out.add(kAlertNames[12], rule, "", g.job, s, v, [&] {
+        return Texts{"Checkpoints of job " + g.job + " stall its GPUs",
+                     "GPU utilisation of job " + g.job + " (" + std::to_string(g.gpus) +
+                         " GPUs) dropped by " + percent(v) +
+                         " of its baseline during its last checkpoint, and by more than " +
+                         percent(rule.min_drop_ratio) + " during each of the last " +
+                         std::to_string(n) +
+                         " checkpoints: the ranks wait on the save instead of training."};
+      });
+    }
+    {
+      const auto& rule = r.goodput_low;
+      if (g.gpu_seconds_in_window <= 0) continue;
+      const double v = g.lost_in_window / g.gpu_seconds_in_window;
+      out.add(kAlertNames[13], rule, "", g.job,
+              above(v, rule.max_lost_ratio, rule.clear_lost_ratio), v, [&] {
+                return Texts{
+                    "Checkpoints cost job " + g.job + " " + percent(v) + " of its GPU time",
+                    "Checkpoints of job " + g.job + " left its " + std::to_string(g.gpus) +
+                        " GPUs idle for " + number(std::round(g.lost_in_window)) +
+                        " GPU-seconds over the last " + human_seconds(rule.window_seconds) + " (" +
+                        percent(v) + " of " + number(std::round(g.gpu_seconds_in_window)) +
+                        " GPU-seconds, threshold " + percent(rule.max_lost_ratio) + ")."};
+              });
+    }
+  }
   return out.take();
 }
 

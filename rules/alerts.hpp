@@ -20,13 +20,14 @@
 
 namespace ckptmon {
 
-inline constexpr std::array<std::string_view, 12> kAlertNames = {
+inline constexpr std::array<std::string_view, 14> kAlertNames = {
     "CheckpointDrainBacklogGrowing", "CheckpointDrainTooSlow",
     "CheckpointTierFillingUp",       "CheckpointTierAlmostFull",
     "CheckpointNextWontFit",         "CheckpointPartial",
     "CheckpointCleanupStalled",      "CheckpointRecoveryPointStale",
     "CheckpointCompletionSkewHigh",  "CheckpointTierDown",
-    "CheckpointBandwidthShortfall",  "CkptmonStateWriteFailing"};
+    "CheckpointBandwidthShortfall",  "CkptmonStateWriteFailing",
+    "CheckpointStallingGPUs",        "CheckpointGoodputLow"};
 
 // The identity of an alert instance. Empty tier or job: not applicable.
 struct AlertLabels {

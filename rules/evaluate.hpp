@@ -14,6 +14,7 @@
 #include "model/state.hpp"
 #include "rules/capacity.hpp"
 #include "rules/drain.hpp"
+#include "rules/gpu_cost.hpp"
 #include "rules/inputs.hpp"
 #include "rules/policy.hpp"
 #include "rules/recovery.hpp"
@@ -48,6 +49,9 @@ struct RuleFigures {
   std::map<std::string, double> cleanup_oldest_age_seconds;  // every tier
   std::vector<RecoveryPoint> recovery;                       // every job
   std::vector<JobTierFigures> job_tiers;                     // every (tier, job)
+  // GPU cost per job with a joined checkpoint; filled by the rules cycle from
+  // its GpuCostTracker (evaluate_rules leaves it empty).
+  std::vector<GpuJobFigures> gpu_jobs;
 };
 
 // `tiers` is State::tiers (configuration, up/down, statfs figures).

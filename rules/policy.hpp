@@ -104,7 +104,7 @@ struct AlertDefaults : AlertRuleCommon {
   }
 };
 
-// Thresholds of the twelve alerts. Where a rule has a fire and a clear
+// Thresholds of the fourteen alerts. Where a rule has a fire and a clear
 // threshold, the alert fires past the first and resolves only past the second
 // (hysteresis), so a value hovering at the threshold does not flap.
 struct AlertRules {
@@ -163,6 +163,20 @@ struct AlertRules {
   // Writes to ckptmon's own state database keep failing (/-/ready fails too).
   struct StateWriteFailing : AlertDefaults<60, Severity::kCritical> {
   } state_write_failing;
+  // GPU utilisation during checkpoints drops by more than min_drop_ratio of
+  // its baseline, (baseline - during) / baseline, for `consecutive`
+  // checkpoints of a job in a row (rules/gpu_cost.hpp).
+  struct StallingGpus : AlertDefaults<0, Severity::kWarning> {
+    double min_drop_ratio = 0.5;
+    std::int64_t consecutive = 3;
+  } stalling_gpus;
+  // GPU-seconds lost to checkpoints exceed max_lost_ratio of the job's
+  // GPU-seconds over `window`; resolves at clear_lost_ratio.
+  struct GoodputLow : AlertDefaults<0, Severity::kWarning> {
+    double window_seconds = 3600;
+    double max_lost_ratio = 0.05;
+    double clear_lost_ratio = 0.04;
+  } goodput_low;
 };
 
 // YAML `alerting`.

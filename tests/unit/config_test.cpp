@@ -139,7 +139,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_top_level_key",
                 "tierz: []\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:1:1: tierz: unknown key (expected one of: global, tiers, history, "
-                 "alerting, manifests, integrity)"}},
+                 "alerting, manifests, integrity, gpu)"}},
         BadCase{"unknown_global_key",
                 "global:\n  scan_intervall: 15s\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:2:3: global.scan_intervall: unknown key (expected one of: state_dir, "
@@ -273,7 +273,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointTierAlmostFull, CheckpointNextWontFit, CheckpointPartial, "
                  "CheckpointCleanupStalled, CheckpointRecoveryPointStale, "
                  "CheckpointCompletionSkewHigh, CheckpointTierDown, "
-                 "CheckpointBandwidthShortfall, CkptmonStateWriteFailing)"}},
+                 "CheckpointBandwidthShortfall, CkptmonStateWriteFailing, CheckpointStallingGPUs, "
+                 "CheckpointGoodputLow)"}},
         BadCase{"invalid_yaml", "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},
         BadCase{"manifests_not_a_list",

@@ -229,6 +229,15 @@ struct Scene {
     self.store_consecutive_errors = 4;
     self.store_path = "/var/lib/ckptmon/ckptmon.db";
     self.store_last_error = "database or disk is full";
+    // Three saves each dropping GPU utilisation by 80 %; 2880 GPU-seconds
+    // lost of 8 GPUs x 3600 s = 10 %.
+    GpuJobFigures g;
+    g.job = "llama";
+    g.gpus = 8;
+    g.drops = {0.8, 0.8, 0.8};
+    g.lost_in_window = 2880;
+    g.gpu_seconds_in_window = 8 * 3600;
+    figs.gpu_jobs.push_back(g);
   }
   std::vector<AlertCondition> conditions() const {
     return alert_conditions(figs, tiers, cfg, self);
@@ -264,6 +273,8 @@ TEST(AlertConditions, EveryAlertFiresOnItsFigureWithTheFiguresInItsText) {
       {"CheckpointBandwidthShortfall", "staging", "", "warning", "written at 50.0 MiB/s"},
       {"CkptmonStateWriteFailing", "", "", "critical",
        "The last 4 writes to /var/lib/ckptmon/ckptmon.db failed (database or disk is full)"},
+      {"CheckpointStallingGPUs", "", "llama", "warning", "dropped by 80% of its baseline"},
+      {"CheckpointGoodputLow", "", "llama", "warning", "2880 GPU-seconds over the last 1h (10%"},
   };
   ASSERT_EQ(want.size(), kAlertNames.size());
   for (const Want& w : want) {
@@ -503,6 +514,37 @@ TEST(AlertConditions, StateWriteFailingFollowsTheFailuresInARow) {
   s.cfg.rules.state_write_failing.enabled = false;
   auto cs = s.conditions();
   EXPECT_EQ(find(cs, "CkptmonStateWriteFailing", "", ""), nullptr);
+TEST(AlertConditions, GpuAlertsNeedConsecutiveDropsAndHoldOnHysteresis) {
+  AlertingConfig cfg;  // min_drop_ratio 0.5, consecutive 3; goodput 5 % / 4 %
+  RuleFigures f;
+  GpuJobFigures g;
+  g.job = "j";
+  g.gpus = 2;
+  g.gpu_seconds_in_window = 1000;
+  auto signal = [&](std::string_view name) {
+    f.gpu_jobs = {g};
+    for (const auto& c : alert_conditions(f, {}, cfg)) {
+      if (c.labels.alertname == name) return c.signal;
+    }
+    ADD_FAILURE() << name;
+    return Signal::kClear;
+  };
+  g.drops = {0.6, 0.6};
+  EXPECT_EQ(signal("CheckpointStallingGPUs"), Signal::kHold);  // two of three
+  g.drops = {0.6, 0.6, 0.6};
+  EXPECT_EQ(signal("CheckpointStallingGPUs"), Signal::kFire);
+  g.drops = {0.6, 0.2, 0.6, 0.6};
+  EXPECT_EQ(signal("CheckpointStallingGPUs"), Signal::kHold);  // not three in a row
+  g.drops = {0.6, 0.6, 0.6, 0.5};
+  EXPECT_EQ(signal("CheckpointStallingGPUs"), Signal::kClear);  // at the threshold clears
+  g.drops = {};
+  EXPECT_EQ(signal("CheckpointStallingGPUs"), Signal::kHold);  // nothing known yet
+  g.lost_in_window = 51;
+  EXPECT_EQ(signal("CheckpointGoodputLow"), Signal::kFire);  // 5.1 %
+  g.lost_in_window = 45;
+  EXPECT_EQ(signal("CheckpointGoodputLow"), Signal::kHold);  // 4.5 %
+  g.lost_in_window = 40;
+  EXPECT_EQ(signal("CheckpointGoodputLow"), Signal::kClear);  // 4 %
 }
 
 }  // namespace

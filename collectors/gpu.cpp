@@ -1,0 +1,135 @@
+#include "collectors/gpu.hpp"
+
+#include <cmath>
+
+#include "collectors/gpu_job_mapping.hpp"
+#include "util/log.hpp"
+
+namespace ckptmon {
+namespace {
+
+// Distinct error messages remembered for "log once"; past this the set is
+// cleared, so a source that invents a new message every poll cannot grow it.
+constexpr std::size_t kMaxRemembered = 256;
+
+void log_once(std::set<std::string>& logged, const std::string& what, const std::string& msg) {
+  if (logged.size() >= kMaxRemembered) logged.clear();
+  if (logged.insert(what + "\n" + msg).second) log::error(what, {{"err", msg}});
+}
+
+}  // namespace
+
+std::size_t GpuCollector::ring_capacity(const GpuConfig& cfg) {
+  const double width = std::chrono::duration<double>(cfg.interval).count();
+  const double span = 3 * std::chrono::duration<double>(cfg.max_window).count();
+  return static_cast<std::size_t>(std::ceil(span / width)) + 2;
+}
+
+void GpuCollector::configure(const Config& cfg) {
+  cfg_ = cfg.gpu;
+  std::string key = std::string(to_string(cfg_.source)) + "|" + cfg_.nvml_library;
+  if (key == source_key_ && source_) return;
+  source_.reset();
+  source_key_ = key;
+  if (cfg_.source == GpuSourceKind::kNvml) source_ = make_nvml_source(cfg_.nvml_library);
+}
+
+std::vector<std::string> GpuCollector::targets() const {
+  if (!cfg_.enabled()) return {};
+  return {"gpu"};
+}
+
+Job GpuCollector::prepare(const std::string& /*target*/) {
+  return [source = source_, cfg = cfg_, clock = clock_, logged = logged_]() -> Update {
+    const double started = clock->now();
+    GpuPoll poll;
+    if (source) {
+      poll = source->poll(started);
+    } else {
+      poll.error =
+          "gpu.source " + std::string(to_string(cfg.source)) + " is not available in this build";
+    }
+    std::optional<JobMappingRead> mapping;
+    if (!cfg.job_mapping_dir.empty()) mapping = read_job_mapping_dir(cfg.job_mapping_dir);
+    const double done = clock->now();
+    return [poll = std::move(poll), mapping = std::move(mapping), cfg, done, logged](State& state) {
+      auto next = state.gpu ? std::make_shared<GpuState>(*state.gpu) : std::make_shared<GpuState>();
+      next->source = std::string(to_string(cfg.source));
+      const double width = std::chrono::duration<double>(cfg.interval).count();
+      const std::size_t capacity = GpuCollector::ring_capacity(cfg);
+      for (const std::string& e : poll.call_errors) {
+        ++next->errors;
+        log_once(*logged, "GPU source call failed", e);
+      }
+      if (!poll.ok) {
+        ++next->errors;
+        next->up = false;
+        next->error = poll.error;
+        log_once(*logged, "GPU source down", poll.error);
+      } else {
+        if (!next->up && !next->error.empty()) {
+          log::info("GPU source up", {{"source", next->source}});
+          logged->clear();  // a later failure is news again
+        }
+        next->up = true;
+        next->error.clear();
+        next->last_poll = done;
+        next->devices.clear();
+        for (const GpuReading& r : poll.gpus) {
+          if (r.index >= kMaxGpus) continue;
+          GpuDevice d;
+          d.index = r.index;
+          d.uuid = r.uuid;
+          d.model = r.model;
+          d.utilization = r.utilization;
+          d.memory_used_bytes = r.memory_used_bytes;
+          d.source_job = r.job;
+          next->devices.push_back(std::move(d));
+          auto it = next->series.find(r.index);
+          if (it == next->series.end() || it->second.capacity() != capacity ||
+              it->second.width() != width) {
+            it = next->series.insert_or_assign(r.index, GpuSeries(capacity, width)).first;
+          }
+          for (const auto& [t, v] : r.samples) it->second.add(t, v);
+        }
+        std::erase_if(next->series, [&](const auto& kv) {
+          for (const GpuDevice& d : next->devices) {
+            if (d.index == kv.first) return false;
+          }
+          return true;
+        });
+      }
+      if (mapping) {
+        for (const std::string& e : mapping->errors) {
+          ++next->mapping_errors;
+          log_once(*logged, "GPU job mapping file rejected", e);
+        }
+        next->mapped_jobs = std::move(mapping->jobs);
+      } else {
+        next->mapped_jobs.clear();
+      }
+      state.gpu = std::move(next);
+    };
+  };
+}
+
+void GpuCollector::down(State& state, const std::string& error) {
+  auto next = state.gpu ? std::make_shared<GpuState>(*state.gpu) : std::make_shared<GpuState>();
+  next->source = std::string(to_string(cfg_.source));
+  next->up = false;
+  next->error = error;
+  ++next->errors;
+  log_once(*logged_, "GPU source down", error);
+  state.gpu = std::move(next);
+}
+
+void GpuCollector::on_deadline(const std::string& /*target*/, State& state) {
+  down(state, "poll did not return within " + format_duration(cfg_.timeout));
+}
+
+void GpuCollector::on_failure(const std::string& /*target*/, const std::string& error,
+                              State& state) {
+  down(state, error);
+}
+
+}  // namespace ckptmon

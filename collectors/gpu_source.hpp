@@ -1,0 +1,55 @@
+#pragma once
+// Where GPU readings come from: one GpuSource per configured `gpu.source`
+// (NVML by dlopen; dcgm-exporter and Prometheus to come). poll() blocks and
+// runs on a worker, one call at a time per source (the collector runner
+// never runs a target twice at once); sources are not thread-safe otherwise.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ckptmon {
+
+struct GpuReading {
+  unsigned index = 0;
+  std::string uuid;                   // sanitised (gpu_label_value)
+  std::string model;                  // sanitised
+  std::optional<double> utilization;  // the newest reading, ratio 0..1
+  std::optional<double> memory_used_bytes;
+  std::string job;  // the source's own job label (dcgm hpc_job, pod), sanitised
+  // Raw utilisation samples since the previous poll: (unix seconds, ratio),
+  // each covering the time just before it.
+  std::vector<std::pair<double, double>> samples;
+};
+
+struct GpuPoll {
+  bool ok = false;
+  std::string error;  // why the poll failed (the source is down), when !ok
+  // Calls that failed while the poll as a whole worked (one GPU's memory
+  // query, say): counted and logged once each.
+  std::vector<std::string> call_errors;
+  std::vector<GpuReading> gpus;
+};
+
+class GpuSource {
+ public:
+  virtual ~GpuSource() = default;
+  virtual std::string_view name() const = 0;
+  // Blocking. `now` is the injected clock's reading at the start of the poll.
+  virtual GpuPoll poll(double now) = 0;
+};
+
+// NVML loaded with dlopen from `library` (a name for the loader's search
+// path, or a path) at the first poll; nothing of NVIDIA is needed to build.
+std::shared_ptr<GpuSource> make_nvml_source(const std::string& library);
+
+// Every string a GPU source hands over passes here before it can become a
+// label value: valid UTF-8 (bad bytes become U+FFFD), control characters
+// become '_', at most 128 bytes. The one place to point at the shared label
+// sanitiser when util/ has one.
+std::string gpu_label_value(std::string_view s);
+
+}  // namespace ckptmon

@@ -1,0 +1,70 @@
+#include "model/gpu.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ckptmon {
+
+bool GpuSeries::add(double t, double ratio) {
+  if (!std::isfinite(t) || !std::isfinite(ratio) || buf_.empty()) return false;
+  const double end = std::ceil(t / width_) * width_;
+  return add_bucket(end, std::clamp(ratio, 0.0, 1.0), 1);
+}
+
+bool GpuSeries::add_bucket(double end, double mean, std::uint32_t samples) {
+  if (!std::isfinite(end) || !std::isfinite(mean) || buf_.empty() || samples == 0) return false;
+  mean = std::clamp(mean, 0.0, 1.0);
+  if (size_ > 0) {
+    GpuBucket& last = buf_[(head_ + size_ - 1) % buf_.size()];
+    // Bucket ends sit on a grid of `width`; compare with half a width of slack.
+    if (std::abs(end - last.end) < width_ / 2) {
+      const double n = static_cast<double>(last.samples);
+      const double m = static_cast<double>(samples);
+      last.mean = (last.mean * n + mean * m) / (n + m);
+      last.samples += samples;
+      return true;
+    }
+    if (end < last.end) return false;
+  }
+  if (size_ == buf_.size()) {
+    head_ = (head_ + 1) % buf_.size();
+    --size_;
+  }
+  buf_[(head_ + size_) % buf_.size()] = GpuBucket{end, mean, samples};
+  ++size_;
+  return true;
+}
+
+std::size_t GpuSeries::upper(double t) const {
+  std::size_t lo = 0;
+  std::size_t hi = size_;
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if ((*this)[mid].end <= t) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+std::optional<double> GpuState::newest() const {
+  std::optional<double> t;
+  for (const auto& [i, s] : series) {
+    if (!s.empty()) t = std::max(t.value_or(s.back().end), s.back().end);
+  }
+  return t;
+}
+
+std::optional<double> GpuState::oldest() const {
+  std::optional<double> t;
+  for (const auto& [i, s] : series) {
+    if (s.empty()) continue;
+    const double start = s[0].end - s.width();
+    t = std::min(t.value_or(start), start);
+  }
+  return t;
+}
+
+}  // namespace ckptmon

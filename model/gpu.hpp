@@ -1,0 +1,84 @@
+#pragma once
+// What the GPU source (collectors/gpu.cpp) observed: the devices, their last
+// readings, and per GPU a ring buffer of utilisation means over fixed buckets
+// of the sampling interval, long enough for the longest checkpoint window and
+// its baseline. Published to State as an immutable snapshot; plain data, not
+// thread-safe by itself.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ckptmon {
+
+// Utilisation over the bucket (end - width, end], as a ratio 0..1.
+struct GpuBucket {
+  double end = 0;
+  double mean = 0;
+  std::uint32_t samples = 0;  // raw samples folded into `mean`
+};
+
+// A fixed-capacity ring of buckets in time order. Buckets older than the last
+// one are dropped (a clock stepping back does not rewrite history).
+class GpuSeries {
+ public:
+  GpuSeries() = default;
+  GpuSeries(std::size_t capacity, double width) : buf_(capacity), width_(width) {}
+
+  std::size_t size() const { return size_; }
+  std::size_t capacity() const { return buf_.size(); }
+  double width() const { return width_; }
+  bool empty() const { return size_ == 0; }
+  // i-th bucket, oldest first.
+  const GpuBucket& operator[](std::size_t i) const { return buf_[(head_ + i) % buf_.size()]; }
+  const GpuBucket& back() const { return (*this)[size_ - 1]; }
+
+  // Folds one raw sample taken at `t` (covering the time just before it) into
+  // the bucket (k*width, (k+1)*width] holding t. Returns false when it is
+  // older than the newest bucket's start (dropped) or not finite.
+  bool add(double t, double ratio);
+  // Appends a whole bucket mean (a source that already averages).
+  bool add_bucket(double end, double mean, std::uint32_t samples);
+
+  // Index of the first bucket whose end is > t (size() when none).
+  std::size_t upper(double t) const;
+
+ private:
+  std::vector<GpuBucket> buf_;
+  std::size_t head_ = 0;
+  std::size_t size_ = 0;
+  double width_ = 1;
+};
+
+// One GPU as the source names it. Strings from outside are sanitised
+// (collectors/gpu_labels.hpp) before they land here.
+struct GpuDevice {
+  unsigned index = 0;
+  std::string uuid;
+  std::string model;
+  std::optional<double> utilization;  // last reading, ratio
+  std::optional<double> memory_used_bytes;
+  std::string source_job;  // job the source's own labels name (dcgm hpc_job/pod), or empty
+};
+
+struct GpuState {
+  std::string source;  // "nvml", "dcgm", "prometheus"
+  bool up = false;
+  std::string error;                     // why the source is down (the last error), empty when up
+  std::uint64_t errors = 0;              // failed polls and per-call errors since start
+  std::uint64_t mapping_errors = 0;      // job mapping files rejected
+  std::vector<GpuDevice> devices;        // by index
+  std::map<unsigned, GpuSeries> series;  // by GPU index
+  // From job_mapping_dir: GPU index -> job ids in its file (absent: no usable file).
+  std::map<unsigned, std::vector<std::string>> mapped_jobs;
+  double last_poll = 0;  // when the last successful poll ended (unix seconds)
+
+  // The end of the newest bucket over all GPUs; nullopt without any.
+  std::optional<double> newest() const;
+  // The start of the oldest bucket still held over all GPUs; nullopt without any.
+  std::optional<double> oldest() const;
+};
+
+}  // namespace ckptmon
