@@ -316,6 +316,25 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
     auto& msg = parser_->get();
     std::string route;
     HttpResponse resp;
+    if (const HttpAsyncHandler* async = server_.async_handler(req_, &route)) {
+      const bool keep_alive = msg.keep_alive();
+      const unsigned version = msg.version();
+      const bool head = msg.method() == http::verb::head;
+      auto answered = std::make_shared<bool>(false);
+      HttpRespond respond = [self = shared_from_this(), keep_alive, version, head, route,
+                             answered](HttpResponse r) {
+        if (*answered || !*self->server_alive_) return;
+        *answered = true;
+        self->send(std::move(r), keep_alive, version, head, route);
+      };
+      try {
+        (*async)(req_, respond);
+      } catch (const std::exception& e) {
+        log::error("http handler threw", {{"path", req_.path}, {"err", e.what()}});
+        respond(HttpResponse::text(500, "internal error\n"));
+      }
+      return;
+    }
     try {
       resp = server_.dispatch(req_, &route);
     } catch (const std::exception& e) {
@@ -386,7 +405,25 @@ HttpServer::~HttpServer() {
 }
 
 void HttpServer::route(std::string path, std::vector<std::string> methods, HttpHandler handler) {
-  routes_[std::move(path)] = Route{std::move(methods), std::move(handler)};
+  routes_[std::move(path)] = Route{std::move(methods), std::move(handler), {}};
+}
+
+void HttpServer::route_async(std::string path, std::vector<std::string> methods,
+                             HttpAsyncHandler handler) {
+  routes_[std::move(path)] = Route{std::move(methods), {}, std::move(handler)};
+}
+
+const HttpAsyncHandler* HttpServer::async_handler(const HttpRequest& req,
+                                                  std::string* route_name) const {
+  auto it = routes_.find(req.path);
+  if (it == routes_.end() || !it->second.async) return nullptr;
+  for (const auto& m : it->second.methods) {
+    if (m == req.method || (m == "GET" && req.method == "HEAD")) {
+      *route_name = it->first;
+      return &it->second.async;
+    }
+  }
+  return nullptr;  // dispatch() answers 405
 }
 
 std::string HttpServer::route_name(const std::string& path) const {
@@ -414,6 +451,7 @@ HttpResponse HttpServer::dispatch(const HttpRequest& req, std::string* route_nam
     r.headers.emplace_back("Allow", allow);
     return r;
   }
+  if (!it->second.handler) return HttpResponse::text(500, "internal error\n");
   return it->second.handler(req);
 }
 

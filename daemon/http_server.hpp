@@ -52,6 +52,12 @@ struct HttpLimits {
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+// A handler that answers later: it starts the work (on a worker, the store
+// thread) and returns at once; `respond` must then be called exactly once,
+// on the loop thread. The connection waits meanwhile and is dropped without
+// an answer if the server closes first.
+using HttpRespond = std::function<void(HttpResponse)>;
+using HttpAsyncHandler = std::function<void(const HttpRequest&, HttpRespond respond)>;
 
 enum class AuthDecision { kAllow, kDeny, kBusy };
 // Decides from the Authorization header value (empty when absent) whether a
@@ -83,6 +89,7 @@ class HttpServer {
 
   // `methods` such as {"GET"}; GET routes answer HEAD too.
   void route(std::string path, std::vector<std::string> methods, HttpHandler handler);
+  void route_async(std::string path, std::vector<std::string> methods, HttpAsyncHandler handler);
   void set_observer(HttpObserver observer) { observer_ = std::move(observer); }
   // TLS for connections accepted from now on; null serves plain HTTP. Open
   // connections keep the context they started with, so certificates can be
@@ -105,6 +112,9 @@ class HttpServer {
 
   // Used by sessions.
   HttpResponse dispatch(const HttpRequest& req, std::string* route_name) const;
+  // The asynchronous handler `req` goes to, when its path is an async route
+  // and the method is allowed; null otherwise (dispatch() answers).
+  const HttpAsyncHandler* async_handler(const HttpRequest& req, std::string* route_name) const;
   void observe(const std::string& route, unsigned status) const {
     if (observer_) observer_(route, status);
   }
@@ -120,6 +130,7 @@ class HttpServer {
   struct Route {
     std::vector<std::string> methods;
     HttpHandler handler;
+    HttpAsyncHandler async;  // set for route_async routes (handler is then empty)
   };
   void accept();
   void accept_on(boost::asio::ip::tcp::acceptor* a);

@@ -84,6 +84,7 @@ class RulesCycle {
   // The last cycle's output; null before the first one.
   std::shared_ptr<const RulesOutput> output() const { return output_; }
   const RulesHistory& history() const { return history_; }
+  const RulesPolicy& policy() const { return policy_; }
   const AlertmanagerClient* alertmanager() const { return alertmanager_.get(); }
   std::uint64_t cycles() const { return cycles_; }
 
