@@ -383,6 +383,14 @@ void Daemon::add_routes() {
   server_.route("/api/v1/events/summary", {"GET"}, [this](const HttpRequest& req) {
     return query_response(render_events_summary_json, *snapshot_, req);
   });
+  server_.route("/api/v1/plan", {"GET"}, [this](const HttpRequest&) {
+    const auto& rules = snapshot_->rules;
+    if (!rules) {
+      return HttpResponse::json(
+          503, "{\"error\":\"rules not evaluated yet: first collection running\"}");
+    }
+    return HttpResponse::json(200, rules->plan_json);
+  });
   // Stored history: the query runs on the store thread (the only connection
   // to the database), the answer comes back to the loop.
   server_.route_async(

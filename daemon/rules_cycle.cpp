@@ -9,6 +9,7 @@
 
 #include "config/rules_config.hpp"
 #include "daemon/metrics.hpp"
+#include "daemon/plan_command.hpp"
 #include "daemon/rules_metrics.hpp"
 #include "store/store.hpp"
 #include "util/log.hpp"
@@ -244,6 +245,13 @@ void RulesCycle::evaluate() {
     RuleFigures figures =
         evaluate_rules(state_.tiers, checkpoints, history_, verifications_of(state_, checkpoints),
                        policy_, now, drained_totals_of(state_));
+    {
+      std::vector<TierPlan> plans;
+      for (const PlanInputs& in : plan_inputs_of(figures, checkpoints, policy_)) {
+        plans.push_back(make_plan(in, {}));
+      }
+      plan_json_ = render_plan_json(plans, now);
+    }
     write.drain = record_drain_samples(history_.drain, figures.drain, now, drain_keep_seconds_);
     const std::vector<AlertCondition> conditions =
         alert_conditions(figures, state_.tiers, policy_.alerting);
@@ -341,6 +349,7 @@ void RulesCycle::render(const RuleFigures& figures, const std::vector<AlertInsta
   out->metrics_text = serialize(families);
   out->active = active;
   out->alerts_json = alerts_json(out->active);
+  out->plan_json = plan_json_;
   out->evaluated_at = now;
   output_ = std::move(out);
 }

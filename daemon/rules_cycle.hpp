@@ -36,6 +36,7 @@ struct RulesOutput {
   std::string metrics_text;           // rule, alert, Alertmanager and ckptmon_rules_* families
   std::vector<AlertInstance> active;  // pending and firing alerts, sorted by labels
   std::string alerts_json;            // GET /api/v1/alerts body: alerts_json(active)
+  std::string plan_json;              // GET /api/v1/plan body (daemon/plan_command.hpp)
   double evaluated_at = 0;            // the injected clock's now of the cycle
 };
 
@@ -116,6 +117,7 @@ class RulesCycle {
   std::optional<AlertmanagerOptions> alertmanager_options_;
   std::unique_ptr<AlertmanagerClient> alertmanager_;
 
+  std::string plan_json_;  // this cycle's, for render()
   std::shared_ptr<const RulesOutput> output_;
   std::uint64_t cycles_ = 0;
   std::uint64_t errors_ = 0;

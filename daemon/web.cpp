@@ -109,6 +109,8 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
        "<li><a href=\"/api/v1/jobs\">/api/v1/jobs</a>: per job summary</li>\n"
        "<li><a href=\"/api/v1/findings\">/api/v1/findings</a>: access audit</li>\n"
        "<li><a href=\"/api/v1/alerts\">/api/v1/alerts</a>: pending and firing alerts as JSON</li>\n"
+       "<li><a href=\"/api/v1/plan\">/api/v1/plan</a>: the sizing rule term by term per "
+       "tier (<code>ckptmon plan</code>)</li>\n"
        "<li><a href=\"/api/v1/history\">/api/v1/history</a>: stored tier and job samples "
        "(<code>?tier=&amp;job=&amp;series=&amp;since=&amp;until=&amp;step=</code>)</li>\n"
        "<li><a href=\"/-/healthy\">/-/healthy</a>, <a href=\"/-/ready\">/-/ready</a></li>\n"

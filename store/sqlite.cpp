@@ -14,6 +14,17 @@ Db::Db(const std::string& path) {
   sqlite3_busy_timeout(db_, 5000);
 }
 
+Db::Db(const std::string& path, ReadOnly) {
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    std::string msg = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw Error("cannot open " + path + ": " + msg);
+  }
+  sqlite3_busy_timeout(db_, 5000);
+}
+
 Db::~Db() { sqlite3_close(db_); }
 
 void Db::exec(std::string_view sql) {

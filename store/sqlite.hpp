@@ -23,6 +23,10 @@ class Stmt;
 class Db {
  public:
   explicit Db(const std::string& path);  // opens or creates; throws Error
+  // Opens an existing file read-only (no journal, no lock beyond SQLite's
+  // shared reader lock: a WAL reader beside the writer); throws Error.
+  struct ReadOnly {};
+  Db(const std::string& path, ReadOnly);
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;

@@ -192,38 +192,77 @@ void Store::flush() {
 }
 
 std::map<std::string, std::vector<Checkpoint>> Store::load_catalog() {
-  return call<std::map<std::string, std::vector<Checkpoint>>>([](sql::Db& db) {
-    std::map<std::string, std::vector<Checkpoint>> out;
-    auto st = db.prepare("SELECT " + column_list() +
-                         " FROM checkpoints WHERE deleted_at IS NULL ORDER BY tier, job, path");
-    while (st.step()) {
-      Checkpoint c;
-      int i = 0;
-      c.tier = st.text(i++);
-      c.path = st.text(i++);
-      c.job = st.text(i++);
-      c.step = st.int64(i++);
-      c.framework = st.text(i++);
-      c.state = ckpt_state_from(st.text(i++)).value_or(CkptState::kPartial);
-      c.reason = st.text(i++);
-      c.files = static_cast<std::uint64_t>(st.int64(i++));
-      c.bytes = static_cast<std::uint64_t>(st.int64(i++));
-      c.allocated_bytes = static_cast<std::uint64_t>(st.int64(i++));
-      c.first_write = st.real(i++);
-      c.last_write = st.real(i++);
-      c.marker_time = st.real(i++);
-      for (auto& b : c.component_bytes) b = static_cast<std::uint64_t>(st.int64(i++));
-      c.expected_files = static_cast<std::uint64_t>(st.int64(i++));
-      c.save_start = st.real(i++);
-      c.save_end = st.real(i++);
-      c.dir_mtime = st.real(i++);
-      c.first_seen = st.real(i++);
-      c.last_seen = st.real(i++);
-      c.skew_observed = st.int64(i++) != 0;
-      out[c.tier].push_back(std::move(c));
+  return call<std::map<std::string, std::vector<Checkpoint>>>(
+      [](sql::Db& db) { return read_catalog(db); });
+}
+
+std::map<std::string, std::vector<Checkpoint>> read_catalog(sql::Db& db) {
+  std::map<std::string, std::vector<Checkpoint>> out;
+  auto st = db.prepare("SELECT " + column_list() +
+                       " FROM checkpoints WHERE deleted_at IS NULL ORDER BY tier, job, path");
+  while (st.step()) {
+    Checkpoint c;
+    int i = 0;
+    c.tier = st.text(i++);
+    c.path = st.text(i++);
+    c.job = st.text(i++);
+    c.step = st.int64(i++);
+    c.framework = st.text(i++);
+    c.state = ckpt_state_from(st.text(i++)).value_or(CkptState::kPartial);
+    c.reason = st.text(i++);
+    c.files = static_cast<std::uint64_t>(st.int64(i++));
+    c.bytes = static_cast<std::uint64_t>(st.int64(i++));
+    c.allocated_bytes = static_cast<std::uint64_t>(st.int64(i++));
+    c.first_write = st.real(i++);
+    c.last_write = st.real(i++);
+    c.marker_time = st.real(i++);
+    for (auto& b : c.component_bytes) b = static_cast<std::uint64_t>(st.int64(i++));
+    c.expected_files = static_cast<std::uint64_t>(st.int64(i++));
+    c.save_start = st.real(i++);
+    c.save_end = st.real(i++);
+    c.dir_mtime = st.real(i++);
+    c.first_seen = st.real(i++);
+    c.last_seen = st.real(i++);
+    c.skew_observed = st.int64(i++) != 0;
+    out[c.tier].push_back(std::move(c));
+  }
+  return out;
+}
+
+std::unique_ptr<sql::Db> open_state_readonly(const std::string& state_dir, std::string* error) {
+  const std::string path = (std::filesystem::path(state_dir) / "ckptmon.db").string();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    *error = path + ": no ckptmon state database here (is --state-dir the daemon's state_dir?)";
+    return nullptr;
+  }
+  try {
+    auto db = std::make_unique<sql::Db>(path, sql::Db::ReadOnly{});
+    int v = 0;
+    try {
+      v = db->user_version();
+    } catch (const sql::Error& e) {
+      *error = path + ": not a ckptmon state database (" + e.what() + ")";
+      return nullptr;
     }
-    return out;
-  });
+    if (v > kSchemaVersion) {
+      *error = path + ": state database schema " + std::to_string(v) +
+               " is newer than this ckptmon understands (" + std::to_string(kSchemaVersion) +
+               "); use the ckptmon that wrote it";
+      return nullptr;
+    }
+    for (const char* t : {"checkpoints", "tier_samples", "tier_job_samples", "alert_transitions"}) {
+      if (!table_exists(*db, t)) {
+        *error = path + ": not a ckptmon state database at schema " +
+                 std::to_string(kSchemaVersion) + " (no table " + t + ")";
+        return nullptr;
+      }
+    }
+    return db;
+  } catch (const sql::Error& e) {
+    *error = path + ": " + e.what();
+    return nullptr;
+  }
 }
 
 void Store::save_catalog(std::string tier, std::vector<Checkpoint> changed,
