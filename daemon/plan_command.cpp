@@ -178,11 +178,19 @@ bool parse_plan_flags(const PlanFlags& f, PlanWhatIfs* out, std::string* error) 
 
 std::vector<PlanInputs> plan_inputs_of(const RuleFigures& figures,
                                        std::span<const Checkpoint> checkpoints,
-                                       const RulesPolicy& policy) {
+                                       const RulesPolicy& policy,
+                                       const std::map<std::string, TierState>* tiers) {
   std::vector<PlanInputs> out;
   for (std::size_t i = 0; i < figures.capacity.size() && i < figures.bandwidth.size(); ++i) {
     out.push_back(plan_inputs(figures.capacity[i], figures.bandwidth[i], checkpoints,
                               policy.for_tier(figures.capacity[i].tier)));
+    if (tiers != nullptr) {
+      auto t = tiers->find(out.back().tier);
+      if (t != tiers->end()) {
+        out.back().shard_index = t->second.config.shard_index;
+        out.back().shard_count = std::max<std::uint32_t>(1, t->second.config.shard_count);
+      }
+    }
   }
   return out;
 }
@@ -213,6 +221,8 @@ json plan_inputs_json(const PlanInputs& in) {
           {"concurrent_writers", in.concurrent_writers},
           {"writers_observed", in.writers_observed},
           {"observed_write_bytes_per_second", opt_json(in.observed_write_bytes_per_second)},
+          {"shard_index", in.shard_index},
+          {"shard_count", in.shard_count},
           {"jobs", std::move(jobs)}};
 }
 
@@ -235,6 +245,8 @@ std::optional<PlanInputs> plan_inputs_from_json(const json& j, std::string* erro
     in.concurrent_writers = j.at("concurrent_writers").get<std::int64_t>();
     in.writers_observed = j.at("writers_observed").get<bool>();
     in.observed_write_bytes_per_second = opt_from(j, "observed_write_bytes_per_second");
+    in.shard_index = j.value("shard_index", 0u);
+    in.shard_count = std::max(1u, j.value("shard_count", 1u));
     for (const json& o : j.at("jobs")) {
       PlanJob p;
       p.job = o.at("job").get<std::string>();
@@ -269,6 +281,8 @@ json tier_plan_json(const TierPlan& p) {
   const PlanInputs& in = p.inputs;
   return {{"tier", in.tier},
           {"what_ifs", p.overridden},
+          {"partial", in.shard_count > 1},
+          {"shard", std::to_string(in.shard_index) + "/" + std::to_string(in.shard_count)},
           {"has_stats", in.has_stats},
           {"size_bytes", in.has_stats ? json(in.size_bytes) : json()},
           {"avail_bytes", in.has_stats ? json(in.avail_bytes) : json()},
@@ -401,6 +415,11 @@ std::string tier_heading(const TierPlan& p) {
   } else {
     h += " (size unknown: the tier was not probed)";
   }
+  if (p.inputs.shard_count > 1) {
+    h += " - partial: shard " + std::to_string(p.inputs.shard_index) + "/" +
+         std::to_string(p.inputs.shard_count) +
+         ", this instance's jobs only (tier:ckpt_tier_required_capacity_bytes:sum has the tier)";
+  }
   return h;
 }
 
@@ -525,7 +544,7 @@ void evaluate_into(const std::map<std::string, TierState>& tiers,
                    const std::vector<Checkpoint>& checkpoints, const RulesHistory& history,
                    const RulesPolicy& policy, double now, Source* src) {
   RuleFigures figures = evaluate_rules(tiers, checkpoints, history, {}, policy, now);
-  src->inputs = plan_inputs_of(figures, checkpoints, policy);
+  src->inputs = plan_inputs_of(figures, checkpoints, policy, &tiers);
   src->evaluated_at = now;
 }
 
@@ -619,6 +638,17 @@ bool from_scan(const PlanCommandOptions& o, double now, Source* src, std::string
 }
 
 }  // namespace
+
+std::optional<std::vector<PlanInputs>> plan_inputs_from_state_dir(const std::string& state_dir,
+                                                                  const std::string& config_file,
+                                                                  double now, std::string* error) {
+  PlanCommandOptions o;
+  o.state_dir = state_dir;
+  o.config_file = config_file;
+  Source src;
+  if (!from_state_dir(o, now, &src, error)) return std::nullopt;
+  return std::move(src.inputs);
+}
 
 int run_plan_command(const PlanCommandOptions& o, const Clock& clock, std::ostream& out,
                      std::ostream& err) {

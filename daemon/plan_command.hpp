@@ -21,9 +21,11 @@
 namespace ckptmon {
 
 // The plan inputs of every tier of one evaluation.
+// `tiers` (State::tiers) gives the shard of each tier.
 std::vector<PlanInputs> plan_inputs_of(const RuleFigures& figures,
                                        std::span<const Checkpoint> checkpoints,
-                                       const RulesPolicy& policy);
+                                       const RulesPolicy& policy,
+                                       const std::map<std::string, TierState>* tiers = nullptr);
 
 nlohmann::json plan_inputs_json(const PlanInputs& in);
 // nullopt with `error` when `j` is not what plan_inputs_json() writes.
@@ -53,6 +55,13 @@ struct PlanCommandOptions {
   std::optional<double> now;
   double timeout_seconds = 30;  // --from
 };
+
+// The plan inputs of a state directory (read-only) as of `now`, with the
+// policy of `config_file` when not empty. nullopt with `error` naming the
+// source when it cannot be read.
+std::optional<std::vector<PlanInputs>> plan_inputs_from_state_dir(const std::string& state_dir,
+                                                                  const std::string& config_file,
+                                                                  double now, std::string* error);
 
 // Writes the plan to `out`, problems to `err`; exit code 0, or 2 for bad
 // flags and unusable sources.

@@ -247,7 +247,7 @@ void RulesCycle::evaluate() {
                        policy_, now, drained_totals_of(state_));
     {
       std::vector<TierPlan> plans;
-      for (const PlanInputs& in : plan_inputs_of(figures, checkpoints, policy_)) {
+      for (const PlanInputs& in : plan_inputs_of(figures, checkpoints, policy_, &state_.tiers)) {
         plans.push_back(make_plan(in, {}));
       }
       plan_json_ = render_plan_json(plans, now);

@@ -50,6 +50,9 @@ struct PlanInputs {
   bool writers_observed = true;
   std::optional<double> observed_write_bytes_per_second;
   std::vector<PlanJob> jobs;  // by job name
+  // shard: i/n of the tier: the jobs are this instance's share only.
+  std::uint32_t shard_index = 0;
+  std::uint32_t shard_count = 1;
 };
 
 // The inputs for one tier from what evaluate_capacity and evaluate_bandwidth

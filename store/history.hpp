@@ -1,5 +1,5 @@
 #pragma once
-// What the rules remember across restarts, in the state database (schema 3):
+// What the rules remember across restarts, in the state database (schema 3 and later):
 // tier samples (size, avail, stored bytes per job) downsampled as they age,
 // drain observations of the last rate window, the alert history (every state
 // change) and the alerts pending or firing at the last cycle. The functions taking sql::Db& run on

@@ -10,7 +10,7 @@
 namespace ckptmon {
 namespace {
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 
 bool table_exists(sql::Db& db, std::string_view name) {
   auto st = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
@@ -93,15 +93,24 @@ void migrate(sql::Db& db) {
     db.set_user_version(3);
     tx.commit();
   }
+  // Version 4: two more checkpoint components (model/checkpoint.hpp).
+  if (v < 4) {
+    sql::Transaction tx(db);
+    db.exec("ALTER TABLE checkpoints ADD COLUMN c_scaler INTEGER NOT NULL DEFAULT 0");
+    db.exec("ALTER TABLE checkpoints ADD COLUMN c_dataloader INTEGER NOT NULL DEFAULT 0");
+    db.set_user_version(4);
+    tx.commit();
+  }
 }
 
 // Column order shared by the SELECT in load_catalog() and the upsert.
-constexpr std::array<const char*, 26> kColumns{
-    "tier",        "path",        "job",         "step",       "framework",  "state",
-    "reason",      "files",       "bytes",       "allocated_bytes", "first_write", "last_write",
-    "marker_time", "c_model",     "c_optimizer", "c_rng",      "c_scheduler", "c_metadata",
-    "c_other",     "expected_files", "save_start", "save_end", "dir_mtime",  "first_seen",
-    "last_seen",   "skew_observed"};
+constexpr std::array<const char*, 28> kColumns{
+    "tier",         "path",           "job",          "step",     "framework",
+    "state",        "reason",         "files",        "bytes",    "allocated_bytes",
+    "first_write",  "last_write",     "marker_time",  "c_model",  "c_optimizer",
+    "c_rng",        "c_scheduler",    "c_metadata",   "c_other",  "c_scaler",
+    "c_dataloader", "expected_files", "save_start",   "save_end", "dir_mtime",
+    "first_seen",   "last_seen",      "skew_observed"};
 
 std::string column_list() {
   std::string out;
