@@ -1,5 +1,7 @@
 #include "daemon/cli.hpp"
 
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 
@@ -9,6 +11,7 @@
 #include "daemon/daemon.hpp"
 #include "daemon/demo.hpp"
 #include "daemon/plan_command.hpp"
+#include "daemon/report_command.hpp"
 #include "daemon/scan_command.hpp"
 #include "events/commands.hpp"
 #include "util/log.hpp"
@@ -154,6 +157,23 @@ int cli_main(int argc, char** argv) {
   double plan_now = 0;
   plan->add_option("--now", plan_now, "Evaluate as of this unix time (reproducible output)");
 
+  ReportCommandOptions report_opts;
+  auto* report = app.add_subcommand("report", "Capacity trend review of a daemon's history");
+  report->add_option("--from", report_opts.from, "A running ckptmon: http://host:port");
+  report->add_option("--state-dir", report_opts.state_dir,
+                     "The daemon's state directory, opened read-only");
+  report->add_option("--config.file", report_opts.config_file,
+                     "Policy for the required capacity (with --state-dir)");
+  report->add_option("--since", report_opts.since, "Start of the period: 30d, or unix seconds")
+      ->capture_default_str();
+  report->add_option("--tier", report_opts.tiers, "Only this tier (repeatable)");
+  report->add_option("--job", report_opts.jobs, "Only this job (repeatable)");
+  report->add_option("--format", report_opts.format, "markdown, csv or json")
+      ->capture_default_str();
+  report->add_option("--output", report_opts.output, "Write to this file instead of stdout");
+  double report_now = 0;
+  report->add_option("--now", report_now, "End of the period as unix time (reproducible output)");
+
   std::vector<std::string> event_logs;
   auto* events = app.add_subcommand("events", "Work with checkpoint event logs");
   events->require_subcommand(1);
@@ -214,6 +234,11 @@ int cli_main(int argc, char** argv) {
   if (*plan) {
     if (plan->count("--now") > 0) plan_opts.now = plan_now;
     return run_plan_command(plan_opts, SystemClock(), std::cout, std::cerr);
+  }
+  if (*report) {
+    if (report->count("--now") > 0) report_opts.now = report_now;
+    report_opts.progress = ::isatty(STDERR_FILENO) == 1;
+    return run_report_command(report_opts, SystemClock(), std::cout, std::cerr);
   }
   if (*events_check) return check_event_logs(event_logs, std::cout, std::cerr);
   if (*emit) return emit_event(emit_args, SystemClock(), std::cerr);
