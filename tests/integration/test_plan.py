@@ -144,6 +144,14 @@ class Plan(unittest.TestCase):
         r = ckptmon("plan", "--state-dir", self.ws.mkdir("empty"))
         self.assertEqual(r.returncode, 2)
         self.assertIn("no ckptmon state database here", r.stderr)
+        # `report --from` reads /api/v1/history and /api/v1/plan: a daemon
+        # seconds old has a sample or two, not a growth rate.
+        r = ckptmon("report", "--from", self.url, "--format", "json")
+        self.assertEqual(r.returncode, 2, r.stdout)
+        self.assertRegex(r.stderr, r"not enough history: \d+ samples? over \d+ seconds")
+        r = ckptmon("report", "--state-dir", self.state, "--since", "10y-ago")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--since: expected a duration", r.stderr)
         r = ckptmon("plan", "--from", self.url, "--tier", "nope")
         self.assertEqual(r.returncode, 2)
         self.assertIn("--tier: no tier \"nope\"", r.stderr)
