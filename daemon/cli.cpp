@@ -12,6 +12,8 @@
 #include "daemon/burst_command.hpp"
 #include "daemon/daemon.hpp"
 #include "daemon/demo.hpp"
+#include "daemon/plan_command.hpp"
+#include "daemon/report_command.hpp"
 #include "daemon/scan_command.hpp"
 #include "events/commands.hpp"
 #include "util/log.hpp"
@@ -147,6 +149,68 @@ int cli_main(int argc, char** argv) {
                    "system type, as walk_concurrency in the configuration)")
       ->check(CLI::Range(0, 256))
       ->capture_default_str();
+  PlanCommandOptions plan_opts;
+  auto* plan = app.add_subcommand(
+      "plan", "Size storage by the sizing rule, term by term per tier, with what-ifs");
+  plan->add_option("--from", plan_opts.from, "A running ckptmon: http://host:port");
+  plan->add_option("--state-dir", plan_opts.state_dir,
+                   "The daemon's state directory, opened read-only");
+  plan->add_option("--config.file", plan_opts.config_file,
+                   "Policy for --state-dir, or alone: scan these tiers once");
+  plan->add_option("--tier", plan_opts.tiers, "Only this tier (repeatable)");
+  plan->add_option("--format", plan_opts.format, "table, json or markdown")
+      ->check(CLI::IsMember({"table", "json", "markdown"}))
+      ->capture_default_str();
+  struct PlanFlag {
+    const char* flag;
+    std::string* field;
+    const char* help;
+  };
+  for (const PlanFlag& f : {
+           PlanFlag{"--retain", &plan_opts.flags.retain, "What-if: retained versions per job"},
+           PlanFlag{"--jobs", &plan_opts.flags.jobs,
+                    "What-if: jobs on the tier, all writing at once"},
+           PlanFlag{"--replicas", &plan_opts.flags.replicas,
+                    "What-if: copies per byte (1.25 for 8+2 EC)"},
+           PlanFlag{"--window", &plan_opts.flags.window, "What-if: allowed write window (2m)"},
+           PlanFlag{"--growth", &plan_opts.flags.growth, "What-if: growth headroom (30%)"},
+           PlanFlag{"--temp-allowance", &plan_opts.flags.temp_allowance,
+                    "What-if: temporary-write allowance (10%)"},
+           PlanFlag{"--model-params", &plan_opts.flags.model_params,
+                    "What-if: a job not yet run, this many parameters (70e9)"},
+           PlanFlag{"--bytes-per-param", &plan_opts.flags.bytes_per_param,
+                    "Checkpoint bytes per parameter of --model-params (16)"},
+           PlanFlag{"--precision", &plan_opts.flags.precision,
+                    "Weights of --model-params: fp32, bf16, fp16, fp8 (default bf16)"},
+           PlanFlag{"--optimizer", &plan_opts.flags.optimizer,
+                    "Optimizer of --model-params: adam, adamw, sgd, none (default adam)"},
+           PlanFlag{"--nodes", &plan_opts.flags.nodes,
+                    "Nodes the writers run on (per-node bandwidth)"},
+           PlanFlag{"--gpus-per-node", &plan_opts.flags.gpus_per_node,
+                    "Ranks per node, for nodes from ranks (default 8)"},
+       }) {
+    plan->add_option(f.flag, *f.field, f.help);
+  }
+  double plan_now = 0;
+  plan->add_option("--now", plan_now, "Evaluate as of this unix time (reproducible output)");
+
+  ReportCommandOptions report_opts;
+  auto* report = app.add_subcommand("report", "Capacity trend review of a daemon's history");
+  report->add_option("--from", report_opts.from, "A running ckptmon: http://host:port");
+  report->add_option("--state-dir", report_opts.state_dir,
+                     "The daemon's state directory, opened read-only");
+  report->add_option("--config.file", report_opts.config_file,
+                     "Policy for the required capacity (with --state-dir)");
+  report->add_option("--since", report_opts.since, "Start of the period: 30d, or unix seconds")
+      ->capture_default_str();
+  report->add_option("--tier", report_opts.tiers, "Only this tier (repeatable)");
+  report->add_option("--job", report_opts.jobs, "Only this job (repeatable)");
+  report->add_option("--format", report_opts.format, "markdown, csv or json")
+      ->capture_default_str();
+  report->add_option("--output", report_opts.output, "Write to this file instead of stdout");
+  double report_now = 0;
+  report->add_option("--now", report_now, "End of the period as unix time (reproducible output)");
+
   std::vector<std::string> event_logs;
   auto* events = app.add_subcommand("events", "Work with checkpoint event logs");
   events->require_subcommand(1);
@@ -240,6 +304,15 @@ int cli_main(int argc, char** argv) {
     if (scan->count("--now") > 0) scan_opts.now = scan_now;
     SystemClock clock;
     return run_scan_command(scan_opts, clock, std::cout, std::cerr);
+  }
+  if (*plan) {
+    if (plan->count("--now") > 0) plan_opts.now = plan_now;
+    return run_plan_command(plan_opts, SystemClock(), std::cout, std::cerr);
+  }
+  if (*report) {
+    if (report->count("--now") > 0) report_opts.now = report_now;
+    report_opts.progress = ::isatty(STDERR_FILENO) == 1;
+    return run_report_command(report_opts, SystemClock(), std::cout, std::cerr);
   }
   if (*events_check) return check_event_logs(event_logs, std::cout, std::cerr);
   if (*emit) return emit_event(emit_args, SystemClock(), std::cerr);

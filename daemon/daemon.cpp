@@ -514,6 +514,49 @@ void Daemon::add_routes() {
   server_.route("/api/v1/events/summary", {"GET"}, [this](const HttpRequest& req) {
     return query_response(render_events_summary_json, *snapshot_, req);
   });
+  server_.route("/api/v1/plan", {"GET"}, [this](const HttpRequest&) {
+    const auto& rules = snapshot_->rules;
+    if (!rules) {
+      return HttpResponse::json(
+          503, "{\"error\":\"rules not evaluated yet: first collection running\"}");
+    }
+    return HttpResponse::json(200, rules->plan_json);
+  });
+  // Stored history: the query runs on the store thread (the only connection
+  // to the database), the answer comes back to the loop.
+  server_.route_async(
+      "/api/v1/history", {"GET"}, [this](const HttpRequest& req, HttpRespond respond) {
+        const double now = clock_->now();
+        const HistoryPolicy& policy = rules_->policy().history;
+        HistoryQuery q;
+        std::string error;
+        if (!parse_history_query(req.query, now, policy, &q, &error)) {
+          respond(HttpResponse::json(400, "{\"error\":" + json_quote(error) + "}"));
+          return;
+        }
+        store_->post([this, q, now, policy, respond = std::move(respond)](sql::Db& db) {
+          HttpResponse r;
+          try {
+            const HistoryResult result = query_history(db, q);
+            if (result.too_many_points) {
+              r = HttpResponse::json(
+                  400, "{\"error\":" +
+                           json_quote(
+                               "the answer would hold " + std::to_string(*result.too_many_points) +
+                               " points, more than the limit of " + std::to_string(q.max_points) +
+                               "; narrow tier=, job= or series=, shorten the range or raise "
+                               "step=") +
+                           "}");
+            } else {
+              r = HttpResponse::json(200, render_history_json(q, result, now, policy));
+            }
+          } catch (const std::exception& e) {
+            r = HttpResponse::json(
+                500, "{\"error\":" + json_quote(std::string("state database: ") + e.what()) + "}");
+          }
+          asio::post(io_, [respond, r = std::move(r)]() mutable { respond(std::move(r)); });
+        });
+      });
   server_.route("/api/v1/events/checkpoints", {"GET"}, [this](const HttpRequest& req) {
     return HttpResponse::json(200, render_event_checkpoints_json(*snapshot_, req.query));
   });

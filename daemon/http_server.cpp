@@ -340,9 +340,12 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
     auto& msg = parser_->get();
     auto route = std::make_shared<std::string>();
     const bool head = msg.method() == http::verb::head;
+    // Answered once: a handler calling back twice sends one response.
+    auto answered = std::make_shared<bool>(false);
     auto reply = [self = shared_from_this(), route, keep_alive = msg.keep_alive(),
-                  version = msg.version(), head](HttpResponse resp) {
-      if (!*self->server_alive_) return;
+                  version = msg.version(), head, answered](HttpResponse resp) {
+      if (*answered || !*self->server_alive_) return;
+      *answered = true;
       self->send(std::move(resp), keep_alive, version, head, *route);
     };
     try {
@@ -430,7 +433,7 @@ HttpServer::~HttpServer() {
 }
 
 void HttpServer::route(std::string path, std::vector<std::string> methods, HttpHandler handler) {
-  routes_[std::move(path)] = Route{std::move(methods), std::move(handler)};
+  routes_[std::move(path)] = Route{std::move(methods), std::move(handler), {}};
 }
 
 std::string HttpServer::route_name(const std::string& path) const {

@@ -74,10 +74,12 @@ void apply_request_limits(Parser& parser, const HttpLimits& limits) {
 }
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
-// A handler that answers later: calls `reply` once, on the loop thread. The
-// connection waits meanwhile; the loop does not.
-using AsyncHttpHandler =
-    std::function<void(const HttpRequest&, std::function<void(HttpResponse)> reply)>;
+// A handler that answers later: it starts the work (on a worker, the store
+// thread) and returns at once; `reply` must then be called once, on the loop
+// thread. The connection waits meanwhile; the loop does not. The connection
+// is dropped without an answer if the server closes first.
+using HttpRespond = std::function<void(HttpResponse)>;
+using AsyncHttpHandler = std::function<void(const HttpRequest&, HttpRespond reply)>;
 
 enum class AuthDecision { kAllow, kDeny, kBusy };
 // Decides from the Authorization header value (empty when absent) whether a

@@ -89,6 +89,12 @@ std::vector<prometheus::MetricFamily> state_families(const State& state) {
                    MetricType::Gauge);
   FamilyBuilder last_ok("ckpt_tier_last_success_timestamp_seconds",
                         "When the tier last answered a probe successfully.", MetricType::Gauge);
+  FamilyBuilder shards("ckpt_tier_shards",
+                       "Instances the tier's jobs are split between (shard: i/n gives n; 1 when "
+                       "not sharded). Above 1 this instance's required capacity, still-needed "
+                       "bytes and headroom cover only its own jobs: partial figures that the "
+                       "fleet recording rules sum per tier.",
+                       MetricType::Gauge);
 
   for (const auto& [name, t] : state.tiers) {
     const Labels tier{{"tier", name}};
@@ -100,6 +106,7 @@ std::vector<prometheus::MetricFamily> state_families(const State& state) {
               {"device", t.has_stats ? t.stats.device : ""}},
              1);
     if (t.last_success > 0) last_ok.add(tier, t.last_success);
+    shards.add(tier, static_cast<double>(std::max<std::uint32_t>(1, t.config.shard_count)));
     // Like node_exporter for a stuck mount: no figures rather than stale ones.
     if (!t.up || !t.has_stats) continue;
     size.add(tier, t.stats.size_bytes);
@@ -118,6 +125,7 @@ std::vector<prometheus::MetricFamily> state_families(const State& state) {
   append(out, std::move(files_free));
   append(out, std::move(ro));
   append(out, std::move(last_ok));
+  append(out, std::move(shards));
 
   catalog_families(state, out);
   event_families(state, out);
@@ -172,6 +180,16 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
   FamilyBuilder last_bytes("ckpt_last_checkpoint_bytes",
                            "Bytes of the job's newest committed checkpoint on the tier.",
                            MetricType::Gauge);
+  FamilyBuilder last_allocated("ckpt_last_checkpoint_allocated_bytes",
+                               "Bytes the job's newest committed checkpoint on the tier occupies "
+                               "on disk (st_blocks x 512): below ckpt_last_checkpoint_bytes where "
+                               "the file system compresses or files are sparse.",
+                               MetricType::Gauge);
+  FamilyBuilder last_components("ckpt_last_checkpoint_component_bytes",
+                                "Bytes of the job's newest committed checkpoint on the tier by "
+                                "what its files hold (model, optimizer, scheduler, scaler, rng, "
+                                "dataloader, metadata, other), as the layout's file names tell.",
+                                MetricType::Gauge);
   FamilyBuilder last_files("ckpt_last_checkpoint_files",
                            "Files of the job's newest committed checkpoint on the tier.",
                            MetricType::Gauge);
@@ -276,6 +294,13 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
         if (c.step >= 0) latest_step.add(tj, static_cast<double>(c.step));
         last_bytes.add(tj, static_cast<double>(c.bytes));
         last_files.add(tj, static_cast<double>(c.files));
+        last_allocated.add(tj, static_cast<double>(c.allocated_bytes));
+        for (std::size_t i = 0; i < kComponentCount; ++i) {
+          last_components.add({{"tier", tier},
+                               {kTrainingJobLabel, job},
+                               {"component", std::string(to_string(static_cast<Component>(i)))}},
+                              static_cast<double>(c.component_bytes[i]));
+        }
         // The event log knows shard end times and the save's start and commit
         // exactly; file mtimes are the fallback.
         const EventStep* ev = state.event_step(c);
@@ -294,10 +319,11 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
     }
   }
 
-  for (auto* b : {&count, &unreadable, &stored, &latest_step, &last_bytes, &last_files, &last_skew,
-                  &last_duration, &last_ts, &partial, &partial_bytes, &skew, &scan_dur, &scan_dirs,
-                  &scan_stats, &scan_perm, &scan_gone, &scan_inflight, &scan_slots,
-                  &scan_call_dur, &scan_rate, &scan_ok, &findings, &stale}) {
+  for (auto* b : {&count, &unreadable, &stored, &latest_step, &last_bytes, &last_allocated,
+                  &last_components, &last_files, &last_skew, &last_duration, &last_ts, &partial,
+                  &partial_bytes, &skew, &scan_dur, &scan_dirs, &scan_stats, &scan_perm, &scan_gone,
+                  &scan_inflight, &scan_slots, &scan_call_dur, &scan_rate, &scan_ok, &findings,
+                  &stale}) {
     append(out, std::move(*b));
   }
 }

@@ -10,6 +10,7 @@
 #include "config/rules_config.hpp"
 #include "daemon/gpu_metrics.hpp"
 #include "daemon/metrics.hpp"
+#include "daemon/plan_command.hpp"
 #include "daemon/rules_metrics.hpp"
 #include "store/store.hpp"
 #include "util/log.hpp"
@@ -258,6 +259,13 @@ void RulesCycle::evaluate() {
         evaluate_rules(state_.tiers, checkpoints, history_, verifications_of(state_, checkpoints),
                        policy_, now, drained_totals_of(state_));
     apply_monotonic_ages(figures.drain, pending_anchors_, now, mono);
+    {
+      std::vector<TierPlan> plans;
+      for (const PlanInputs& in : plan_inputs_of(figures, checkpoints, policy_, &state_.tiers)) {
+        plans.push_back(make_plan(in, {}));
+      }
+      plan_json_ = render_plan_json(plans, now);
+    }
     write.drain = record_drain_samples(history_.drain, figures.drain, now, drain_keep_seconds_);
     SelfHealth self;
     if (store_ != nullptr) {
@@ -370,6 +378,7 @@ void RulesCycle::render(const RuleFigures& figures, const std::vector<AlertInsta
   out->metrics_text = serialize(families);
   out->active = active;
   out->alerts_json = alerts_json(out->active);
+  out->plan_json = plan_json_;
   out->evaluated_at = now;
   if (gpu_enabled_) {
     for (const auto& [job, c] : gpu_costs_.jobs()) {

@@ -48,6 +48,7 @@ struct RulesOutput {
   std::map<std::string, GpuJobSummary> gpu_jobs;  // by job; empty while gpu.source is none
   std::vector<AlertInstance> active;  // pending and firing alerts, sorted by labels
   std::string alerts_json;            // GET /api/v1/alerts body: alerts_json(active)
+  std::string plan_json;              // GET /api/v1/plan body (daemon/plan_command.hpp)
   double evaluated_at = 0;            // the injected clock's now of the cycle
 };
 
@@ -96,6 +97,7 @@ class RulesCycle {
   // The last cycle's output; null before the first one.
   std::shared_ptr<const RulesOutput> output() const { return output_; }
   const RulesHistory& history() const { return history_; }
+  const RulesPolicy& policy() const { return policy_; }
   const AlertmanagerClient* alertmanager() const { return alertmanager_.get(); }
   // What checkpoints cost the GPUs so far (rules/gpu_cost.hpp).
   const GpuCostTracker& gpu_costs() const { return gpu_costs_; }
@@ -136,6 +138,7 @@ class RulesCycle {
   double gpu_grace_seconds_ = 30;
   bool gpu_enabled_ = false;
 
+  std::string plan_json_;  // this cycle's, for render()
   std::shared_ptr<const RulesOutput> output_;
   std::uint64_t cycles_ = 0;
   std::uint64_t errors_ = 0;

@@ -16,6 +16,7 @@
 #include "daemon/rules_cycle.hpp"
 #include "rules/recovery.hpp"
 #include "util/label.hpp"
+#include "util/duration.hpp"
 #include "util/text.hpp"
 #include "util/version.hpp"
 
@@ -161,6 +162,10 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
        "<li><a href=\"/api/v1/jobs\">/api/v1/jobs</a>: per job summary</li>\n"
        "<li><a href=\"/api/v1/findings\">/api/v1/findings</a>: access audit</li>\n"
        "<li><a href=\"/api/v1/alerts\">/api/v1/alerts</a>: pending and firing alerts as JSON</li>\n"
+       "<li><a href=\"/api/v1/plan\">/api/v1/plan</a>: the sizing rule term by term per "
+       "tier (<code>ckptmon plan</code>)</li>\n"
+       "<li><a href=\"/api/v1/history\">/api/v1/history</a>: stored tier and job samples "
+       "(<code>?tier=&amp;job=&amp;series=&amp;since=&amp;until=&amp;step=</code>)</li>\n"
        "<li><a href=\"/-/healthy\">/-/healthy</a>, <a href=\"/-/ready\">/-/ready</a></li>\n"
        "<li><code>POST /-/reload</code>: reload the configuration</li>\n</ul>\n";
   h += "</body></html>\n";
@@ -576,6 +581,127 @@ std::string render_event_checkpoints_json(const Snapshot& snap,
     }
   }
   return arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace ckptmon
+
+namespace ckptmon {
+
+std::optional<double> parse_time_arg(std::string_view text, double now) {
+  text = trim(text);
+  if (text.empty()) return std::nullopt;
+  if (auto d = parse_duration(text)) return now - to_seconds(*d);
+  double v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v) || v < 0) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+bool parse_history_query(const std::map<std::string, std::string>& query, double now,
+                         const HistoryPolicy& policy, HistoryQuery* out, std::string* error) {
+  HistoryQuery q;
+  q.tier = query_value(query, "tier");
+  q.job = query_value(query, "job");
+  q.series = query_value(query, "series");
+  if (!q.series.empty() && !is_history_series(q.series)) {
+    std::vector<std::string_view> names(std::begin(kHistorySeriesNames),
+                                        std::end(kHistorySeriesNames));
+    *error = "series: unknown series \"" + q.series + "\"; expected " + one_of(names);
+    return false;
+  }
+  if (!q.job.empty() && !q.series.empty() && q.series != "stored_bytes") {
+    *error = "series: " + q.series + " is a tier series; with job= only stored_bytes exists";
+    return false;
+  }
+  q.since = now - 86400;
+  q.until = now;
+  for (auto [key, target] : {std::pair{"since", &q.since}, std::pair{"until", &q.until}}) {
+    const std::string text = query_value(query, key);
+    if (text.empty()) continue;
+    auto t = parse_time_arg(text, now);
+    if (!t) {
+      *error = std::string(key) + ": expected a duration before now (30d) or unix seconds, got \"" +
+               text + "\"";
+      return false;
+    }
+    *target = *t;
+  }
+  if (q.since > now) {
+    *error = "since: " + format_rfc3339(q.since) + " is in the future (now is " +
+             format_rfc3339(now) + ")";
+    return false;
+  }
+  if (q.until < q.since) {
+    *error =
+        "until: " + format_rfc3339(q.until) + " is before since (" + format_rfc3339(q.since) + ")";
+    return false;
+  }
+  if (const std::string text = query_value(query, "step"); !text.empty()) {
+    if (auto d = parse_duration(text)) {
+      q.step = to_seconds(*d);
+    } else {
+      double v = -1;
+      auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v) || v < 0) {
+        *error = "step: expected a duration (5m) or seconds >= 0, got \"" + text + "\"";
+        return false;
+      }
+      q.step = v;
+    }
+  } else {
+    // The oldest part of the range has the coarsest samples; asking finer
+    // would only repeat them.
+    auto r = history_resolution_at(q.since, now, policy);
+    if (!r && !policy.levels.empty()) r = policy.levels.back().resolution_seconds;
+    q.step = r.value_or(0);
+  }
+  *out = std::move(q);
+  return true;
+}
+
+std::string render_history_json(const HistoryQuery& q, const HistoryResult& r, double now,
+                                const HistoryPolicy& policy) {
+  nlohmann::json out;
+  out["since"] = q.since;
+  out["until"] = q.until;
+  out["step_seconds"] = q.step;
+  // Which stored resolution covers which part of the range, oldest first.
+  nlohmann::json parts = nlohmann::json::array();
+  std::vector<std::pair<double, double>> edges;  // (start age, resolution)
+  edges.emplace_back(policy.raw_retention_seconds, 0.0);
+  for (const DownsampleLevel& l : policy.levels) {
+    edges.emplace_back(l.retention_seconds, l.resolution_seconds);
+  }
+  double younger_age = 0;
+  std::vector<nlohmann::json> rev;
+  for (const auto& [older_age, res] : edges) {
+    const double from = std::max(q.since, now - older_age);
+    const double to = std::min(q.until, now - younger_age);
+    if (from <= to) {
+      rev.push_back(
+          {{"from", from},
+           {"to", to},
+           {"resolution", res > 0 ? format_duration(Duration(static_cast<std::int64_t>(res * 1000)))
+                                  : std::string("raw")}});
+    }
+    younger_age = std::max(younger_age, older_age);
+  }
+  for (auto it = rev.rbegin(); it != rev.rend(); ++it) parts.push_back(std::move(*it));
+  out["resolutions"] = std::move(parts);
+  out["points"] = r.points;
+  nlohmann::json series = nlohmann::json::array();
+  for (const HistorySeries& s : r.series) {
+    nlohmann::json pts = nlohmann::json::array();
+    for (const HistoryPoint& p : s.points) pts.push_back({p.t, p.v});
+    series.push_back({{"tier", s.tier},
+                      {"job", s.job.empty() ? nlohmann::json() : nlohmann::json(s.job)},
+                      {"series", s.series},
+                      {"points", std::move(pts)}});
+  }
+  out["series"] = std::move(series);
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace ckptmon

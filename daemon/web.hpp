@@ -3,7 +3,9 @@
 // Pure functions of the snapshot.
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -42,5 +44,28 @@ bool render_events_summary_json(const Snapshot& snap,
 // describe, step by step (the newest 64 per tier and job).
 std::string render_event_checkpoints_json(const Snapshot& snap,
                                           const std::map<std::string, std::string>& query);
+
+}  // namespace ckptmon
+
+#include "store/history.hpp"
+
+namespace ckptmon {
+
+// A time as the history API and `ckptmon report --since` take it: a
+// duration before `now` ("30d", "6h") or unix seconds ("1767225600",
+// "1767225600.5"). nullopt for anything else.
+std::optional<double> parse_time_arg(std::string_view text, double now);
+
+// /api/v1/history?tier=&job=&series=&since=&until=&step= into a query, as of
+// `now`: since defaults to 1d before now, until to now, step to the coarsest
+// resolution the stored history has over the range (0, every sample, when
+// the range is all raw). Returns false with `error` naming the parameter.
+bool parse_history_query(const std::map<std::string, std::string>& query, double now,
+                         const HistoryPolicy& policy, HistoryQuery* out, std::string* error);
+
+// The answer of query_history() as JSON (docs/operations.md#history-api);
+// `policy` and `now` give the resolution of each part of the range.
+std::string render_history_json(const HistoryQuery& q, const HistoryResult& r, double now,
+                                const HistoryPolicy& policy);
 
 }  // namespace ckptmon

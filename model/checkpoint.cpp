@@ -26,6 +26,10 @@ std::string_view to_string(Component c) {
     case Component::kScheduler: return "scheduler";
     case Component::kMetadata: return "metadata";
     case Component::kOther: return "other";
+    case Component::kScaler:
+      return "scaler";
+    case Component::kDataloader:
+      return "dataloader";
   }
   return "other";
 }

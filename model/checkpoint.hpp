@@ -21,9 +21,19 @@ enum class CkptState {
 std::string_view to_string(CkptState s);
 std::optional<CkptState> ckpt_state_from(std::string_view s);
 
-// What a file holds, where the layout's names tell.
-enum class Component : std::uint8_t { kModel, kOptimizer, kRng, kScheduler, kMetadata, kOther };
-inline constexpr std::size_t kComponentCount = 6;
+// What a file holds, where the layout's names tell. The order is the state
+// database's column order (store/store.cpp): new components go at the end.
+enum class Component : std::uint8_t {
+  kModel,
+  kOptimizer,
+  kRng,
+  kScheduler,
+  kMetadata,
+  kOther,
+  kScaler,      // AMP grad scaler (scaler.pt)
+  kDataloader,  // data-loader / sampler state
+};
+inline constexpr std::size_t kComponentCount = 8;
 std::string_view to_string(Component c);
 
 // One file of a checkpoint, kept only where per-file matching is needed

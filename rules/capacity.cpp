@@ -61,6 +61,42 @@ std::map<std::string, std::uint64_t> latest_sizes(const JobCheckpoints& jobs) {
 
 }  // namespace
 
+SizingTerms sizing_terms(std::span<const SizedJob> jobs, double replicas,
+                         double temp_write_allowance_ratio, double growth_headroom_ratio,
+                         std::int64_t concurrent_jobs, double residue_bytes) {
+  SizingTerms t;
+  std::vector<double> sizes;
+  for (const SizedJob& j : jobs) {
+    const double required = j.bytes * j.retained_versions * replicas;
+    t.job_required_bytes.push_back(required);
+    t.retained_required_bytes += required;
+    sizes.push_back(j.bytes);
+  }
+  t.temp_write_allowance_bytes =
+      temp_write_allowance_ratio * sum_of_biggest(std::move(sizes), concurrent_jobs);
+  t.residue_bytes = residue_bytes;
+  t.growth_headroom_bytes = growth_headroom_ratio * t.retained_required_bytes;
+  t.required_bytes = t.retained_required_bytes + t.temp_write_allowance_bytes + t.residue_bytes +
+                     t.growth_headroom_bytes;
+  return t;
+}
+
+double required_write_bandwidth(std::span<const double> checkpoint_bytes,
+                                std::int64_t concurrent_writers, double allowed_window_seconds,
+                                double overhead_ratio, double* bytes_per_checkpoint) {
+  const std::int64_t n = std::min<std::int64_t>(concurrent_writers,
+                                                static_cast<std::int64_t>(checkpoint_bytes.size()));
+  double mean = 0;
+  if (n > 0) {
+    mean = sum_of_biggest({checkpoint_bytes.begin(), checkpoint_bytes.end()}, n) /
+           static_cast<double>(n);
+  }
+  if (bytes_per_checkpoint != nullptr) *bytes_per_checkpoint = mean;
+  if (allowed_window_seconds <= 0) return 0;
+  return mean / allowed_window_seconds * static_cast<double>(concurrent_writers) *
+         (1.0 + overhead_ratio);
+}
+
 double save_duration(const Checkpoint& c) {
   if (c.save_start > 0 && c.save_end > c.save_start) return c.save_end - c.save_start;
   if (c.first_write > 0 && c.last_write > c.first_write) return c.last_write - c.first_write;
@@ -91,7 +127,7 @@ CapacityFigures evaluate_capacity(std::span<const Checkpoint> all, const TierSta
   const std::map<std::string, std::uint64_t> latest = latest_sizes(jobs);
   double present_retained = 0;
   double in_progress_total = 0;
-  std::vector<double> latest_list;
+  std::vector<SizedJob> sized;
   std::vector<double> next_list;
   for (const auto& [job, latest_bytes] : latest) {
     JobCapacity j;
@@ -113,7 +149,6 @@ CapacityFigures evaluate_capacity(std::span<const Checkpoint> all, const TierSta
       }
     }
     j.retained_versions = keep + static_cast<double>(milestones);
-    j.required_bytes = static_cast<double>(latest_bytes) * j.retained_versions * sizing.replicas;
     for (const Checkpoint* c : mine) {
       if (c->state == CkptState::kInProgress) j.in_progress_bytes += c->bytes;
       if (c->state == CkptState::kPartial) f.residue_bytes += static_cast<double>(c->bytes);
@@ -122,17 +157,20 @@ CapacityFigures evaluate_capacity(std::span<const Checkpoint> all, const TierSta
     j.next_checkpoint_bytes = std::max(0.0, static_cast<double>(latest_bytes) * sizing.replicas -
                                                 static_cast<double>(j.in_progress_bytes));
     if (f.has_stats) j.next_fits = f.avail_bytes >= j.next_checkpoint_bytes;
-    f.retained_required_bytes += j.required_bytes;
-    latest_list.push_back(static_cast<double>(latest_bytes));
+    sized.push_back({static_cast<double>(latest_bytes), j.retained_versions});
     next_list.push_back(j.next_checkpoint_bytes);
     f.jobs.push_back(std::move(j));
   }
 
-  f.temp_write_allowance_bytes =
-      sizing.temp_write_allowance_ratio * sum_of_biggest(latest_list, f.concurrent_jobs);
-  f.growth_headroom_bytes = sizing.growth_headroom_ratio * f.retained_required_bytes;
-  f.required_bytes = f.retained_required_bytes + f.temp_write_allowance_bytes + f.residue_bytes +
-                     f.growth_headroom_bytes;
+  const SizingTerms terms =
+      sizing_terms(sized, sizing.replicas, sizing.temp_write_allowance_ratio,
+                   sizing.growth_headroom_ratio, f.concurrent_jobs, f.residue_bytes);
+  for (std::size_t i = 0; i < f.jobs.size(); ++i)
+    f.jobs[i].required_bytes = terms.job_required_bytes[i];
+  f.retained_required_bytes = terms.retained_required_bytes;
+  f.temp_write_allowance_bytes = terms.temp_write_allowance_bytes;
+  f.growth_headroom_bytes = terms.growth_headroom_bytes;
+  f.required_bytes = terms.required_bytes;
   // Partial checkpoints are on the tier by definition: their term is fully present.
   const double present_retained_capped = std::min(present_retained, f.retained_required_bytes);
   const double present_temp = std::min(in_progress_total, f.temp_write_allowance_bytes);
@@ -174,14 +212,9 @@ BandwidthFigures evaluate_bandwidth(std::span<const Checkpoint> all, const std::
   for (const auto& [job, bytes] : latest_sizes(group_by_job(all, tier))) {
     sizes.push_back(static_cast<double>(bytes));
   }
-  const std::int64_t n =
-      std::min<std::int64_t>(f.concurrent_writers, static_cast<std::int64_t>(sizes.size()));
-  if (n > 0) f.bytes_per_checkpoint = sum_of_biggest(sizes, n) / static_cast<double>(n);
-  if (policy.allowed_window_seconds > 0) {
-    f.required_bytes_per_second = f.bytes_per_checkpoint / policy.allowed_window_seconds *
-                                  static_cast<double>(f.concurrent_writers) *
-                                  (1.0 + policy.overhead_ratio);
-  }
+  f.required_bytes_per_second =
+      required_write_bandwidth(sizes, f.concurrent_writers, policy.allowed_window_seconds,
+                               policy.overhead_ratio, &f.bytes_per_checkpoint);
 
   std::vector<std::pair<double, double>> intervals;
   double bytes = 0;

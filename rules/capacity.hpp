@@ -67,6 +67,34 @@ struct CapacityFigures {
   std::vector<JobCapacity> jobs;  // sorted by job
 };
 
+// The sizing rule itself, for evaluate_capacity and `ckptmon plan` alike:
+// each job's checkpoint bytes x retained versions x replicas, plus the
+// temporary-write allowance (ratio x the `concurrent_jobs` biggest jobs'
+// checkpoints), the failed-run residue and the growth headroom (ratio x the
+// retained term).
+struct SizedJob {
+  double bytes = 0;              // one checkpoint
+  double retained_versions = 0;  // versions kept
+};
+struct SizingTerms {
+  std::vector<double> job_required_bytes;  // per job, in input order
+  double retained_required_bytes = 0;
+  double temp_write_allowance_bytes = 0;
+  double residue_bytes = 0;
+  double growth_headroom_bytes = 0;
+  double required_bytes = 0;  // the sum of the four terms
+};
+SizingTerms sizing_terms(std::span<const SizedJob> jobs, double replicas,
+                         double temp_write_allowance_ratio, double growth_headroom_ratio,
+                         std::int64_t concurrent_jobs, double residue_bytes);
+
+// The bandwidth rule: the mean checkpoint of the `concurrent_writers`
+// biggest of `checkpoint_bytes` / allowed window x writers x (1 + overhead).
+// 0 when the window is 0. `bytes_per_checkpoint` (optional) gets the mean.
+double required_write_bandwidth(std::span<const double> checkpoint_bytes,
+                                std::int64_t concurrent_writers, double allowed_window_seconds,
+                                double overhead_ratio, double* bytes_per_checkpoint = nullptr);
+
 // `history` holds the tier's samples in any order; the current stats are
 // added as a sample at `now` unless the history already has one that recent.
 CapacityFigures evaluate_capacity(std::span<const Checkpoint> all, const TierState& tier,

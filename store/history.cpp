@@ -303,3 +303,123 @@ void prune_history(Store& store, double now, const HistoryPolicy& policy, std::s
 }
 
 }  // namespace ckptmon
+
+namespace ckptmon {
+
+bool is_history_series(std::string_view name) {
+  for (const char* s : kHistorySeriesNames) {
+    if (name == s) return true;
+  }
+  return false;
+}
+
+std::optional<double> history_resolution_at(double t, double now, const HistoryPolicy& policy) {
+  const double age = now - t;
+  if (age <= policy.raw_retention_seconds) return 0.0;
+  for (const DownsampleLevel& l : policy.levels) {
+    if (age <= l.retention_seconds) return l.resolution_seconds;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// " AND <col> = ?n" when `value` is set; binds it at `*next`.
+std::string and_equals(const char* col, const std::string& value, int* next,
+                       std::vector<std::pair<int, std::string>>* binds) {
+  if (value.empty()) return {};
+  const int n = (*next)++;
+  binds->emplace_back(n, value);
+  return std::string(" AND ") + col + "=?" + std::to_string(n);
+}
+
+// The sampled rows of one table in [since, until], the newest of each step
+// bucket (SQLite returns the other columns of the row that holds MAX(t)).
+struct RowsSql {
+  std::string select;  // the rows
+  std::string count;   // how many rows select gives
+  std::vector<std::pair<int, std::string>> binds;
+};
+
+RowsSql rows_sql(const char* table, const char* columns, const char* key, const HistoryQuery& q,
+                 bool with_job) {
+  RowsSql r;
+  int next = 4;  // ?1 since, ?2 until, ?3 step
+  std::string where = std::string(" FROM ") + table + " WHERE t >= ?1 AND t <= ?2" +
+                      and_equals("tier", q.tier, &next, &r.binds);
+  if (with_job) where += and_equals("job", q.job, &next, &r.binds);
+  if (q.step > 0) {
+    const std::string group = std::string(" GROUP BY ") + key + ", CAST((t - ?1) / ?3 AS INTEGER)";
+    r.select = std::string("SELECT ") + columns + ", MAX(t)" + where + group + " ORDER BY " + key +
+               ", MAX(t)";
+    r.count = "SELECT COUNT(*) FROM (SELECT 1" + where + group + ")";
+  } else {
+    r.select = std::string("SELECT ") + columns + ", t" + where + " ORDER BY " + key + ", t";
+    r.count = "SELECT COUNT(*)" + where;
+  }
+  return r;
+}
+
+void bind_all(sql::Stmt& st, const HistoryQuery& q, const RowsSql& r) {
+  st.bind(1, q.since).bind(2, q.until);
+  if (q.step > 0) st.bind(3, q.step);
+  for (const auto& [n, v] : r.binds) st.bind(n, std::string_view(v));
+}
+
+std::size_t count_rows(sql::Db& db, const HistoryQuery& q, const RowsSql& r) {
+  auto st = db.prepare(r.count);
+  bind_all(st, q, r);
+  return st.step() ? static_cast<std::size_t>(st.int64(0)) : 0;
+}
+
+}  // namespace
+
+HistoryResult query_history(sql::Db& db, const HistoryQuery& q) {
+  HistoryResult out;
+  const bool want_size = q.series.empty() || q.series == "size_bytes";
+  const bool want_avail = q.series.empty() || q.series == "avail_bytes";
+  const bool want_used = q.series.empty() || q.series == "used_bytes";
+  // A job filter asks about a job: the tier series do not belong to it.
+  const std::size_t tier_series =
+      q.job.empty() ? (want_size ? 1 : 0) + (want_avail ? 1 : 0) + (want_used ? 1 : 0) : 0;
+  const bool want_jobs = q.series.empty() || q.series == "stored_bytes";
+
+  const RowsSql tiers = rows_sql("tier_samples", "tier, size_bytes, avail_bytes", "tier", q, false);
+  const RowsSql jobs =
+      rows_sql("tier_job_samples", "tier, job, stored_bytes", "tier, job", q, true);
+  std::size_t points = 0;
+  if (tier_series > 0) points += count_rows(db, q, tiers) * tier_series;
+  if (want_jobs) points += count_rows(db, q, jobs);
+  if (points > q.max_points) {
+    out.too_many_points = points;
+    return out;
+  }
+  out.points = points;
+
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<HistoryPoint>> by_key;
+  if (tier_series > 0) {
+    auto st = db.prepare(tiers.select);
+    bind_all(st, q, tiers);
+    while (st.step()) {
+      const std::string tier = st.text(0);
+      const double size = st.real(1), avail = st.real(2), t = st.real(3);
+      if (want_size) by_key[{tier, "", "size_bytes"}].push_back({t, size});
+      if (want_avail) by_key[{tier, "", "avail_bytes"}].push_back({t, avail});
+      if (want_used) by_key[{tier, "", "used_bytes"}].push_back({t, size - avail});
+    }
+  }
+  if (want_jobs) {
+    auto st = db.prepare(jobs.select);
+    bind_all(st, q, jobs);
+    while (st.step()) {
+      by_key[{st.text(0), st.text(1), "stored_bytes"}].push_back({st.real(3), st.real(2)});
+    }
+  }
+  for (auto& [key, pts] : by_key) {
+    out.series.push_back(
+        HistorySeries{std::get<0>(key), std::get<1>(key), std::get<2>(key), std::move(pts)});
+  }
+  return out;
+}
+
+}  // namespace ckptmon

@@ -1,5 +1,5 @@
 #pragma once
-// What the rules remember across restarts, in the state database (schema 3):
+// What the rules remember across restarts, in the state database (schema 3 and later):
 // tier samples (size, avail, stored bytes per job) downsampled as they age,
 // drain observations of the last rate window, the alert history (every state
 // change) and the alerts pending or firing at the last cycle. The functions taking sql::Db& run on
@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -76,5 +77,58 @@ double transition_retention_seconds(const HistoryPolicy& policy);
 // batch queued behind whatever else waits, so catalog and sample writes are
 // never held up for long. Returns at once.
 void prune_history(Store& store, double now, const HistoryPolicy& policy, std::size_t batch = 500);
+
+}  // namespace ckptmon
+
+namespace ckptmon {
+
+// GET /api/v1/history and `ckptmon report --state-dir`: the stored tier
+// samples of a time range as series, thinned to one point per `step`.
+// Series of a tier: size_bytes, avail_bytes, used_bytes (size - avail); of a
+// job on a tier: stored_bytes.
+inline constexpr const char* kHistorySeriesNames[] = {"size_bytes", "avail_bytes", "used_bytes",
+                                                      "stored_bytes"};
+bool is_history_series(std::string_view name);
+
+struct HistoryQuery {
+  std::string tier;    // empty: every tier
+  std::string job;     // empty: every job (stored_bytes only)
+  std::string series;  // empty: every series
+  double since = 0;    // t >= since
+  double until = 0;    // t <= until
+  // One point per bucket of this many seconds (the newest sample of each);
+  // 0: every stored sample.
+  double step = 0;
+  // More points than this (all series together) is an error, not a truncation.
+  std::size_t max_points = 11000;
+};
+
+struct HistoryPoint {
+  double t = 0;
+  double v = 0;
+};
+
+struct HistorySeries {
+  std::string tier;
+  std::string job;  // empty for tier series
+  std::string series;
+  std::vector<HistoryPoint> points;  // oldest first
+};
+
+struct HistoryResult {
+  std::vector<HistorySeries> series;  // by tier, then job, then series name
+  std::size_t points = 0;
+  // Set instead of series when the answer would pass max_points.
+  std::optional<std::size_t> too_many_points;
+};
+
+// Reads the samples the query asks for. Counts before it reads: an answer
+// past max_points costs one COUNT per table, not the rows.
+HistoryResult query_history(sql::Db& db, const HistoryQuery& q);
+
+// The finest resolution the stored history has at `t` under `policy` as of
+// `now`: 0 (raw, every sample) within raw_retention, else the resolution of
+// the level that holds samples of that age; nullopt past the last level.
+std::optional<double> history_resolution_at(double t, double now, const HistoryPolicy& policy);
 
 }  // namespace ckptmon

@@ -22,7 +22,10 @@ class Stmt;
 
 class Db {
  public:
-  explicit Db(const std::string& path, bool read_only = false);  // opens or creates; throws Error
+  // Opens or creates; read-only opens an existing file (no journal, no lock
+  // beyond SQLite's shared reader lock: a WAL reader beside the writer).
+  // Throws Error.
+  explicit Db(const std::string& path, bool read_only = false);
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;

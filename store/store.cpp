@@ -11,7 +11,7 @@
 namespace ckptmon {
 namespace {
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 
 bool table_exists(sql::Db& db, std::string_view name) {
   auto st = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
@@ -94,16 +94,24 @@ void migrate(sql::Db& db) {
     db.set_user_version(3);
     tx.commit();
   }
+  // Version 4: two more checkpoint components (model/checkpoint.hpp).
+  if (v < 4) {
+    sql::Transaction tx(db);
+    db.exec("ALTER TABLE checkpoints ADD COLUMN c_scaler INTEGER NOT NULL DEFAULT 0");
+    db.exec("ALTER TABLE checkpoints ADD COLUMN c_dataloader INTEGER NOT NULL DEFAULT 0");
+    db.set_user_version(4);
+    tx.commit();
+  }
 }
 
 // Column order shared by the SELECT in load_catalog() and the upsert.
-constexpr std::array<const char*, 26> kColumns{
-    "tier",         "path",        "job",         "step",       "framework",
-    "state",        "reason",      "files",       "bytes",      "allocated_bytes",
-    "first_write",  "last_write",  "marker_time", "c_model",    "c_optimizer",
-    "c_rng",        "c_scheduler", "c_metadata",  "c_other",    "expected_files",
-    "save_start",   "save_end",    "dir_mtime",   "first_seen", "last_seen",
-    "skew_observed"};
+constexpr std::array<const char*, 28> kColumns{
+    "tier",         "path",           "job",          "step",     "framework",
+    "state",        "reason",         "files",        "bytes",    "allocated_bytes",
+    "first_write",  "last_write",     "marker_time",  "c_model",  "c_optimizer",
+    "c_rng",        "c_scheduler",    "c_metadata",   "c_other",  "c_scaler",
+    "c_dataloader", "expected_files", "save_start",   "save_end", "dir_mtime",
+    "first_seen",   "last_seen",      "skew_observed"};
 
 std::string column_list() {
   std::string out;
@@ -277,38 +285,77 @@ void Store::flush() {
 }
 
 std::map<std::string, std::vector<Checkpoint>> Store::load_catalog() {
-  return call<std::map<std::string, std::vector<Checkpoint>>>([](sql::Db& db) {
-    std::map<std::string, std::vector<Checkpoint>> out;
-    auto st = db.prepare("SELECT " + column_list() +
-                         " FROM checkpoints WHERE deleted_at IS NULL ORDER BY tier, job, path");
-    while (st.step()) {
-      Checkpoint c;
-      int i = 0;
-      c.tier = st.text(i++);
-      c.path = st.text(i++);
-      c.job = st.text(i++);
-      c.step = st.int64(i++);
-      c.framework = st.text(i++);
-      c.state = ckpt_state_from(st.text(i++)).value_or(CkptState::kPartial);
-      c.reason = st.text(i++);
-      c.files = static_cast<std::uint64_t>(st.int64(i++));
-      c.bytes = static_cast<std::uint64_t>(st.int64(i++));
-      c.allocated_bytes = static_cast<std::uint64_t>(st.int64(i++));
-      c.first_write = st.real(i++);
-      c.last_write = st.real(i++);
-      c.marker_time = st.real(i++);
-      for (auto& b : c.component_bytes) b = static_cast<std::uint64_t>(st.int64(i++));
-      c.expected_files = static_cast<std::uint64_t>(st.int64(i++));
-      c.save_start = st.real(i++);
-      c.save_end = st.real(i++);
-      c.dir_mtime = st.real(i++);
-      c.first_seen = st.real(i++);
-      c.last_seen = st.real(i++);
-      c.skew_observed = st.int64(i++) != 0;
-      out[c.tier].push_back(std::move(c));
+  return call<std::map<std::string, std::vector<Checkpoint>>>(
+      [](sql::Db& db) { return read_catalog(db); });
+}
+
+std::map<std::string, std::vector<Checkpoint>> read_catalog(sql::Db& db) {
+  std::map<std::string, std::vector<Checkpoint>> out;
+  auto st = db.prepare("SELECT " + column_list() +
+                       " FROM checkpoints WHERE deleted_at IS NULL ORDER BY tier, job, path");
+  while (st.step()) {
+    Checkpoint c;
+    int i = 0;
+    c.tier = st.text(i++);
+    c.path = st.text(i++);
+    c.job = st.text(i++);
+    c.step = st.int64(i++);
+    c.framework = st.text(i++);
+    c.state = ckpt_state_from(st.text(i++)).value_or(CkptState::kPartial);
+    c.reason = st.text(i++);
+    c.files = static_cast<std::uint64_t>(st.int64(i++));
+    c.bytes = static_cast<std::uint64_t>(st.int64(i++));
+    c.allocated_bytes = static_cast<std::uint64_t>(st.int64(i++));
+    c.first_write = st.real(i++);
+    c.last_write = st.real(i++);
+    c.marker_time = st.real(i++);
+    for (auto& b : c.component_bytes) b = static_cast<std::uint64_t>(st.int64(i++));
+    c.expected_files = static_cast<std::uint64_t>(st.int64(i++));
+    c.save_start = st.real(i++);
+    c.save_end = st.real(i++);
+    c.dir_mtime = st.real(i++);
+    c.first_seen = st.real(i++);
+    c.last_seen = st.real(i++);
+    c.skew_observed = st.int64(i++) != 0;
+    out[c.tier].push_back(std::move(c));
+  }
+  return out;
+}
+
+std::unique_ptr<sql::Db> open_state_readonly(const std::string& state_dir, std::string* error) {
+  const std::string path = (std::filesystem::path(state_dir) / "ckptmon.db").string();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    *error = path + ": no ckptmon state database here (is --state-dir the daemon's state_dir?)";
+    return nullptr;
+  }
+  try {
+    auto db = std::make_unique<sql::Db>(path, /*read_only=*/true);
+    int v = 0;
+    try {
+      v = db->user_version();
+    } catch (const sql::Error& e) {
+      *error = path + ": not a ckptmon state database (" + e.what() + ")";
+      return nullptr;
     }
-    return out;
-  });
+    if (v > kSchemaVersion) {
+      *error = path + ": state database schema " + std::to_string(v) +
+               " is newer than this ckptmon understands (" + std::to_string(kSchemaVersion) +
+               "); use the ckptmon that wrote it";
+      return nullptr;
+    }
+    for (const char* t : {"checkpoints", "tier_samples", "tier_job_samples", "alert_transitions"}) {
+      if (!table_exists(*db, t)) {
+        *error = path + ": not a ckptmon state database at schema " +
+                 std::to_string(kSchemaVersion) + " (no table " + t + ")";
+        return nullptr;
+      }
+    }
+    return db;
+  } catch (const sql::Error& e) {
+    *error = path + ": " + e.what();
+    return nullptr;
+  }
 }
 
 void Store::save_catalog(std::string tier, std::vector<Checkpoint> changed,

@@ -90,6 +90,16 @@ class Store {
   std::thread thread_;
 };
 
+// For `ckptmon plan` and `ckptmon report --state-dir`: opens
+// state_dir/ckptmon.db read-only, beside a daemon that may be writing it (a
+// WAL reader; no lock of the daemon's is needed or taken). Returns nullptr
+// with `error` naming the file when it is missing, is not a ckptmon state
+// database, or has a schema newer than this binary's.
+std::unique_ptr<sql::Db> open_state_readonly(const std::string& state_dir, std::string* error);
+
+// Present checkpoints by tier, as Store::load_catalog gives them.
+std::map<std::string, std::vector<Checkpoint>> read_catalog(sql::Db& db);
+
 template <typename T>
 T Store::call(std::function<T(sql::Db&)> fn) {
   auto promise = std::make_shared<std::promise<T>>();

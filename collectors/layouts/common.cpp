@@ -155,6 +155,15 @@ std::optional<Component> classify_word(const std::string& w) {
   if (w.find("scheduler") != std::string::npos || w.find("lr_sched") != std::string::npos) {
     return Component::kScheduler;
   }
+  // HF Trainer and Accelerate: scaler.pt (torch.cuda.amp.GradScaler);
+  // DeepSpeed/Lightning: grad_scaler / amp_scaler.
+  if (w.find("scaler") != std::string::npos) return Component::kScaler;
+  // Accelerate: sampler.bin, dl_state_dict.bin (StatefulDataLoader);
+  // torchtitan/torchdata: dataloader*; NeMo: data_loader*.
+  if (w.find("dataloader") != std::string::npos || w.find("data_loader") != std::string::npos ||
+      w.starts_with("dl_state") || w.starts_with("sampler")) {
+    return Component::kDataloader;
+  }
   if (w.find("optim") != std::string::npos || w.find("opt_state") != std::string::npos) {
     return Component::kOptimizer;
   }

@@ -307,6 +307,37 @@ TEST_F(DaemonTest, AQueryValueThatIsNotUtf8IsA400WithAJsonError) {
             "outside_namespace, residency or unreadable");
 }
 
+TEST_F(DaemonTest, ServesTheStoredHistoryFromTheStoreThread) {
+  write_config(tier_line("a", "a"));
+  std::string error;
+  ASSERT_TRUE(start(&error)) << error;
+  // The first cycle samples tier a; the store writes the sample behind it.
+  nlohmann::json doc;
+  ASSERT_TRUE(eventually([&] {
+    auto r = fetch("/api/v1/history?tier=a&since=1h&series=avail_bytes");
+    if (r.result_int() != 200) return false;
+    doc = nlohmann::json::parse(r.body(), nullptr, false);
+    return doc.is_object() && doc["series"].size() == 1;
+  }));
+  EXPECT_EQ(doc["series"][0]["tier"], "a");
+  EXPECT_EQ(doc["series"][0]["series"], "avail_bytes");
+  ASSERT_GE(doc["series"][0]["points"].size(), 1u);
+  EXPECT_GT(doc["series"][0]["points"][0][1].get<double>(), 0);
+  EXPECT_EQ(doc["step_seconds"], 0);
+  EXPECT_EQ(doc["resolutions"][0]["resolution"], "raw");
+
+  auto bad = fetch("/api/v1/history?since=tomorrow");
+  EXPECT_EQ(bad.result_int(), 400u);
+  EXPECT_THAT(bad.body(), HasSubstr("since: expected a duration"));
+  EXPECT_EQ(fetch("/api/v1/history", "POST").result_int(), 405u);
+  // HEAD answers from the store thread too, with the GET's length and no body.
+  RawClient c(port_);
+  c.send(test_http::request("/api/v1/history?tier=a", "HEAD", ""));
+  auto head = c.read_response(true);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->result_int(), 200u);
+}
+
 TEST_F(DaemonTest, SelfUrlFollowsTlsAcrossReloads) {
   write_config(tier_line("a", "a"));
   test_tls::make_tls_files(dir_);

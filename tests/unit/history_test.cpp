@@ -46,11 +46,11 @@ std::int64_t count(Store& store, const std::string& sql) {
   });
 }
 
-TEST(History, ANewDatabaseIsAtSchemaThreeWithTheHistoryTables) {
+TEST(History, ANewDatabaseIsAtSchemaFourWithTheHistoryTables) {
   TempDir dir;
   auto store = open_store(dir);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 3);
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 4);
   for (const char* t : {"tier_samples", "tier_job_samples", "alert_transitions", "alert_active"}) {
     EXPECT_EQ(
         count(*store, std::string("SELECT count(*) FROM sqlite_master WHERE name='") + t + "'"), 1)
@@ -71,7 +71,7 @@ TEST(History, ADatabaseAtSchemaOneIsMigratedKeepingItsCatalog) {
   }
   auto store = open_store(dir);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 3);
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 4);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM checkpoints"), 1);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM tier_samples"), 0);
 }

@@ -59,7 +59,20 @@ TEST(LayoutNames, ComponentsFromNames) {
   EXPECT_EQ(classify("params/ocdbt.process_0/d/0a1b2c"), Component::kModel);
   EXPECT_EQ(classify("0/optim/state/0/exp_avg"), Component::kOptimizer);
   EXPECT_EQ(classify("tokenizer.model"), Component::kOther);  // auxiliary, not weights
-  EXPECT_EQ(classify("scaler.pt"), Component::kOther);
+  // The AMP grad scaler and data-loader state, by the frameworks' names.
+  EXPECT_EQ(classify("scaler.pt"), Component::kScaler);  // HF Trainer, Accelerate
+  EXPECT_EQ(classify("checkpoint-500/scaler.pt"), Component::kScaler);
+  EXPECT_EQ(classify("grad_scaler.pt"), Component::kScaler);
+  EXPECT_EQ(classify("sampler.bin"), Component::kDataloader);  // Accelerate
+  EXPECT_EQ(classify("sampler_1.bin"), Component::kDataloader);
+  EXPECT_EQ(classify("dl_state_dict.bin"), Component::kDataloader);        // Accelerate
+  EXPECT_EQ(classify("dataloader/__0_0.distcp"), Component::kDataloader);  // torchtitan
+  EXPECT_EQ(classify("data_loader_state.pt"), Component::kDataloader);
+  // Not fooled by the neighbours' names.
+  EXPECT_EQ(classify("scheduler.pt"), Component::kScheduler);
+  EXPECT_EQ(classify("random_states_0.pkl"), Component::kRng);
+  EXPECT_EQ(to_string(Component::kScaler), "scaler");
+  EXPECT_EQ(to_string(Component::kDataloader), "dataloader");
 }
 
 TEST(LayoutNames, ContentWantedForManifestsOnly) {

@@ -105,6 +105,52 @@ TEST_F(MetricsTest, UpTierHasEveryFigure) {
             1.0);
 }
 
+TEST_F(MetricsTest, TheLatestCheckpointByComponentAndAllocatedBytes) {
+  Checkpoint old;
+  old.tier = "fast";
+  old.job = "llm";
+  old.path = "llm/step-1";
+  old.step = 1;
+  old.state = CkptState::kCommitted;
+  old.bytes = 10;
+  old.marker_time = 100;
+  Checkpoint c = old;
+  c.path = "llm/step-2";
+  c.step = 2;
+  c.bytes = 1000;
+  c.allocated_bytes = 512;  // a compressing file system
+  c.marker_time = 200;
+  c.component_bytes[static_cast<std::size_t>(Component::kModel)] = 300;
+  c.component_bytes[static_cast<std::size_t>(Component::kOptimizer)] = 600;
+  c.component_bytes[static_cast<std::size_t>(Component::kScaler)] = 1;
+  c.component_bytes[static_cast<std::size_t>(Component::kDataloader)] = 9;
+  c.component_bytes[static_cast<std::size_t>(Component::kMetadata)] = 90;
+  state_.catalogs["fast"].checkpoints = {old, c};
+  state_.catalogs["fast"].scanned = true;
+  auto f = state_families(state_);
+  const Labels tj{{"tier", "fast"}, {"job", "llm"}};
+  EXPECT_EQ(sample(f, "ckpt_last_checkpoint_bytes", tj), 1000.0);
+  EXPECT_EQ(sample(f, "ckpt_last_checkpoint_allocated_bytes", tj), 512.0);
+  // Every component of the fixed set has a sample, 0 where none was seen.
+  const std::map<std::string, double> want{{"model", 300},   {"optimizer", 600}, {"scheduler", 0},
+                                           {"scaler", 1},    {"rng", 0},         {"dataloader", 9},
+                                           {"metadata", 90}, {"other", 0}};
+  for (const auto& [component, bytes] : want) {
+    EXPECT_EQ(sample(f, "ckpt_last_checkpoint_component_bytes",
+                     {{"tier", "fast"}, {"job", "llm"}, {"component", component}}),
+              bytes)
+        << component;
+  }
+}
+
+TEST_F(MetricsTest, ASharedTiersShardCountSaysItsFiguresArePartial) {
+  state_.tiers["fast"].config.shard_index = 1;
+  state_.tiers["fast"].config.shard_count = 3;
+  auto f = state_families(state_);
+  EXPECT_EQ(sample(f, "ckpt_tier_shards", {{"tier", "fast"}}), 3.0);
+  EXPECT_EQ(sample(f, "ckpt_tier_shards", {{"tier", "stuck"}}), 1.0);  // not sharded
+}
+
 TEST_F(MetricsTest, DownTierKeepsUpAndInfoButNoFigures) {
   auto f = state_families(state_);
   for (const char* name : {"stuck", "gone"}) {

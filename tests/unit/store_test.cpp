@@ -25,7 +25,7 @@ Checkpoint make(const std::string& path, std::int64_t step, CkptState state) {
   c.first_write = 1700000000.25;
   c.last_write = 1700000042.5;
   c.marker_time = 1700000043.0;
-  c.component_bytes = {100, 200, 3, 4, 5, 6};
+  c.component_bytes = {100, 200, 3, 4, 5, 6, 7, 8};  // scaler 7, dataloader 8 (schema 4)
   c.expected_files = 8;
   c.save_start = 1699999990.0;
   c.save_end = 1700000043.0;

@@ -1,0 +1,71 @@
+#pragma once
+// `ckptmon plan` and GET /api/v1/plan: the sizing rule term by term per tier
+// (rules/plan.hpp), from a running daemon (--from), its state directory
+// (--state-dir, read-only) or a one-shot scan of a configuration's tiers
+// (--config.file), with what-ifs. The JSON of /api/v1/plan and of
+// `plan --format json` is one shape (docs/rules.md#plan).
+
+#include <map>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rules/evaluate.hpp"
+#include "rules/plan.hpp"
+#include "util/clock.hpp"
+
+namespace ckptmon {
+
+// The plan inputs of every tier of one evaluation.
+// `tiers` (State::tiers) gives the shard of each tier.
+std::vector<PlanInputs> plan_inputs_of(const RuleFigures& figures,
+                                       std::span<const Checkpoint> checkpoints,
+                                       const RulesPolicy& policy,
+                                       const std::map<std::string, TierState>* tiers = nullptr);
+
+nlohmann::json plan_inputs_json(const PlanInputs& in);
+// nullopt with `error` when `j` is not what plan_inputs_json() writes.
+std::optional<PlanInputs> plan_inputs_from_json(const nlohmann::json& j, std::string* error);
+
+nlohmann::json tier_plan_json(const TierPlan& p);
+// {"evaluated_at": now, "what_ifs": [...], "tiers": [tier_plan_json...]}
+std::string render_plan_json(const std::vector<TierPlan>& plans, double evaluated_at);
+
+// The what-if flags as typed; empty = not given.
+struct PlanFlags {
+  std::string retain, jobs, replicas, window, growth, temp_allowance;
+  std::string model_params, bytes_per_param, precision, optimizer;
+  std::string nodes, gpus_per_node;
+};
+// Checks every flag (range and form) and fills `out`. Returns false with
+// `error` naming the flag ("--replicas: ...").
+bool parse_plan_flags(const PlanFlags& flags, PlanWhatIfs* out, std::string* error);
+
+struct PlanCommandOptions {
+  std::string from;                // http://host:port of a running daemon
+  std::string state_dir;           // the daemon's state directory, read-only
+  std::string config_file;         // policy (with state_dir) or tiers to scan (alone)
+  std::vector<std::string> tiers;  // only these; empty = all
+  std::string format = "table";    // table | json | markdown
+  PlanFlags flags;
+  std::optional<double> now;
+  double timeout_seconds = 30;  // --from
+};
+
+// The plan inputs of a state directory (read-only) as of `now`, with the
+// policy of `config_file` when not empty. nullopt with `error` naming the
+// source when it cannot be read.
+std::optional<std::vector<PlanInputs>> plan_inputs_from_state_dir(const std::string& state_dir,
+                                                                  const std::string& config_file,
+                                                                  double now, std::string* error);
+
+// Writes the plan to `out`, problems to `err`; exit code 0, or 2 for bad
+// flags and unusable sources.
+int run_plan_command(const PlanCommandOptions& opts, const Clock& clock, std::ostream& out,
+                     std::ostream& err);
+
+}  // namespace ckptmon

@@ -1,0 +1,37 @@
+#pragma once
+// `ckptmon report`: the capacity trend review of one daemon's history, from
+// its state directory (read-only, beside the running daemon) or from the
+// daemon itself (GET /api/v1/history, GET /api/v1/plan): per tier used and
+// available bytes, growth by least squares with its spread, time to full,
+// required capacity against size; per job stored bytes and growth; the
+// alerts that fired, with durations; findings in words. Formats json,
+// markdown and csv carry the same numbers (docs/operations.md#report).
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "util/clock.hpp"
+
+namespace ckptmon {
+
+struct ReportCommandOptions {
+  std::string from;         // http://host:port of a running daemon
+  std::string state_dir;    // the daemon's state directory, read-only
+  std::string config_file;  // policy for the required capacity (with state_dir)
+  std::string since = "30d";
+  std::vector<std::string> tiers;   // only these; empty = all
+  std::vector<std::string> jobs;    // only these; empty = all
+  std::string format = "markdown";  // markdown | csv | json
+  std::string output;               // file; empty = `out`
+  std::optional<double> now;
+  double timeout_seconds = 30;
+  bool progress = false;  // a progress line on `err` (set when it is a terminal)
+};
+
+// Exit code 0, or 2 for a bad flag, an unusable source or too little history.
+int run_report_command(const ReportCommandOptions& opts, const Clock& clock, std::ostream& out,
+                       std::ostream& err);
+
+}  // namespace ckptmon
