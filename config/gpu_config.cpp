@@ -28,8 +28,16 @@ void url_key(YamlMap& m, std::string_view key, std::string& out, ErrorSink& sink
   auto v = read_string(f, sink);
   if (!v) return;
   std::string error;
-  if (!parse_http_url(*v, &error)) {
+  auto url = parse_http_url(*v, &error);
+  if (!url) {
     sink.add(f.mark(), f.path, error + ", got " + describe(f.value));
+    return;
+  }
+  // The GPU sources speak plain HTTP (dcgm-exporter's default); say so
+  // rather than fail later on a TLS endpoint.
+  if (url->tls) {
+    sink.add(f.mark(), f.path,
+             "https is not supported for GPU sources (plain http://), got " + describe(f.value));
     return;
   }
   out = *v;

@@ -128,7 +128,7 @@ TEST_F(MetricsTest, TheLatestCheckpointByComponentAndAllocatedBytes) {
   state_.catalogs["fast"].checkpoints = {old, c};
   state_.catalogs["fast"].scanned = true;
   auto f = state_families(state_);
-  const Labels tj{{"tier", "fast"}, {"job", "llm"}};
+  const Labels tj{{"tier", "fast"}, {"training_job", "llm"}};
   EXPECT_EQ(sample(f, "ckpt_last_checkpoint_bytes", tj), 1000.0);
   EXPECT_EQ(sample(f, "ckpt_last_checkpoint_allocated_bytes", tj), 512.0);
   // Every component of the fixed set has a sample, 0 where none was seen.
@@ -137,7 +137,7 @@ TEST_F(MetricsTest, TheLatestCheckpointByComponentAndAllocatedBytes) {
                                            {"metadata", 90}, {"other", 0}};
   for (const auto& [component, bytes] : want) {
     EXPECT_EQ(sample(f, "ckpt_last_checkpoint_component_bytes",
-                     {{"tier", "fast"}, {"job", "llm"}, {"component", component}}),
+                     {{"tier", "fast"}, {"training_job", "llm"}, {"component", component}}),
               bytes)
         << component;
   }

@@ -497,6 +497,8 @@ TEST(AlertEvaluator, AWallClockJumpingBackDoesNotDelayFiringOrPutTimesInTheFutur
   EXPECT_EQ(ev2.firing()[0].fired_at, 20'000);
   ev2.evaluate(c, 20'015, 22);
   EXPECT_EQ(ev2.firing()[0].active_at, 20'000);  // 15 s later, 15 s older
+}
+
 // Fires at three failed writes in a row (where /-/ready fails), clears once a
 // write succeeds, holds between.
 TEST(AlertConditions, StateWriteFailingFollowsTheFailuresInARow) {
@@ -514,6 +516,8 @@ TEST(AlertConditions, StateWriteFailingFollowsTheFailuresInARow) {
   s.cfg.rules.state_write_failing.enabled = false;
   auto cs = s.conditions();
   EXPECT_EQ(find(cs, "CkptmonStateWriteFailing", "", ""), nullptr);
+}
+
 TEST(AlertConditions, GpuAlertsNeedConsecutiveDropsAndHoldOnHysteresis) {
   AlertingConfig cfg;  // min_drop_ratio 0.5, consecutive 3; goodput 5 % / 4 %
   RuleFigures f;
