@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -54,11 +55,41 @@ std::string dur(double seconds) {
   return std::to_string(std::max<long long>(ms, 100)) + "ms";
 }
 
-// The GPU source of the demo. The GPU collectors (a fake NVML library under
-// tests/fake_nvml/, loaded by path) are being built separately; once they
-// land, return their `gpu:` configuration section here (with a scripted
-// utilisation dip while the demo's jobs checkpoint). Until then: none.
-std::string gpu_section(const fs::path& /*base*/) { return ""; }
+// The GPU source of the demo: the fake NVML library the build makes
+// (tests/fake_nvml/README.md), found beside the binary (build/fake_nvml/) or
+// named by CKPTMON_DEMO_NVML_LIBRARY, scripted with two GPUs at 90 % that
+// dip to 10 % for a third of every `period` seconds, the DCP job's
+// checkpoint interval (the dips are periodic, not tied to each save). No
+// library (an installed binary): no GPU section, said once.
+std::string gpu_section(const fs::path& base, double period) {
+  fs::path lib;
+  if (const char* env = std::getenv("CKPTMON_DEMO_NVML_LIBRARY"); env != nullptr && *env != 0) {
+    lib = env;
+  } else {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) lib = exe.parent_path() / "fake_nvml" / "libnvidia-ml.so.1";
+  }
+  std::error_code ec;
+  if (lib.empty() || !fs::is_regular_file(lib, ec)) {
+    log::info("demo without GPUs: no fake NVML library beside the binary",
+              {{"looked_for", lib.string()}});
+    return "";
+  }
+  const fs::path script = base / "fake_nvml.script";
+  const long long p = std::max(3LL, static_cast<long long>(period + 0.5));
+  {
+    std::ofstream out(script);
+    out << "# Written by `ckptmon demo` (tests/fake_nvml/README.md).\n"
+        << "gpus 2\nepoch " << static_cast<long long>(std::time(nullptr)) << "\n"
+        << "util * -3600 90\n"
+        << "dip * " << p << " " << std::max(1LL, p / 3) << " 10\n"
+        << "memory 0 85899345920 42949672960\nmemory 1 85899345920 21474836480\n";
+  }
+  // Before any thread starts: the library reads it on every call.
+  ::setenv("FAKE_NVML_SCRIPT", script.c_str(), 1);
+  return "gpu:\n  source: nvml\n  interval: 1s\n  nvml_library: " + lib.string() + "\n";
+}
 
 // A tmpfs for the capacity tier, so that it really fills; only as root.
 bool mount_small_tmpfs(const fs::path& dir, std::uint64_t bytes) {
@@ -166,7 +197,7 @@ int run_demo(const DemoOptions& opts) {
         << "    CheckpointNextWontFit: {for: " << dur(t.fill_for) << "}\n"
         << "    CheckpointTierAlmostFull: {for: " << dur(t.fill_for)
         << ", used_ratio: 0.9, clear_used_ratio: 0.85}\n"
-        << gpu_section(base);
+        << gpu_section(base, t.dcp_interval);
   }
 
   ServeOptions so;

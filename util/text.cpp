@@ -1,5 +1,7 @@
 #include "util/text.hpp"
 
+#include "util/label.hpp"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -9,7 +11,10 @@
 
 namespace ckptmon {
 
-std::string html_escape(std::string_view s) {
+std::string html_escape(std::string_view raw) {
+  // The page is UTF-8: names from outside keep their bad bytes as \xNN, the
+  // way the API shows them (display_name), whoever forgot to say so.
+  const std::string s = display_name(raw);
   std::string out;
   out.reserve(s.size());
   for (char c : s) {

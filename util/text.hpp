@@ -10,6 +10,7 @@
 namespace ckptmon {
 
 // Escapes for an HTML text node or attribute value.
+// HTML-escaped, and valid UTF-8: ill-formed bytes become \xNN (display_name).
 std::string html_escape(std::string_view s);
 
 // A logfmt value: bare when it has no space, quote, '=' or control character,

@@ -55,7 +55,7 @@ class Plan(unittest.TestCase):
             m = self.d.scrape()
             v = m.get("ckpt_tier_required_capacity_bytes", tier="rapid")
             return v is not None and v > 0 and all(
-                m.get("ckpt_checkpoints", tier="rapid", job=j, state="committed") == 2
+                m.get("ckpt_checkpoints", tier="rapid", training_job=j, state="committed") == 2
                 for j in "abc")
         harness.wait_for(evaluated, what="the rules over six committed checkpoints")
         self.metrics = self.d.scrape()
