@@ -133,17 +133,24 @@ void CollectorRunner::launch(const std::shared_ptr<Collector>& c, const std::str
   f.timer = std::make_unique<boost::asio::steady_timer>(io_);
   const std::uint64_t id = f.id;
   auto started = f.started;
+  auto& counter = stuck_[target];
+  if (!counter) counter = std::make_shared<std::atomic<int>>(0);
+  f.target_stuck = counter;
   state_.collectors[std::string(c->name())].targets[target].in_flight = true;
   Flight& placed = flights_.emplace(key, std::move(f)).first->second;
   arm_deadline(key, placed, deadline);
 
-  placed.ticket =
-      pool_.post([job = std::move(job), inbox = inbox_, key, id, started, this]() mutable {
+  placed.ticket = pool_.post(
+      [job = std::move(job), inbox = inbox_, key, id, started, stuck = counter, this]() mutable {
         started->store(
             std::max<std::int64_t>(1, std::chrono::steady_clock::now().time_since_epoch().count()));
         Result r;
         try {
-          r.update = job();
+          if (stuck->load() > 0) {
+            r.not_run = true;  // it would only tie up one more worker on the hung mount
+          } else {
+            r.update = job();
+          }
         } catch (const std::exception& e) {
           r.error = e.what();
         } catch (...) {
@@ -169,9 +176,8 @@ void CollectorRunner::arm_deadline(const std::string& key, Flight& f,
 }
 
 bool CollectorRunner::target_stuck(const std::string& target) const {
-  return std::any_of(flights_.begin(), flights_.end(), [&](const auto& kv) {
-    return kv.second.target == target && kv.second.timed_out;
-  });
+  auto it = stuck_.find(target);
+  return it != stuck_.end() && it->second->load() > 0;
 }
 
 void CollectorRunner::not_started(Collector& collector, const std::string& target,
@@ -199,8 +205,17 @@ void CollectorRunner::finish(const std::string& key, std::uint64_t id, Result re
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
   const bool was_late = it->second.timed_out;
+  const bool said_not_started = it->second.not_started_reported;
+  if (was_late) --*it->second.target_stuck;
   it->second.timer->cancel();
   flights_.erase(it);
+  if (result.not_run) {
+    state_.collectors[std::string(collector->name())].targets[target].in_flight = false;
+    if (!said_not_started) {
+      not_started(*collector, target, "not probed: another job for this target is stuck");
+    }
+    return;
+  }
   record(*collector, target, seconds, std::move(result), was_late);
 }
 
@@ -261,6 +276,7 @@ void CollectorRunner::expire(const std::string& key, std::uint64_t id) {
     return;
   }
   f.timed_out = true;
+  ++*f.target_stuck;
   pool_.mark_stuck(f.ticket);
   reported_[key] = true;
   CollectorStatus& status = state_.collectors[std::string(f.collector->name())];

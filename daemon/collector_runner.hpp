@@ -82,10 +82,14 @@ class CollectorRunner {
     std::uint64_t ticket = 0;  // the pool's, for mark_stuck
     // steady_clock ticks when a worker picked the job up; 0 while queued.
     std::shared_ptr<std::atomic<std::int64_t>> started;
+    // Stuck jobs of this target (all collectors), shared with queued jobs so
+    // that one taken by a worker after its target got stuck does not run.
+    std::shared_ptr<std::atomic<int>> target_stuck;
   };
   struct Result {
     Update update;
-    std::string error;  // non-empty: the job threw
+    std::string error;     // non-empty: the job threw
+    bool not_run = false;  // its target had a stuck job when a worker took it
   };
 
   void run(const std::shared_ptr<Collector>& c);
@@ -109,6 +113,7 @@ class CollectorRunner {
   std::vector<std::unique_ptr<boost::asio::steady_timer>> timers_;  // one per collector
   std::map<std::string, Flight> flights_;                           // key: collector "/" target
   std::map<std::string, bool> reported_;                            // key -> has reported once
+  std::map<std::string, std::shared_ptr<std::atomic<int>>> stuck_;  // target -> its stuck jobs
   std::uint64_t next_id_ = 1;
 };
 

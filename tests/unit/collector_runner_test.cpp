@@ -497,5 +497,21 @@ TEST_F(StarvationTest, NoCollectorStartsAnotherJobForATargetWithAStuckJob) {
   EXPECT_TRUE(state_.collectors["scan"].targets["a"].success);
 }
 
+TEST_F(StarvationTest, AQueuedJobForATargetThatGotStuckDoesNotRun) {
+  // One worker, one spare: a's statfs hangs; the other collector's job for a
+  // was queued before that was known. When the spare takes it, it must not
+  // run (it would hang the spare too and starve b).
+  start(1, 1, {"stats", "scan"});
+  runner_->run_all();
+  ASSERT_TRUE(run_until([&] { return probed_->load() == 2; }));
+  ASSERT_TRUE(run_until([&] { return !state_.collectors["scan"].targets["a"].in_flight; }));
+  EXPECT_EQ(gate_->entered, 1);  // only the first job for a reached the mount
+  EXPECT_EQ(fakes_["scan"]->prepared["a"], 1);
+  EXPECT_EQ(state_.collectors["scan"].not_started, 1u);
+  EXPECT_TRUE(fakes_["scan"]->deadlines.empty());
+  EXPECT_EQ(state_.collectors["stats"].timeouts, 1u);
+  EXPECT_LE(pool_->threads(), 2u);
+}
+
 }  // namespace
 }  // namespace ckptmon
