@@ -213,6 +213,8 @@ void CollectorRunner::finish(const std::string& key, std::uint64_t id, Result re
     state_.collectors[std::string(collector->name())].targets[target].in_flight = false;
     if (!said_not_started) {
       not_started(*collector, target, "not probed: another job for this target is stuck");
+    } else if (on_change_) {
+      on_change_();
     }
     return;
   }
