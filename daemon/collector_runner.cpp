@@ -112,6 +112,10 @@ void CollectorRunner::run(const std::shared_ptr<Collector>& owner) {
 void CollectorRunner::launch(const std::shared_ptr<Collector>& c, const std::string& target,
                              Duration deadline) {
   const std::string key = std::string(c->name()) + "/" + target;
+  if (target_stuck(target)) {
+    not_started(*c, target, "not probed: another job for this target is stuck");
+    return;
+  }
   Job job;
   try {
     job = c->prepare(target);
@@ -123,32 +127,68 @@ void CollectorRunner::launch(const std::shared_ptr<Collector>& c, const std::str
   f.collector = c;
   f.target = target;
   f.start = std::chrono::steady_clock::now();
+  f.deadline = deadline;
   f.id = next_id_++;
-  f.timer = std::make_unique<boost::asio::steady_timer>(io_, deadline);
+  f.started = std::make_shared<std::atomic<std::int64_t>>(0);
+  f.timer = std::make_unique<boost::asio::steady_timer>(io_);
+  const std::uint64_t id = f.id;
+  auto started = f.started;
+  auto& counter = stuck_[target];
+  if (!counter) counter = std::make_shared<std::atomic<int>>(0);
+  f.target_stuck = counter;
+  state_.collectors[std::string(c->name())].targets[target].in_flight = true;
+  Flight& placed = flights_.emplace(key, std::move(f)).first->second;
+  arm_deadline(key, placed, deadline);
+
+  placed.ticket = pool_.post(
+      [job = std::move(job), inbox = inbox_, key, id, started, stuck = counter, this]() mutable {
+        started->store(
+            std::max<std::int64_t>(1, std::chrono::steady_clock::now().time_since_epoch().count()));
+        Result r;
+        try {
+          if (stuck->load() > 0) {
+            r.not_run = true;  // it would only tie up one more worker on the hung mount
+          } else {
+            r.update = job();
+          }
+        } catch (const std::exception& e) {
+          r.error = e.what();
+        } catch (...) {
+          r.error = "unknown exception";
+        }
+        job = nullptr;
+        std::lock_guard lock(inbox->mu);
+        if (inbox->io == nullptr) return;  // the runner is gone: drop the result
+        boost::asio::post(*inbox->io, [this, inbox, key, id, r = std::move(r)]() mutable {
+          if (inbox->io == nullptr) return;  // closed on this (the loop) thread meanwhile
+          finish(key, id, std::move(r));
+        });
+      });
+}
+
+void CollectorRunner::arm_deadline(const std::string& key, Flight& f,
+                                   std::chrono::steady_clock::duration after) {
+  f.timer->expires_after(after);
   const std::uint64_t id = f.id;
   f.timer->async_wait([this, key, id](const boost::system::error_code& ec) {
     if (!ec) expire(key, id);
   });
-  state_.collectors[std::string(c->name())].targets[target].in_flight = true;
-  flights_.emplace(key, std::move(f));
+}
 
-  pool_.post([job = std::move(job), inbox = inbox_, key, id, this]() mutable {
-    Result r;
-    try {
-      r.update = job();
-    } catch (const std::exception& e) {
-      r.error = e.what();
-    } catch (...) {
-      r.error = "unknown exception";
-    }
-    job = nullptr;
-    std::lock_guard lock(inbox->mu);
-    if (inbox->io == nullptr) return;  // the runner is gone: drop the result
-    boost::asio::post(*inbox->io, [this, inbox, key, id, r = std::move(r)]() mutable {
-      if (inbox->io == nullptr) return;  // closed on this (the loop) thread meanwhile
-      finish(key, id, std::move(r));
-    });
-  });
+bool CollectorRunner::target_stuck(const std::string& target) const {
+  auto it = stuck_.find(target);
+  return it != stuck_.end() && it->second->load() > 0;
+}
+
+void CollectorRunner::not_started(Collector& collector, const std::string& target,
+                                  const std::string& why) {
+  reported_[std::string(collector.name()) + "/" + target] = true;
+  CollectorStatus& status = state_.collectors[std::string(collector.name())];
+  ++status.not_started;
+  status.targets[target].success = false;
+  log::warn("collector run not started; target not probed",
+            {{"collector", collector.name()}, {"target", target}, {"reason", why}});
+  if (on_change_) on_change_();
 }
 
 void CollectorRunner::finish(const std::string& key, std::uint64_t id, Result result) {
@@ -156,11 +196,28 @@ void CollectorRunner::finish(const std::string& key, std::uint64_t id, Result re
   if (it == flights_.end() || it->second.id != id) return;
   std::shared_ptr<Collector> collector = it->second.collector;
   const std::string target = it->second.target;
+  // From when a worker picked it up (the job's own duration), not from queueing.
+  const std::int64_t began = it->second.started->load();
+  const auto from =
+      began == 0
+          ? it->second.start
+          : std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(began));
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
   const bool was_late = it->second.timed_out;
+  const bool said_not_started = it->second.not_started_reported;
+  if (was_late) --*it->second.target_stuck;
   it->second.timer->cancel();
   flights_.erase(it);
+  if (result.not_run) {
+    state_.collectors[std::string(collector->name())].targets[target].in_flight = false;
+    if (!said_not_started) {
+      not_started(*collector, target, "not probed: another job for this target is stuck");
+    } else if (on_change_) {
+      on_change_();
+    }
+    return;
+  }
   record(*collector, target, seconds, std::move(result), was_late);
 }
 
@@ -202,14 +259,33 @@ void CollectorRunner::expire(const std::string& key, std::uint64_t id) {
   auto it = flights_.find(key);
   if (it == flights_.end() || it->second.id != id || it->second.timed_out) return;
   Flight& f = it->second;
+  const auto now = std::chrono::steady_clock::now();
+  const std::int64_t started = f.started->load();
+  if (started == 0) {
+    // Still queued: no worker has run it, so nothing is known about the
+    // target. Said once; the deadline counts again once a worker takes it.
+    if (!f.not_started_reported) {
+      f.not_started_reported = true;
+      not_started(*f.collector, f.target, "not probed: all workers busy with stuck jobs");
+    }
+    arm_deadline(key, f, f.deadline);
+    return;
+  }
+  const auto began =
+      std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(started));
+  if (now < began + f.deadline) {
+    arm_deadline(key, f, began + f.deadline - now);
+    return;
+  }
   f.timed_out = true;
+  ++*f.target_stuck;
+  pool_.mark_stuck(f.ticket);
   reported_[key] = true;
   CollectorStatus& status = state_.collectors[std::string(f.collector->name())];
   ++status.timeouts;
   auto& t = status.targets[f.target];
   t.success = false;
-  t.duration_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - f.start).count();
+  t.duration_seconds = std::chrono::duration<double>(now - began).count();
   log::warn("collector run passed its deadline; still waiting for it in the background",
             {{"collector", f.collector->name()}, {"target", f.target}});
   try {

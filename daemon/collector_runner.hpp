@@ -1,12 +1,24 @@
 #pragma once
 // Runs collector jobs on the worker pool: at most one job in flight per
 // (collector, target), a deadline per job, exceptions caught, duration and
-// success recorded in State. Results come back to the loop thread through an
+// success recorded in State.
+//
+// A deadline counts from when a worker picked the job up. A job still queued
+// when its deadline passes (every worker busy, usually with stuck jobs) was
+// never run: it is counted as not started and its target reported "not
+// probed", never down or timed out, and it keeps its place in the queue. A
+// started job past its deadline is stuck: the collector's on_deadline says
+// so, the pool may start a spare worker for it, and while a target has a
+// stuck job no collector starts another job for that target (the per-target
+// cap across collectors: one stuck job per target ties up one worker, not
+// one per collector per interval). Results come back to the loop thread through an
 // inbox that is closed at destruction, so a job that returns after the
 // runner is gone is dropped instead of touching freed memory.
 // Loop thread only (except the inbox, which is internally locked).
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -63,12 +75,21 @@ class CollectorRunner {
     std::string target;
     std::chrono::steady_clock::time_point start;
     std::unique_ptr<boost::asio::steady_timer> timer;
+    Duration deadline{};
     bool timed_out = false;
+    bool not_started_reported = false;
     std::uint64_t id = 0;
+    std::uint64_t ticket = 0;  // the pool's, for mark_stuck
+    // steady_clock ticks when a worker picked the job up; 0 while queued.
+    std::shared_ptr<std::atomic<std::int64_t>> started;
+    // Stuck jobs of this target (all collectors), shared with queued jobs so
+    // that one taken by a worker after its target got stuck does not run.
+    std::shared_ptr<std::atomic<int>> target_stuck;
   };
   struct Result {
     Update update;
-    std::string error;  // non-empty: the job threw
+    std::string error;     // non-empty: the job threw
+    bool not_run = false;  // its target had a stuck job when a worker took it
   };
 
   void run(const std::shared_ptr<Collector>& c);
@@ -76,6 +97,10 @@ class CollectorRunner {
   void launch(const std::shared_ptr<Collector>& c, const std::string& target, Duration deadline);
   void finish(const std::string& key, std::uint64_t id, Result result);
   void expire(const std::string& key, std::uint64_t id);
+  void arm_deadline(const std::string& key, Flight& f, std::chrono::steady_clock::duration after);
+  // A job for `target` (any collector) is past its deadline and still running.
+  bool target_stuck(const std::string& target) const;
+  void not_started(Collector& collector, const std::string& target, const std::string& why);
   void record(Collector& collector, const std::string& target, double seconds, Result result,
               bool was_late);
 
@@ -86,8 +111,9 @@ class CollectorRunner {
   std::shared_ptr<Inbox> inbox_;
   std::vector<std::shared_ptr<Collector>> collectors_;
   std::vector<std::unique_ptr<boost::asio::steady_timer>> timers_;  // one per collector
-  std::map<std::string, Flight> flights_;  // key: collector "/" target
-  std::map<std::string, bool> reported_;   // key -> has reported once
+  std::map<std::string, Flight> flights_;                           // key: collector "/" target
+  std::map<std::string, bool> reported_;                            // key -> has reported once
+  std::map<std::string, std::shared_ptr<std::atomic<int>>> stuck_;  // target -> its stuck jobs
   std::uint64_t next_id_ = 1;
 };
 

@@ -454,8 +454,16 @@ std::string Daemon::render_metrics() const {
                           prometheus::MetricType::Gauge);
     const auto busy = pool_->busy();
     threads.add({{"state", "busy"}}, static_cast<double>(busy));
-    threads.add({{"state", "idle"}}, static_cast<double>(pool_->threads() - busy));
+    const auto total = pool_->threads();  // a spare may exit between the two reads
+    threads.add({{"state", "idle"}}, static_cast<double>(total > busy ? total - busy : 0));
     append(live, std::move(threads));
+    FamilyBuilder stuck("ckptmon_worker_threads_stuck",
+                        "Worker threads running a job past its deadline (a hung mount); each "
+                        "allows one spare thread above global.worker_threads, at most "
+                        "worker_threads spares.",
+                        prometheus::MetricType::Gauge);
+    stuck.add({}, static_cast<double>(pool_->stuck()));
+    append(live, std::move(stuck));
   }
   families.insert(families.end(), std::make_move_iterator(live.begin()),
                   std::make_move_iterator(live.end()));

@@ -144,6 +144,11 @@ std::vector<prometheus::MetricFamily> state_families(const State& state) {
                         "Collector runs not started because the previous run of the same "
                         "target was still in flight.",
                         MetricType::Counter);
+  FamilyBuilder not_started("ckptmon_collector_not_started_total",
+                            "Collector runs that no worker ran: still queued at their deadline "
+                            "(workers busy with stuck jobs) or refused because the target "
+                            "already has a stuck job. The target was not probed.",
+                            MetricType::Counter);
   FamilyBuilder errors("ckptmon_collector_errors_total", "Collector runs that failed.",
                        MetricType::Counter);
   for (const auto& [name, c] : state.collectors) {
@@ -152,12 +157,14 @@ std::vector<prometheus::MetricFamily> state_families(const State& state) {
     ok.add(l, c.success() ? 1 : 0);
     timeouts.add(l, static_cast<double>(c.timeouts));
     skipped.add(l, static_cast<double>(c.skipped));
+    not_started.add(l, static_cast<double>(c.not_started));
     errors.add(l, static_cast<double>(c.errors));
   }
   append(out, std::move(dur));
   append(out, std::move(ok));
   append(out, std::move(timeouts));
   append(out, std::move(skipped));
+  append(out, std::move(not_started));
   append(out, std::move(errors));
   return out;
 }

@@ -49,6 +49,9 @@ struct CollectorStatus {
   std::map<std::string, Target> targets;
   std::uint64_t timeouts = 0;
   std::uint64_t skipped = 0;
+  // Runs that never reached a worker: still queued at their deadline, or
+  // refused because their target already has a stuck job. Not probed.
+  std::uint64_t not_started = 0;
   std::uint64_t errors = 0;
 
   bool success() const;           // every target's last run succeeded

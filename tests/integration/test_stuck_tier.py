@@ -24,6 +24,7 @@ SCRAPE_TIMEOUT = 2.0
 
 
 class StuckTier(unittest.TestCase):
+    WORKER_THREADS = None  # the default pool
     def setUp(self):
         harness.require_binary()
         harness.require_fuse()
@@ -43,10 +44,14 @@ class StuckTier(unittest.TestCase):
                          what="the FUSE mount")
         if not harness.mounted(self.mnt):
             self.fail(f"blockfs did not mount:\n{fs.output()}")
-        self.ck = self.ws.ckptmon(harness.config_yaml([
+        config = harness.config_yaml([
             harness.tier_yaml("stuck", self.mnt, role="staging", drains_to="healthy"),
             harness.tier_yaml("healthy", self.healthy, role="rapid"),
-        ], scan_interval="500ms", probe_timeout="300ms"))
+        ], scan_interval="500ms", probe_timeout="300ms")
+        if self.WORKER_THREADS is not None:
+            config = config.replace("global:\n",
+                                    f"global:\n  worker_threads: {self.WORKER_THREADS}\n", 1)
+        self.ck = self.ws.ckptmon(config)
         # Runs first at cleanup: a process with a thread in a FUSE request
         # cannot be reaped until the request is answered.
         self.ws.on_close(self.unblock)
@@ -208,6 +213,55 @@ class StuckTier(unittest.TestCase):
         p95 = xs[min(len(xs) - 1, int(0.95 * len(xs)))]
         print(f"\n{what}: n={len(xs)} median={statistics.median(xs) * 1000:.1f} ms "
               f"p95={p95 * 1000:.1f} ms max={xs[-1] * 1000:.1f} ms")
+
+
+class StuckTierOneWorker(StuckTier):
+    """With a single worker thread, the stuck statfs holds it: the healthy
+    tier's probe must still run (on a spare thread) and the healthy tier must
+    never be reported down with "hung mount?" for a probe that never ran."""
+    WORKER_THREADS = 1
+    # The base class's cases are not rerun here.
+    test_stuck_tier_goes_down_without_stalling_scrapes_and_recovers = None
+    test_sigterm_with_a_stuck_tier_exits_cleanly = None
+
+    def test_healthy_tier_keeps_being_probed_while_the_only_worker_is_stuck(self):
+        self.ck.wait_ready()
+        self.wait_tier("stuck", 1.0, "the FUSE tier to be up")
+        self.wait_tier("healthy", 1.0, "the healthy tier to be up")
+        self.block()
+        m, seen = self.wait_tier("stuck", 0.0, "the stuck tier to be marked down")
+        for s in seen:
+            self.assertEqual(s.get("ckpt_tier_up", tier="healthy"), 1.0)
+        first = harness.wait_for(
+            lambda: (lambda m: m if m.get("ckptmon_worker_threads_stuck") == 1.0 else None)(
+                self.timed_scrape()),
+            timeout=30, interval=0.05, what="the stuck worker to be exported")
+        skipped_before = first.get("ckptmon_collector_skipped_total", collector="tier_stats")
+        success_before = first.get("ckpt_tier_last_success_timestamp_seconds", tier="healthy")
+
+        def three_intervals_later():
+            m = self.timed_scrape()
+            self.assertEqual(m.get("ckpt_tier_up", tier="stuck"), 0.0)
+            self.assertEqual(m.get("ckpt_tier_up", tier="healthy"), 1.0)
+            # One stuck worker, at most one spare: the bound is worker_threads.
+            total = (m.get("ckptmon_worker_threads", state="busy")
+                     + m.get("ckptmon_worker_threads", state="idle"))
+            self.assertLessEqual(total, 2.0)
+            skipped = m.get("ckptmon_collector_skipped_total", collector="tier_stats")
+            ok = m.get("ckpt_tier_last_success_timestamp_seconds", tier="healthy")
+            return m if skipped - skipped_before >= 3 and ok > success_before else None
+        harness.wait_for(three_intervals_later, timeout=30, interval=0.05,
+                         what="the healthy tier to be probed again while the other is stuck")
+        tiers = self.ck.get("/api/v1/tiers", timeout=SCRAPE_TIMEOUT).json()
+        healthy = next(t for t in tiers if t["name"] == "healthy")
+        self.assertTrue(healthy["up"])
+        self.assertNotIn("hung mount", healthy.get("down_reason", "") or "")
+        stuck = next(t for t in tiers if t["name"] == "stuck")
+        self.assertIn("hung mount?", stuck["down_reason"])
+        # The log never said the healthy tier's probe passed its deadline.
+        for line in self.ck.output().splitlines():
+            if "target=healthy" in line:
+                self.assertNotIn("passed its deadline", line)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@
 
 #include <gtest/gtest.h>
 
-#include "loop_helpers.hpp"
 #include <boost/asio/executor_work_guard.hpp>
+#include "loop_helpers.hpp"
 
 namespace ckptmon {
 namespace {
@@ -28,7 +28,7 @@ using testing::Gate;
 // like the real ones.
 class FakeCollector final : public Collector {
  public:
-  std::string_view name() const override { return "fake"; }
+  std::string_view name() const override { return name_; }
   void configure(const Config&) override {}
   Duration interval() const override { return std::chrono::hours(1); }
   Duration deadline() const override { return deadline_; }
@@ -44,6 +44,7 @@ class FakeCollector final : public Collector {
     failures.emplace_back(target, error);
   }
 
+  std::string name_ = "fake";
   std::vector<std::string> targets_;
   Duration deadline_ = std::chrono::seconds(10);
   std::map<std::string, Job> jobs;
@@ -353,6 +354,167 @@ TEST_F(CollectorRunnerTest, AResultQueuedOnTheLoopBeforeDestructionIsDropped) {
   EXPECT_EQ(marker("a"), "<none>");
   EXPECT_EQ(changes_, changes_before);
   EXPECT_EQ(token.use_count(), 2);  // the dropped result released it
+}
+
+// A small pool shared by several collectors, as in the daemon, for the
+// starvation cases: tier "a" hangs (its jobs wait on a gate opened only at
+// teardown), tier "b" is healthy.
+class StarvationTest : public ::testing::Test {
+ protected:
+  StarvationTest() : guard_(boost::asio::make_work_guard(io_)) {}
+  ~StarvationTest() override {
+    gate_->release();  // the hung mount answers at last, so no thread is left behind
+    runner_.reset();
+    guard_.reset();
+    io_.poll();
+  }
+
+  void start(std::size_t threads, long spares, const std::vector<std::string>& names) {
+    pool_ = std::make_unique<WorkerPool>(threads, spares);
+    runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, [] {});
+    std::vector<std::shared_ptr<Collector>> all;
+    for (const auto& n : names) {
+      auto c = std::make_shared<FakeCollector>();
+      c->name_ = n;
+      c->targets_ = {"a", "b"};
+      c->deadline_ = std::chrono::duration_cast<Duration>(20ms);
+      auto gate = gate_;
+      c->jobs["a"] = [gate]() -> Update {
+        gate->wait();
+        return nullptr;
+      };
+      auto probed = probed_;
+      c->jobs["b"] = [probed, n]() -> Update {
+        ++*probed;
+        return mark("b", "probed by " + n);
+      };
+      fakes_[n] = c;
+      all.push_back(c);
+    }
+    runner_->set_collectors(all);
+  }
+
+  template <typename Pred>
+  bool run_until(Pred pred) {
+    const auto cap = std::chrono::steady_clock::now() + 10s;
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > cap) return false;
+      io_.run_one_for(10ms);
+    }
+    return true;
+  }
+
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
+  std::shared_ptr<std::atomic<int>> probed_ = std::make_shared<std::atomic<int>>(0);
+  State state_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<CollectorRunner> runner_;
+  std::map<std::string, std::shared_ptr<FakeCollector>> fakes_;
+};
+
+TEST_F(StarvationTest, AHungTargetDoesNotStarveAHealthyOneAcrossIntervals) {
+  // Two workers, two collectors: tier a's two stuck jobs alone would hold
+  // both workers, and tier b would never be probed.
+  start(2, -1, {"stats", "scan"});
+  for (int cycle = 1; cycle <= 3; ++cycle) {
+    runner_->run_all();
+    ASSERT_TRUE(run_until([&] { return probed_->load() == 2 * cycle; })) << "cycle " << cycle;
+    ASSERT_TRUE(run_until([&] {
+      return !state_.collectors["stats"].targets["b"].in_flight &&
+             !state_.collectors["scan"].targets["b"].in_flight;
+    }));
+    for (const char* n : {"stats", "scan"}) {
+      EXPECT_TRUE(state_.collectors[n].targets["b"].success) << n << " cycle " << cycle;
+    }
+  }
+  ASSERT_TRUE(run_until([&] { return pool_->stuck() == 2; }));
+  for (const char* n : {"stats", "scan"}) {
+    // Only the hung target was reported past its deadline, once per job.
+    EXPECT_EQ(fakes_[n]->deadlines, std::vector<std::string>{"a"}) << n;
+    EXPECT_EQ(state_.collectors[n].timeouts, 1u) << n;
+    EXPECT_EQ(fakes_[n]->prepared["a"], 1) << n;  // later cycles skipped it
+    EXPECT_EQ(fakes_[n]->prepared["b"], 3) << n;
+  }
+  // Two stuck workers, two spares for them: within the bound (2 + 2).
+  EXPECT_LE(pool_->threads(), 4u);
+  EXPECT_EQ(gate_->entered, 2);
+}
+
+TEST_F(StarvationTest, AJobThatNeverStartedIsNotProbedNotTimedOut) {
+  // One worker and no spare: b's job waits in the queue behind a's.
+  start(1, 0, {"stats"});
+  auto& stats = *fakes_["stats"];
+  runner_->run_all();
+  ASSERT_TRUE(run_until([&] {
+    return state_.collectors["stats"].timeouts == 1 && state_.collectors["stats"].not_started == 1;
+  }));
+  const CollectorStatus& st = state_.collectors["stats"];
+  EXPECT_EQ(stats.deadlines, std::vector<std::string>{"a"});  // b is not "down"/"hung"
+  EXPECT_FALSE(st.targets.at("b").success);
+  EXPECT_TRUE(st.targets.at("b").in_flight);  // still queued, keeps its place
+  EXPECT_EQ(probed_->load(), 0);
+  EXPECT_TRUE(runner_->all_reported());  // "not probed" is a report
+  EXPECT_EQ(pool_->threads(), 1u);
+
+  // Once the worker is free, b runs and is up; still never a deadline for b.
+  gate_->release();
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  EXPECT_EQ(probed_->load(), 1);
+  EXPECT_TRUE(state_.collectors["stats"].targets.at("b").success);
+  EXPECT_EQ(stats.deadlines, std::vector<std::string>{"a"});
+  EXPECT_EQ(state_.collectors["stats"].not_started, 1u);  // said once per job
+  EXPECT_EQ(state_.tiers["b"].down_reason, "probed by stats");
+}
+
+TEST_F(StarvationTest, NoCollectorStartsAnotherJobForATargetWithAStuckJob) {
+  start(4, 0, {"stats", "scan"});
+  auto& scan = *fakes_["scan"];
+  ASSERT_TRUE(runner_->run("stats"));
+  ASSERT_TRUE(run_until([&] { return state_.collectors["stats"].timeouts == 1; }));
+  ASSERT_TRUE(gate_->wait_entered(1));
+
+  // Tier a has a stuck statfs: the walk of the other collector is not started
+  // (it would only tie up another worker); tier b is.
+  ASSERT_TRUE(runner_->run("scan"));
+  EXPECT_EQ(scan.prepared["a"], 0);
+  EXPECT_EQ(scan.prepared["b"], 1);
+  EXPECT_EQ(state_.collectors["scan"].not_started, 1u);
+  EXPECT_FALSE(state_.collectors["scan"].targets["a"].in_flight);
+  EXPECT_TRUE(scan.deadlines.empty());
+  runner_->run_target("scan", "a");  // a wake-up for a: refused the same way
+  EXPECT_EQ(scan.prepared["a"], 0);
+  EXPECT_EQ(state_.collectors["scan"].not_started, 2u);
+  ASSERT_TRUE(run_until([&] { return probed_->load() == 2; }));
+
+  // Once the stuck job returns, the cap lifts.
+  gate_->release();
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  ASSERT_TRUE(runner_->run("scan"));
+  EXPECT_EQ(scan.prepared["a"], 1);
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  EXPECT_TRUE(state_.collectors["scan"].targets["a"].success);
+}
+
+TEST_F(StarvationTest, AQueuedJobForATargetThatGotStuckDoesNotRun) {
+  // One worker, one spare: a's statfs hangs; the other collector's job for a
+  // was queued before that was known. When the spare takes it, it must not
+  // run (it would hang the spare too and starve b).
+  start(1, 1, {"stats", "scan"});
+  runner_->run_all();
+  ASSERT_TRUE(run_until([&] { return probed_->load() == 2; }));
+  ASSERT_TRUE(run_until([&] { return !state_.collectors["scan"].targets["a"].in_flight; }));
+  EXPECT_EQ(gate_->entered, 1);  // only the first job for a reached the mount
+  EXPECT_EQ(fakes_["scan"]->prepared["a"], 1);
+  // Counted as not started (scan's b may be too, if it waited past its
+  // deadline for the spare), never as timed out.
+  EXPECT_GE(state_.collectors["scan"].not_started, 1u);
+  EXPECT_FALSE(state_.collectors["scan"].targets["a"].success);
+  EXPECT_EQ(state_.collectors["scan"].timeouts, 0u);
+  EXPECT_TRUE(fakes_["scan"]->deadlines.empty());
+  EXPECT_EQ(state_.collectors["stats"].timeouts, 1u);
+  EXPECT_LE(pool_->threads(), 2u);
 }
 
 }  // namespace

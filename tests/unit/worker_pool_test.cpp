@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -116,6 +117,75 @@ TEST(WorkerPool, GrowsOnDemandUpToTheCapAndNoFurther) {
   gate->release();
   ASSERT_TRUE(gate->wait_until([](Gate& g) { return g.passed == 5; }));
   EXPECT_EQ(pool.threads(), 3u);
+}
+
+// Bounded wait (no timing asserted) until `pred` holds, for counts the pool
+// changes on its own threads after a task has returned.
+template <typename Pred>
+bool eventually(Pred pred) {
+  const auto cap = std::chrono::steady_clock::now() + 10s;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > cap) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+TEST(WorkerPool, StuckTasksGetSpareThreadsUpToTheBoundThenShrinkBack) {
+  auto gate = std::make_shared<Gate>();
+  WorkerPool pool(2, 1);  // two threads, at most one spare
+  const auto t1 = pool.post([gate] { gate->wait(); });
+  const auto t2 = pool.post([gate] { gate->wait(); });
+  ASSERT_TRUE(gate->wait_until([](Gate& g) { return g.waiting == 2; }));
+  const auto t3 = pool.post([gate] { gate->wait(); });
+  pool.post([gate] { gate->wait(); });
+  EXPECT_EQ(pool.threads(), 2u);
+  EXPECT_EQ(pool.queued(), 2u);
+
+  // A task still queued is not stuck: no spare for it.
+  pool.mark_stuck(t3);
+  EXPECT_EQ(pool.stuck(), 0u);
+  EXPECT_EQ(pool.threads(), 2u);
+
+  // The first stuck task buys one spare, which takes queued work at once.
+  pool.mark_stuck(t1);
+  EXPECT_EQ(pool.stuck(), 1u);
+  EXPECT_EQ(pool.threads(), 3u);
+  ASSERT_TRUE(gate->wait_until([](Gate& g) { return g.waiting == 3; }));
+  EXPECT_EQ(pool.queued(), 1u);
+
+  // The bound holds: a second stuck task (and marking one twice) buys none.
+  pool.mark_stuck(t2);
+  pool.mark_stuck(t1);
+  EXPECT_EQ(pool.stuck(), 2u);
+  EXPECT_EQ(pool.threads(), 3u);
+  EXPECT_EQ(pool.queued(), 1u);
+
+  // Once the stuck tasks return, the pool shrinks back to its cap.
+  gate->release();
+  ASSERT_TRUE(gate->wait_until([](Gate& g) { return g.passed == 4; }));
+  ASSERT_TRUE(eventually([&] { return pool.threads() == 2u && pool.busy() == 0u; }));
+  EXPECT_EQ(pool.stuck(), 0u);
+  EXPECT_EQ(pool.queued(), 0u);
+}
+
+TEST(WorkerPool, TheDefaultSpareBoundIsTheCap) {
+  auto gate = std::make_shared<Gate>();
+  WorkerPool pool(2);
+  EXPECT_EQ(pool.max_spare(), 2u);
+  std::vector<std::uint64_t> tickets;
+  for (int i = 0; i < 6; ++i) tickets.push_back(pool.post([gate] { gate->wait(); }));
+  ASSERT_TRUE(gate->wait_until([](Gate& g) { return g.waiting == 2; }));
+  // Mark whatever runs as stuck, round after round: never more than 2 + 2.
+  for (int round = 0; round < 3; ++round) {
+    for (auto t : tickets) pool.mark_stuck(t);
+  }
+  ASSERT_TRUE(gate->wait_until([](Gate& g) { return g.waiting == 4; }));
+  EXPECT_EQ(pool.threads(), 4u);
+  EXPECT_EQ(pool.queued(), 2u);
+  gate->release();
+  ASSERT_TRUE(gate->wait_until([](Gate& g) { return g.passed == 6; }));
+  ASSERT_TRUE(eventually([&] { return pool.threads() == 2u; }));
 }
 
 TEST(WorkerPool, ReusesAnIdleThreadInsteadOfStartingAnother) {
