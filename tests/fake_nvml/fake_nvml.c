@@ -161,7 +161,7 @@ static void load_script(void) {
       S.dips[S.ndips++] =
           (struct dip){parse_gpu(b), S.epoch, strtod(c, NULL), strtod(d, NULL), strtod(e, NULL)};
     } else if (strcmp(a, "fail") == 0 && n >= 3 && S.nfails < MAX_FAILS) {
-      snprintf(S.fails[S.nfails].symbol, sizeof S.fails[S.nfails].symbol, "%s", b);
+      snprintf(S.fails[S.nfails].symbol, sizeof S.fails[S.nfails].symbol, "%.63s", b);  /* symbol[64] */
       S.fails[S.nfails++].code = atoi(c);
     } else if (strcmp(a, "no_samples") == 0) {
       S.no_samples = 1;
