@@ -186,11 +186,13 @@ TEST(GpuCollector, FoldsPollsIntoStateAndCountsErrorsOnce) {
   EXPECT_GE(ring.size(), 20u);
   EXPECT_LE(ring.size(), 21u);
   EXPECT_DOUBLE_EQ(ring.back().mean, 0.8);
+  // on_deadline publishes a new GpuState: `ring` refers into the old one.
+  const std::size_t ring_size = ring.size();
   c.on_deadline("gpu", st);
   EXPECT_FALSE(st.gpu->up);
   EXPECT_EQ(st.gpu->error, "poll did not return within 5s");
   EXPECT_EQ(st.gpu->errors, 1u);
-  EXPECT_EQ(st.gpu->series.at(0).size(), ring.size());  // the ring survives a failed poll
+  EXPECT_EQ(st.gpu->series.at(0).size(), ring_size);  // the ring survives a failed poll
 }
 
 }  // namespace
