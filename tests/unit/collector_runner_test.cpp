@@ -439,7 +439,7 @@ TEST_F(StarvationTest, AHungTargetDoesNotStarveAHealthyOneAcrossIntervals) {
   }
   // Two stuck workers, two spares for them: within the bound (2 + 2).
   EXPECT_LE(pool_->threads(), 4u);
-  EXPECT_EQ(gate_->entered, 2);
+  EXPECT_EQ(gate_->entered_count(), 2);
 }
 
 TEST_F(StarvationTest, AJobThatNeverStartedIsNotProbedNotTimedOut) {
@@ -505,7 +505,7 @@ TEST_F(StarvationTest, AQueuedJobForATargetThatGotStuckDoesNotRun) {
   runner_->run_all();
   ASSERT_TRUE(run_until([&] { return probed_->load() == 2; }));
   ASSERT_TRUE(run_until([&] { return !state_.collectors["scan"].targets["a"].in_flight; }));
-  EXPECT_EQ(gate_->entered, 1);  // only the first job for a reached the mount
+  EXPECT_EQ(gate_->entered_count(), 1);  // only the first job for a reached the mount
   EXPECT_EQ(fakes_["scan"]->prepared["a"], 1);
   // Counted as not started (scan's b may be too, if it waited past its
   // deadline for the spare), never as timed out.

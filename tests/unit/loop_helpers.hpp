@@ -94,6 +94,10 @@ struct Gate {
     open = true;
     cv.notify_all();
   }
+  int entered_count() {
+    std::lock_guard lock(mu);
+    return entered;
+  }
   bool wait_entered(int n) {
     std::unique_lock lock(mu);
     return cv.wait_for(lock, std::chrono::seconds(10), [&] { return entered >= n; });
