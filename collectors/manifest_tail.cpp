@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <utility>
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 

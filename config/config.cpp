@@ -121,9 +121,9 @@ void read_jobs(const YamlField& f, JobRule& rule, ErrorSink& sink) {
 
 void read_namespaces(const YamlField& f, std::vector<NamespaceRule>& out, ErrorSink& sink) {
   if (!f.value.IsMap()) {
-    sink.add(f.mark(), f.path,
-             "expected a mapping of job regex to {owner, group, residency}, got " +
-                 describe(f.value));
+    sink.add(
+        f.mark(), f.path,
+        "expected a mapping of job regex to {owner, group, residency}, got " + describe(f.value));
     return;
   }
   for (YAML::const_iterator it = f.value.begin(); it != f.value.end(); ++it) {
@@ -159,7 +159,8 @@ void read_namespaces(const YamlField& f, std::vector<NamespaceRule>& out, ErrorS
           if (auto v = read_string(item, sink)) rule.residency.push_back(*v);
         }
       } else {
-        sink.add(r.mark(), r.path, "expected a label or a list of labels, got " + describe(r.value));
+        sink.add(r.mark(), r.path,
+                 "expected a label or a list of labels, got " + describe(r.value));
       }
     }
     m.finish();
@@ -168,7 +169,8 @@ void read_namespaces(const YamlField& f, std::vector<NamespaceRule>& out, ErrorS
 }
 
 void read_shard(const YamlField& f, TierConfig& t, ErrorSink& sink) {
-  const std::string expected = "expected i/n with 0 <= i < n, such as 0/4, got " + describe(f.value);
+  const std::string expected =
+      "expected i/n with 0 <= i < n, such as 0/4, got " + describe(f.value);
   if (!f.value.IsScalar()) {
     sink.add(f.mark(), f.path, expected);
     return;
@@ -230,7 +232,9 @@ void read_tier(YamlMap& m, TierConfig& t, TierMarks& marks, ErrorSink& sink) {
   if (auto f = m.get("shard"); f.present()) read_shard(f, t, sink);
   if (auto f = m.get("watch"); f.present()) {
     if (auto v = read_enum(f, sink, {"auto", "inotify", "poll"})) {
-      t.watch = *v == "auto" ? WatchMode::kAuto : *v == "inotify" ? WatchMode::kInotify : WatchMode::kPoll;
+      t.watch = *v == "auto"      ? WatchMode::kAuto
+                : *v == "inotify" ? WatchMode::kInotify
+                                  : WatchMode::kPoll;
     }
   }
   if (auto f = m.get("walk_concurrency"); f.present()) {
@@ -317,11 +321,16 @@ std::string compile_job_regex(const std::string& text, JobRule& rule) {
 
 std::string_view to_string(TierRole r) {
   switch (r) {
-    case TierRole::kStaging: return "staging";
-    case TierRole::kRapid: return "rapid";
-    case TierRole::kMilestone: return "milestone";
-    case TierRole::kCapacity: return "capacity";
-    case TierRole::kDeletion: return "deletion";
+    case TierRole::kStaging:
+      return "staging";
+    case TierRole::kRapid:
+      return "rapid";
+    case TierRole::kMilestone:
+      return "milestone";
+    case TierRole::kCapacity:
+      return "capacity";
+    case TierRole::kDeletion:
+      return "deletion";
   }
   return "unknown";
 }
@@ -336,7 +345,6 @@ const TierConfig* Config::find_tier(std::string_view name) const {
 namespace {
 
 Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& sink) {
-
   Config cfg;
   cfg.source = file;
   YamlMap top(root, "", sink);
@@ -438,8 +446,9 @@ Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& s
 }  // namespace
 
 LoadResult parse_config(std::string_view text, const std::string& file) {
-  return parse_yaml_config<Config>(
-      text, file, [&](const YAML::Node& root, ErrorSink& sink) { return read_config(root, file, sink); });
+  return parse_yaml_config<Config>(text, file, [&](const YAML::Node& root, ErrorSink& sink) {
+    return read_config(root, file, sink);
+  });
 }
 
 LoadResult load_config_file(const std::string& path) {

@@ -28,8 +28,8 @@ struct JobRule {
   int depth = 1;
   std::string regex_text;  // empty: use depth
   std::shared_ptr<const std::regex> regex;
-  int group = 1;       // capture group holding the job name
-  int max_depth = 4;   // deepest directory tested against the regex
+  int group = 1;      // capture group holding the job name
+  int max_depth = 4;  // deepest directory tested against the regex
 };
 
 // How changes are noticed: inotify on local file systems, polling directory
@@ -48,8 +48,8 @@ struct GenericLayoutConfig {
 struct NamespaceRule {
   std::string job_regex;
   std::shared_ptr<const std::regex> regex;
-  std::string owner;  // user name or numeric uid; empty = any
-  std::string group;  // group name or numeric gid; empty = any
+  std::string owner;                   // user name or numeric uid; empty = any
+  std::string group;                   // group name or numeric gid; empty = any
   std::vector<std::string> residency;  // allowed tier residency labels; empty = any
 };
 

@@ -19,8 +19,8 @@ namespace ckptmon {
 
 struct ConfigError {
   std::string file;
-  int line = 0;    // 1-based; 0 when the error is not tied to a position
-  int column = 0;  // 1-based
+  int line = 0;     // 1-based; 0 when the error is not tied to a position
+  int column = 0;   // 1-based
   std::string key;  // dotted path such as tiers[1].role; empty for file-level errors
   std::string message;
 
@@ -151,8 +151,7 @@ ConfigResult<T> parse_yaml_config(std::string_view text, const std::string& file
 
 // read_config_text, then `parse(text, path)`; a file that cannot be read is one error.
 template <typename T, typename Parse>
-ConfigResult<T> load_config_file_with(const std::string& path, std::size_t max_bytes,
-                                      Parse parse) {
+ConfigResult<T> load_config_file_with(const std::string& path, std::size_t max_bytes, Parse parse) {
   ConfigError error;
   auto text = read_config_text(path, max_bytes, &error);
   if (!text) {

@@ -4,9 +4,9 @@
 // alertmanagers config has them) from the daemon's io_context: firing alerts
 // when they start and again every resend interval, resolved ones once
 // (retried until accepted or too old). Every request, the TLS handshake
-// included, is asynchronous with a deadline; nothing here blocks the loop. A certificate that fails verification is a
-// failed push with the reason, like any other.
-// Loop thread only (not thread-safe).
+// included, is asynchronous with a deadline; nothing here blocks the loop. A certificate that fails
+// verification is a failed push with the reason, like any other. Loop thread only (not
+// thread-safe).
 
 #include <cstdint>
 #include <map>

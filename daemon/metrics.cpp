@@ -5,19 +5,19 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <array>
 #include <charconv>
-#include <limits>
 #include <filesystem>
 #include <fstream>
-#include <array>
+#include <limits>
 #include <map>
 #include <sstream>
 
 #include <prometheus/text_serializer.h>
 
+#include "daemon/gpu_metrics.hpp"
 #include "util/label.hpp"
 #include "util/metric_labels.hpp"
-#include "daemon/gpu_metrics.hpp"
 
 namespace ckptmon {
 
@@ -31,9 +31,15 @@ FamilyBuilder& FamilyBuilder::add(const Labels& labels, double value) {
   prometheus::ClientMetric m;
   for (const auto& [k, v] : labels) m.label.push_back({k, label_value(v)});
   switch (family_.type) {
-    case prometheus::MetricType::Counter: m.counter.value = value; break;
-    case prometheus::MetricType::Gauge: m.gauge.value = value; break;
-    default: m.untyped.value = value; break;
+    case prometheus::MetricType::Counter:
+      m.counter.value = value;
+      break;
+    case prometheus::MetricType::Gauge:
+      m.gauge.value = value;
+      break;
+    default:
+      m.untyped.value = value;
+      break;
   }
   family_.metric.push_back(std::move(m));
   return *this;
@@ -47,8 +53,7 @@ FamilyBuilder& FamilyBuilder::add_histogram(const Labels& labels, const Histogra
     cumulative += h.buckets[i];
     prometheus::ClientMetric::Bucket b;
     b.cumulative_count = cumulative;
-    b.upper_bound =
-        i < h.bounds.size() ? h.bounds[i] : std::numeric_limits<double>::infinity();
+    b.upper_bound = i < h.bounds.size() ? h.bounds[i] : std::numeric_limits<double>::infinity();
     m.histogram.bucket.push_back(b);
   }
   m.histogram.sample_count = h.count;
@@ -69,8 +74,7 @@ std::vector<prometheus::MetricFamily> state_families(const State& state) {
                    "1 when the tier root answered its last probe in time, 0 when it is missing, "
                    "unreadable or stuck.",
                    MetricType::Gauge);
-  FamilyBuilder info("ckpt_tier_info",
-                     "Tier identity: role and the mount it lives on. Always 1.",
+  FamilyBuilder info("ckpt_tier_info", "Tier identity: role and the mount it lives on. Always 1.",
                      MetricType::Gauge);
   FamilyBuilder size("ckpt_tier_size_bytes", "Size of the file system holding the tier.",
                      MetricType::Gauge);
@@ -82,8 +86,8 @@ std::vector<prometheus::MetricFamily> state_families(const State& state) {
                        MetricType::Gauge);
   FamilyBuilder files("ckpt_tier_files", "Inodes (file nodes) of the tier's file system.",
                       MetricType::Gauge);
-  FamilyBuilder files_free("ckpt_tier_files_free",
-                           "Free inodes of the tier's file system.", MetricType::Gauge);
+  FamilyBuilder files_free("ckpt_tier_files_free", "Free inodes of the tier's file system.",
+                           MetricType::Gauge);
   FamilyBuilder ro("ckpt_tier_readonly",
                    "1 when the tier's file system is mounted read-only (superblock options).",
                    MetricType::Gauge);
@@ -326,11 +330,12 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
     }
   }
 
-  for (auto* b : {&count, &unreadable, &stored, &latest_step, &last_bytes, &last_allocated,
-                  &last_components, &last_files, &last_skew, &last_duration, &last_ts, &partial,
-                  &partial_bytes, &skew, &scan_dur, &scan_dirs, &scan_stats, &scan_perm, &scan_gone,
-                  &scan_inflight, &scan_slots, &scan_call_dur, &scan_rate, &scan_ok, &findings,
-                  &stale}) {
+  for (auto* b :
+       {&count,           &unreadable,    &stored,     &latest_step,   &last_bytes, &last_allocated,
+        &last_components, &last_files,    &last_skew,  &last_duration, &last_ts,    &partial,
+        &partial_bytes,   &skew,          &scan_dur,   &scan_dirs,     &scan_stats, &scan_perm,
+        &scan_gone,       &scan_inflight, &scan_slots, &scan_call_dur, &scan_rate,  &scan_ok,
+        &findings,        &stale}) {
     append(out, std::move(*b));
   }
 }
@@ -493,8 +498,8 @@ std::vector<prometheus::MetricFamily> process_families(const std::string& proc_p
       const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
       const double cpu = (num(f[11]) + num(f[12])) / ticks;
       const double rss = num(f[21]) * static_cast<double>(sysconf(_SC_PAGESIZE));
-      FamilyBuilder c("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
-                      MetricType::Counter);
+      FamilyBuilder c("process_cpu_seconds_total",
+                      "Total user and system CPU time spent in seconds.", MetricType::Counter);
       c.add({}, cpu);
       append(out, std::move(c));
       FamilyBuilder r("process_resident_memory_bytes", "Resident memory size in bytes.",

@@ -44,12 +44,12 @@ struct GpuJobSummary {
 };
 
 struct RulesOutput {
-  std::string metrics_text;           // rule, alert, Alertmanager and ckptmon_rules_* families
+  std::string metrics_text;  // rule, alert, Alertmanager and ckptmon_rules_* families
   std::map<std::string, GpuJobSummary> gpu_jobs;  // by job; empty while gpu.source is none
-  std::vector<AlertInstance> active;  // pending and firing alerts, sorted by labels
-  std::string alerts_json;            // GET /api/v1/alerts body: alerts_json(active)
-  std::string plan_json;              // GET /api/v1/plan body (daemon/plan_command.hpp)
-  double evaluated_at = 0;            // the injected clock's now of the cycle
+  std::vector<AlertInstance> active;              // pending and firing alerts, sorted by labels
+  std::string alerts_json;                        // GET /api/v1/alerts body: alerts_json(active)
+  std::string plan_json;                          // GET /api/v1/plan body (daemon/plan_command.hpp)
+  double evaluated_at = 0;                        // the injected clock's now of the cycle
 };
 
 // Builds the rules' policy from a configuration.
@@ -127,7 +127,7 @@ class RulesCycle {
   std::map<std::string, double> sampled_probe_;  // tier -> last_success already sampled
   AlertEvaluator evaluator_;
   PendingAnchors pending_anchors_;  // drain ages on the monotonic clock
-  bool saved_active_ = false;  // the store holds a non-empty active set
+  bool saved_active_ = false;       // the store holds a non-empty active set
   double last_prune_ = 0;
   std::optional<AlertmanagerOptions> alertmanager_options_;
   std::unique_ptr<AlertmanagerClient> alertmanager_;

@@ -81,8 +81,8 @@ int run_scan_command(const ScanCommandOptions& opts, const Clock& clock, std::os
   }
   // Plain columns, widest value per column.
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"TIER", "JOB", "STEP", "FRAMEWORK", "STATE", "FILES", "SIZE", "SKEW", "PATH",
-                  "REASON"});
+  rows.push_back(
+      {"TIER", "JOB", "STEP", "FRAMEWORK", "STATE", "FILES", "SIZE", "SKEW", "PATH", "REASON"});
   for (const auto& c : all) {
     char skew[32];
     std::snprintf(skew, sizeof(skew), "%.1fs", c.completion_skew());

@@ -15,8 +15,8 @@
 #include "daemon/http_server.hpp"
 #include "daemon/rules_cycle.hpp"
 #include "rules/recovery.hpp"
-#include "util/label.hpp"
 #include "util/duration.hpp"
+#include "util/label.hpp"
 #include "util/text.hpp"
 #include "util/version.hpp"
 

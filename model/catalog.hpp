@@ -44,8 +44,8 @@ struct ScanCounters {
   std::uint64_t vanished = 0;
   double last_duration_seconds = 0;
   std::uint64_t last_calls = 0;  // metadata calls of the last walk
-  double last_finished = 0;  // unix seconds; 0 = never
-  std::string last_error;    // the tier root could not be walked
+  double last_finished = 0;      // unix seconds; 0 = never
+  std::string last_error;        // the tier root could not be walked
 };
 
 // A directory the walk saw (or walked before) but could not open or list:

@@ -4,9 +4,12 @@ namespace ckptmon {
 
 std::string_view to_string(CkptState s) {
   switch (s) {
-    case CkptState::kInProgress: return "in_progress";
-    case CkptState::kCommitted: return "committed";
-    case CkptState::kPartial: return "partial";
+    case CkptState::kInProgress:
+      return "in_progress";
+    case CkptState::kCommitted:
+      return "committed";
+    case CkptState::kPartial:
+      return "partial";
   }
   return "unknown";
 }
@@ -20,12 +23,18 @@ std::optional<CkptState> ckpt_state_from(std::string_view s) {
 
 std::string_view to_string(Component c) {
   switch (c) {
-    case Component::kModel: return "model";
-    case Component::kOptimizer: return "optimizer";
-    case Component::kRng: return "rng";
-    case Component::kScheduler: return "scheduler";
-    case Component::kMetadata: return "metadata";
-    case Component::kOther: return "other";
+    case Component::kModel:
+      return "model";
+    case Component::kOptimizer:
+      return "optimizer";
+    case Component::kRng:
+      return "rng";
+    case Component::kScheduler:
+      return "scheduler";
+    case Component::kMetadata:
+      return "metadata";
+    case Component::kOther:
+      return "other";
     case Component::kScaler:
       return "scaler";
     case Component::kDataloader:
@@ -42,12 +51,18 @@ namespace ckptmon {
 
 std::string_view to_string(FindingKind k) {
   switch (k) {
-    case FindingKind::kWorldReadable: return "world_readable";
-    case FindingKind::kWorldWritable: return "world_writable";
-    case FindingKind::kForeignOwner: return "foreign_owner";
-    case FindingKind::kOutsideNamespace: return "outside_namespace";
-    case FindingKind::kResidency: return "residency";
-    case FindingKind::kUnreadable: return "unreadable";
+    case FindingKind::kWorldReadable:
+      return "world_readable";
+    case FindingKind::kWorldWritable:
+      return "world_writable";
+    case FindingKind::kForeignOwner:
+      return "foreign_owner";
+    case FindingKind::kOutsideNamespace:
+      return "outside_namespace";
+    case FindingKind::kResidency:
+      return "residency";
+    case FindingKind::kUnreadable:
+      return "unreadable";
   }
   return "unknown";
 }

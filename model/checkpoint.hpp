@@ -60,9 +60,9 @@ struct Checkpoint {
   std::uint64_t files = 0;
   std::uint64_t bytes = 0;            // logical (st_size)
   std::uint64_t allocated_bytes = 0;  // st_blocks * 512
-  double first_write = 0;  // oldest shard mtime, unix seconds (0 = no shards)
-  double last_write = 0;   // newest shard mtime
-  double marker_time = 0;  // mtime of the commit marker; 0 = none
+  double first_write = 0;             // oldest shard mtime, unix seconds (0 = no shards)
+  double last_write = 0;              // newest shard mtime
+  double marker_time = 0;             // mtime of the commit marker; 0 = none
   std::array<std::uint64_t, kComponentCount> component_bytes{};
   // Shards the layout expects (from a manifest or the rank count of sibling
   // checkpoints); 0 when unknown.

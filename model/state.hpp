@@ -54,7 +54,7 @@ struct CollectorStatus {
   std::uint64_t not_started = 0;
   std::uint64_t errors = 0;
 
-  bool success() const;           // every target's last run succeeded
+  bool success() const;             // every target's last run succeeded
   double duration_seconds() const;  // the slowest target's last run
 };
 

@@ -163,9 +163,9 @@ TEST(Catalog, UnreadableIsNotDeleted) {
     ASSERT_EQ(cat.checkpoints.size(), 3u) << flap;
     EXPECT_TRUE(cat.removed.empty());
     EXPECT_EQ(cat.skew_by_job["job"].count, 3u);
-    EXPECT_TRUE(cat.checkpoints[0].unreadable);    // job/a
-    EXPECT_TRUE(cat.checkpoints[1].unreadable);    // job/b
-    EXPECT_FALSE(cat.checkpoints[2].unreadable);   // other/c was read
+    EXPECT_TRUE(cat.checkpoints[0].unreadable);     // job/a
+    EXPECT_TRUE(cat.checkpoints[1].unreadable);     // job/b
+    EXPECT_FALSE(cat.checkpoints[2].unreadable);    // other/c was read
     EXPECT_EQ(cat.checkpoints[0].last_seen, seen);  // as last seen
     EXPECT_EQ(cat.checkpoints[0].first_seen, 100);
     auto jobs = summarize_jobs(cat);

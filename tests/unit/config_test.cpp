@@ -114,8 +114,8 @@ TEST(ByteSize, ParsesUnitsAndRejectsTheRest) {
 
 TEST(Config, EveryRoleIsAccepted) {
   for (const char* role : {"staging", "rapid", "milestone", "capacity", "deletion"}) {
-    LoadResult r = parse_config(std::string("tiers:\n  - {name: a, path: /a, role: ") + role + "}\n",
-                                "ok.yml");
+    LoadResult r = parse_config(
+        std::string("tiers:\n  - {name: a, path: /a, role: ") + role + "}\n", "ok.yml");
     ASSERT_TRUE(r.config) << role;
     EXPECT_EQ(to_string(r.config->tiers[0].role), role);
   }
@@ -275,7 +275,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointCompletionSkewHigh, CheckpointTierDown, "
                  "CheckpointBandwidthShortfall, CkptmonStateWriteFailing, CheckpointStallingGPUs, "
                  "CheckpointGoodputLow)"}},
-        BadCase{"invalid_yaml", "tiers:\n  - {name: a, path: /a\n",
+        BadCase{"invalid_yaml",
+                "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},
         BadCase{"manifests_not_a_list",
                 "tiers:\n  - {name: a, path: /a, role: rapid}\nmanifests: {glob: /x}\n",
@@ -475,7 +476,8 @@ TEST(Config, UnreadableFileIsAnErrorWithTheFileName) {
   LoadResult r = load_config_file("/nonexistent/ckptmon.yml");
   ASSERT_FALSE(r.config);
   ASSERT_EQ(r.errors.size(), 1u);
-  EXPECT_EQ(r.errors[0].to_string(), "/nonexistent/ckptmon.yml: cannot open: No such file or directory");
+  EXPECT_EQ(r.errors[0].to_string(),
+            "/nonexistent/ckptmon.yml: cannot open: No such file or directory");
 }
 
 // A FIFO would block the reader until a writer shows up (forever): it and a
@@ -494,8 +496,9 @@ TEST(Config, OnlyARegularFileIsRead) {
   r = load_config_file(dir.str());
   ASSERT_FALSE(r.config);
   ASSERT_EQ(r.errors.size(), 1u);
-  EXPECT_EQ(r.errors[0].to_string(),
-            dir.str() + ": is a directory, not a regular file; a configuration must be a regular file");
+  EXPECT_EQ(
+      r.errors[0].to_string(),
+      dir.str() + ": is a directory, not a regular file; a configuration must be a regular file");
 
   WebConfigResult w = load_web_config_file(fifo);
   ASSERT_FALSE(w.config);

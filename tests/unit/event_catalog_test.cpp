@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include "daemon/rules_cycle.hpp"
 #include "rules/recovery.hpp"
-#include <nlohmann/json.hpp>
 
 #include "daemon/metrics.hpp"
 #include "daemon/web.hpp"
@@ -319,16 +319,19 @@ TEST(EventMerge, LatestCheckpointFiguresComeFromItsEventsWhenPresent) {
   State st = state_with_events();
   const std::string text = serialize(state_families(st));
   EXPECT_TRUE(has_sample(
-      text, "ckpt_last_checkpoint_completion_skew_seconds{tier=\"rapid\",training_job=\"llama\"} 2.5"))
+      text,
+      "ckpt_last_checkpoint_completion_skew_seconds{tier=\"rapid\",training_job=\"llama\"} 2.5"))
       << text;
-  EXPECT_TRUE(
-      has_sample(text, "ckpt_last_checkpoint_duration_seconds{tier=\"rapid\",training_job=\"llama\"} 18"));
-  EXPECT_TRUE(
-      has_sample(text, "ckpt_checkpoint_duration_seconds_count{tier=\"rapid\",training_job=\"llama\"} 1"));
   EXPECT_TRUE(has_sample(
-      text, "ckpt_checkpoint_duration_seconds_bucket{tier=\"rapid\",training_job=\"llama\",le=\"20\"} 1"));
+      text, "ckpt_last_checkpoint_duration_seconds{tier=\"rapid\",training_job=\"llama\"} 18"));
   EXPECT_TRUE(has_sample(
-      text, "ckpt_checkpoint_duration_seconds_bucket{tier=\"rapid\",training_job=\"llama\",le=\"10\"} 0"));
+      text, "ckpt_checkpoint_duration_seconds_count{tier=\"rapid\",training_job=\"llama\"} 1"));
+  EXPECT_TRUE(has_sample(text,
+                         "ckpt_checkpoint_duration_seconds_bucket{tier=\"rapid\",training_job="
+                         "\"llama\",le=\"20\"} 1"));
+  EXPECT_TRUE(has_sample(text,
+                         "ckpt_checkpoint_duration_seconds_bucket{tier=\"rapid\",training_job="
+                         "\"llama\",le=\"10\"} 0"));
   EXPECT_TRUE(has_sample(text, "ckptmon_manifest_lines_total{result=\"ok\"} 4"));
   EXPECT_TRUE(has_sample(text, "ckptmon_manifest_errors_total{reason=\"too_long\"} 0"));
 

@@ -162,8 +162,7 @@ TEST(Report, BadInputExitsTwoNamingWhatIsWrong) {
   }
   ReportRun r = report(state_dir_opts(state, "json"));
   EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.err.find("not enough history: 3 samples over 2 minutes"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("not enough history: 3 samples over 2 minutes"), std::string::npos) << r.err;
 
   ReportCommandOptions o = state_dir_opts(state, "json");
   o.since = "tomorrow";

@@ -252,7 +252,8 @@ alerting:
   auto age = [&] {
     const std::string& m = c->output()->metrics_text;
     const std::string key =
-        "ckpt_drain_oldest_pending_age_seconds{tier=\"staging\",to_tier=\"rapid\",training_job=\"jobA\"} ";
+        "ckpt_drain_oldest_pending_age_seconds{tier=\"staging\",to_tier=\"rapid\",training_job="
+        "\"jobA\"} ";
     const auto at = m.find(key);
     return at == std::string::npos ? -1.0 : std::stod(m.substr(at + key.size()));
   };

@@ -49,13 +49,15 @@ TEST(RulesMetrics, RendersTheFiguresWithTheirLabels) {
     return text.find("\n" + line + "\n") != std::string::npos;
   };
   // 600 bytes of step 100 and all of step 200 are not on rapid yet.
-  EXPECT_TRUE(
-      has("ckpt_drain_backlog_bytes{tier=\"staging\",to_tier=\"rapid\",training_job=\"llama\"} 1600"))
-      << text;
   EXPECT_TRUE(has(
-      "ckpt_drain_overlapping_checkpoints{tier=\"staging\",to_tier=\"rapid\",training_job=\"llama\"} 1"));
+      "ckpt_drain_backlog_bytes{tier=\"staging\",to_tier=\"rapid\",training_job=\"llama\"} 1600"))
+      << text;
   EXPECT_TRUE(
-      has("ckpt_drain_oldest_pending_age_seconds{tier=\"staging\",to_tier=\"rapid\",training_job=\"llama\"} "
+      has("ckpt_drain_overlapping_checkpoints{tier=\"staging\",to_tier=\"rapid\",training_job="
+          "\"llama\"} 1"));
+  EXPECT_TRUE(
+      has("ckpt_drain_oldest_pending_age_seconds{tier=\"staging\",to_tier=\"rapid\",training_job="
+          "\"llama\"} "
           "200"));
   // Avail 4.5e11, 4.2e11, 4.0e11 at 100, 200, 300: least squares slope -2.5e8/s,
   // fitted 3.98333e11 at 300, so 1593.33 s to zero.

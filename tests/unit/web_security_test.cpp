@@ -9,10 +9,10 @@
 
 #include <gtest/gtest.h>
 
-#include "loop_helpers.hpp"
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include "loop_helpers.hpp"
 
 #include "daemon/metrics.hpp"
 #include "tests/unit/http_client.hpp"
