@@ -13,6 +13,7 @@
 #include "model/catalog.hpp"
 #include "model/events.hpp"
 #include "model/gpu.hpp"
+#include "model/io.hpp"
 
 namespace ckptmon {
 
@@ -72,6 +73,9 @@ struct State {
   std::shared_ptr<const IntegrityProgress> integrity_progress;
   // What the GPU source observed (collectors/gpu.cpp); null while gpu.source is none.
   std::shared_ptr<const GpuState> gpu;
+  // What the storage path carried (collectors/tier_io.cpp); null until its
+  // first run.
+  std::shared_ptr<const IoState> io;
 
   // The event-log view of a checkpoint the scanner found, or null.
   const EventStep* event_step(const Checkpoint& c) const;

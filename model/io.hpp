@@ -1,0 +1,184 @@
+#pragma once
+// What the storage path carried: per tier the I/O counters of the source that
+// fits its file system (block device, NFS mount, Lustre llite instance), and
+// per configured network interface its byte counters and link speed.
+// Filled by collectors/tier_io.cpp, read by the rules (slow-checkpoint cause,
+// restore estimate) and the exporter. Published to State as an immutable
+// snapshot; plain data, not thread-safe by itself.
+//
+// Counters here are ckptmon's own running totals: the collector adds each
+// non-negative delta of the raw kernel counter, and a raw counter that goes
+// backwards (device replaced, module reloaded, 32-bit wrap) counts as a reset,
+// never as a negative rate. So every series in `history` is monotone.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ckptmon {
+
+enum class IoSource : std::uint8_t { kNone, kBlock, kNfs, kLustre };
+inline std::string_view to_string(IoSource s) {
+  switch (s) {
+    case IoSource::kBlock:
+      return "block";
+    case IoSource::kNfs:
+      return "nfs";
+    case IoSource::kLustre:
+      return "lustre";
+    case IoSource::kNone:
+      break;
+  }
+  return "none";
+}
+
+// The fixed set of metadata operation names exported as the `op` label; any
+// other operation a source reports is summed into "other".
+enum class MetaOp : std::uint8_t {
+  kOpen,
+  kClose,
+  kCreate,
+  kGetattr,
+  kSetattr,
+  kLookup,
+  kReaddir,
+  kRemove,
+  kRename,
+  kMkdir,
+  kCommit,  // NFS COMMIT, fsync on Lustre
+  kOther,
+};
+inline constexpr std::size_t kMetaOpCount = 12;
+inline constexpr std::array<std::string_view, kMetaOpCount> kMetaOpNames = {
+    "open",    "close",  "create", "getattr", "setattr", "lookup",
+    "readdir", "remove", "rename", "mkdir",   "commit",  "other"};
+inline std::string_view to_string(MetaOp op) { return kMetaOpNames[static_cast<std::size_t>(op)]; }
+
+// Cumulative counters (running totals, see above).
+struct IoCounters {
+  double read_bytes = 0;
+  double written_bytes = 0;
+  std::array<double, kMetaOpCount> metadata_ops{};  // indexed by MetaOp
+  double metadata_total() const {
+    double s = 0;
+    for (double v : metadata_ops) s += v;
+    return s;
+  }
+};
+
+struct IoSample {
+  double time = 0;  // unix seconds the counters were read
+  IoCounters counters;
+};
+
+// Rates over a time window, from the samples that bracket it.
+struct IoRates {
+  double start = 0, end = 0;  // the span actually covered by samples
+  double read_bytes_per_second = 0;
+  double written_bytes_per_second = 0;
+  double metadata_ops_per_second = 0;
+};
+
+// Bounded ring of samples in time order (oldest first).
+struct IoHistory {
+  std::deque<IoSample> samples;
+  std::size_t capacity = 4096;
+
+  void add(const IoSample& s) {
+    if (!samples.empty() && s.time <= samples.back().time) return;  // clock stepped back
+    samples.push_back(s);
+    while (samples.size() > capacity) samples.pop_front();
+  }
+
+  // Rates over [start, end]: from the last sample at or before `start` to the
+  // first at or after `end`. Unknown (nullopt) when the samples do not reach
+  // both ends of the window, or the span is empty.
+  std::optional<IoRates> rates(double start, double end) const {
+    if (samples.size() < 2 || end < start) return std::nullopt;
+    const IoSample* a = nullptr;
+    const IoSample* b = nullptr;
+    for (const auto& s : samples) {
+      if (s.time <= start) a = &s;
+      if (s.time >= end && b == nullptr) b = &s;
+    }
+    if (a == nullptr || b == nullptr || b->time <= a->time) return std::nullopt;
+    const double dt = b->time - a->time;
+    IoRates r;
+    r.start = a->time;
+    r.end = b->time;
+    r.read_bytes_per_second = (b->counters.read_bytes - a->counters.read_bytes) / dt;
+    r.written_bytes_per_second = (b->counters.written_bytes - a->counters.written_bytes) / dt;
+    r.metadata_ops_per_second = (b->counters.metadata_total() - a->counters.metadata_total()) / dt;
+    return r;
+  }
+};
+
+struct TierIo {
+  IoSource source = IoSource::kNone;
+  // What was read: block device names after following dm/md holders down to
+  // their members ("sda", "nvme0n1"), the NFS mount's export, or the llite
+  // instance name.
+  std::vector<std::string> devices;
+  // Other tiers whose counters come from the same device or mount: they share
+  // these numbers (exported in ckpt_tier_io_source_info).
+  std::vector<std::string> shared_with;
+  bool ok = false;    // the last read succeeded
+  std::string error;  // why not, when !ok (source none is not an error)
+  bool has_totals = false;
+  IoCounters totals;  // running totals, exported as counters
+  IoHistory history;
+  // Best observed rates over one sampling interval since start (bytes/s);
+  // 0 = none seen yet.
+  double best_read_bytes_per_second = 0;
+  double best_written_bytes_per_second = 0;
+};
+
+struct NetSample {
+  double time = 0;
+  double receive_bytes = 0;  // running totals
+  double transmit_bytes = 0;
+};
+
+struct NetInterfaceIo {
+  std::string name;
+  bool ok = false;
+  std::string error;
+  bool has_totals = false;
+  double receive_bytes = 0;  // running totals, exported as counters
+  double transmit_bytes = 0;
+  // Link speed in bytes per second; unknown when the driver says -1 or the
+  // file is missing.
+  std::optional<double> link_speed_bytes_per_second;
+  std::deque<NetSample> history;  // bounded like IoHistory
+  std::size_t capacity = 4096;
+
+  // max(rx, tx) bytes/s over [start, end] divided by the link speed; unknown
+  // when the samples do not cover the window or the speed is unknown.
+  std::optional<double> utilisation(double start, double end) const {
+    if (!link_speed_bytes_per_second || *link_speed_bytes_per_second <= 0) return std::nullopt;
+    const NetSample* a = nullptr;
+    const NetSample* b = nullptr;
+    for (const auto& s : history) {
+      if (s.time <= start) a = &s;
+      if (s.time >= end && b == nullptr) b = &s;
+    }
+    if (a == nullptr || b == nullptr || b->time <= a->time) return std::nullopt;
+    const double dt = b->time - a->time;
+    const double rx = (b->receive_bytes - a->receive_bytes) / dt;
+    const double tx = (b->transmit_bytes - a->transmit_bytes) / dt;
+    return (rx > tx ? rx : tx) / *link_speed_bytes_per_second;
+  }
+};
+
+struct IoState {
+  std::map<std::string, TierIo> tiers;               // by tier name
+  std::map<std::string, NetInterfaceIo> interfaces;  // by interface name
+};
+
+}  // namespace ckptmon
