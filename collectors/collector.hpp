@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collectors/http_fetch.hpp"
 #include "config/config.hpp"
 #include "model/state.hpp"
 #include "util/clock.hpp"
@@ -57,6 +58,9 @@ struct CollectorEnv {
   // The state database, for collectors that commit what they read together
   // with where they read it (manifest_tail); null in tools without one.
   std::shared_ptr<Store> store;
+  // HTTP GET for sources that scrape or query a peer (gpu.source dcgm,
+  // prometheus); null in tools without one (the source then reports down).
+  HttpFetch http_fetch;
 };
 
 // Every collector the daemon runs, in a fixed order (collectors/registry.cpp).

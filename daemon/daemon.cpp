@@ -9,6 +9,7 @@
 #include <boost/asio/ip/host_name.hpp>
 #include <boost/asio/post.hpp>
 
+#include "daemon/http_get.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/systemd_notify.hpp"
 #include "daemon/web.hpp"
@@ -143,7 +144,7 @@ bool Daemon::start(std::string* error) {
   }
   pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
   runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, [this] { changed(); });
-  runner_->set_collectors(make_collectors(CollectorEnv{clock_, store_}));
+  runner_->set_collectors(make_collectors(CollectorEnv{clock_, store_, make_http_fetch()}));
   for (const auto& c : runner_->collectors()) {
     auto w = std::make_unique<WakeWatch>(io_, c, *runner_, state_);
     if (w->start()) wakes_.push_back(std::move(w));

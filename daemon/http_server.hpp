@@ -24,6 +24,8 @@ namespace boost::asio::ssl {
 class context;
 }
 
+#include "util/text.hpp"
+
 namespace ckptmon {
 
 struct HttpRequest {
@@ -98,9 +100,7 @@ bool parse_listen_address(const std::string& text, std::string* host, std::uint1
 
 // Decodes %XX and '+' in a query component.
 std::string url_decode(std::string_view s);
-// Encodes a query component: every byte but ALPHA / DIGIT / "-._~" as %XX,
-// so that url_decode gives `s` back.
-std::string url_encode(std::string_view s);
+// url_encode (the inverse) is in util/text.hpp.
 
 class HttpServer {
  public:

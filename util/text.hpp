@@ -13,6 +13,10 @@ namespace ckptmon {
 // HTML-escaped, and valid UTF-8: ill-formed bytes become \xNN (display_name).
 std::string html_escape(std::string_view s);
 
+// Encodes a URL query component: every byte but ALPHA / DIGIT / "-._~" as
+// %XX (RFC 3986 unreserved kept), so that url_decode gives `s` back.
+std::string url_encode(std::string_view s);
+
 // A logfmt value: bare when it has no space, quote, '=' or control character,
 // otherwise double-quoted with Go-style escapes.
 std::string logfmt_value(std::string_view s);

@@ -1,0 +1,26 @@
+#pragma once
+// The one way a collector reaches an HTTP peer (dcgm-exporter, Prometheus): a
+// blocking GET with one deadline and a cap on the body, injected by the daemon
+// (daemon/http_get.cpp make_http_fetch) so collectors link no HTTP library and
+// tests can hand in their own. Called on worker threads only.
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace ckptmon {
+
+struct FetchResult {
+  bool ok = false;  // a whole response arrived (any status)
+  unsigned status = 0;
+  std::string content_type;
+  std::string body;
+  std::string error;  // why no usable response arrived, when !ok
+};
+
+// GET `url` ("http://host:port/path?query"). A body over `max_bytes` is an
+// error ("response larger than N bytes"), as is running past the deadline.
+using HttpFetch = std::function<FetchResult(const std::string& url, double timeout_seconds,
+                                            std::size_t max_bytes)>;
+
+}  // namespace ckptmon
