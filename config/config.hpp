@@ -85,8 +85,10 @@ struct GlobalConfig {
   // Deadline for one walk of one tier; past it the tier's catalog is marked
   // stale while the walk goes on in the background.
   Duration scan_timeout = std::chrono::minutes(10);
-  // Where procfs is mounted; tests point it at a fixture tree.
+  // Where procfs and sysfs are mounted (`procfs`, `sysfs`; `proc_path` is
+  // the older name of `procfs`); tests point them at fixture trees.
   std::string proc_path = "/proc";
+  std::string sys_path = "/sys";
   // Upper bound on threads doing blocking file-system work. A probe stuck on a
   // hung mount holds one thread until the kernel returns.
   int worker_threads = 16;
@@ -118,6 +120,14 @@ struct IntegrityConfig {
   Duration read_deadline = std::chrono::hours(1);
 };
 
+// Network interfaces whose byte counters and link speed are exported
+// (top-level `network`): netdev names (eth0, ib0) or InfiniBand ports
+// written hca:port (mlx5_0:1).
+inline constexpr std::size_t kMaxNetworkInterfaces = 32;
+struct NetworkConfig {
+  std::vector<std::string> interfaces;  // default none
+};
+
 struct Config {
   std::string source;  // file the config was read from, for messages
   GlobalConfig global;
@@ -127,6 +137,7 @@ struct Config {
   std::vector<ManifestConfig> manifests;
   IntegrityConfig integrity;
   GpuConfig gpu;  // top-level `gpu`: utilisation source and job mapping
+  NetworkConfig network;
 
   const TierConfig* find_tier(std::string_view name) const;
 };
