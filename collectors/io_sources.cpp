@@ -151,8 +151,7 @@ std::vector<std::string> block_members(const std::string& sys, unsigned major, u
   return {members.begin(), members.end()};
 }
 
-SourceRead read_block_source(const std::string& proc, const std::string& sys,
-                             const MountInfo& m) {
+SourceRead read_block_source(const std::string& proc, const std::string& sys, const MountInfo& m) {
   SourceRead r;
   r.devices = block_members(sys, m.major, m.minor, m.source, r.error);
   if (r.devices.empty()) return r;
@@ -204,8 +203,7 @@ SourceRead read_nfs_source(const std::string& proc, const MountInfo& m) {
   return r;
 }
 
-SourceRead read_lustre_source(const std::string& proc, const std::string& sys,
-                              const MountInfo& m) {
+SourceRead read_lustre_source(const std::string& proc, const std::string& sys, const MountInfo& m) {
   SourceRead r;
   r.has_metadata_ops = true;
   const std::string fsname = lustre_fsname(m.source);

@@ -39,8 +39,7 @@ std::vector<std::string> block_members(const std::string& sys, unsigned major, u
 
 // `<proc>/diskstats` summed over block_members(): 512-byte sectors read and
 // written.
-SourceRead read_block_source(const std::string& proc, const std::string& sys,
-                             const MountInfo& m);
+SourceRead read_block_source(const std::string& proc, const std::string& sys, const MountInfo& m);
 
 // The mount's block of `<proc>/self/mountstats`, matched by mount point
 // (and, among several, by device).
@@ -52,8 +51,7 @@ SourceRead read_nfs_source(const std::string& proc, const MountInfo& m);
 // (`mgs@tcp:/fsname`). One instance of that fsname is the mount's; several
 // are told apart by an option of the mount (per-mount or superblock) naming
 // the instance in full; otherwise it is ambiguous, an error.
-SourceRead read_lustre_source(const std::string& proc, const std::string& sys,
-                              const MountInfo& m);
+SourceRead read_lustre_source(const std::string& proc, const std::string& sys, const MountInfo& m);
 
 struct NetRead {
   bool ok = false;

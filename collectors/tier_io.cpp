@@ -31,7 +31,8 @@ void account(IoState& io, const IoFold& f, const std::string& who, const std::st
   }
   if (f.reset) {
     ++io.counter_resets;
-    log_once(logged, who, "I/O counter went backwards: counted as a reset, no increase this interval",
+    log_once(logged, who,
+             "I/O counter went backwards: counted as a reset, no increase this interval",
              "device replaced, module reloaded or counter wrapped");
   }
   if (f.recovered) {
@@ -126,8 +127,8 @@ IoFold fold_tier_read(TierIo& t, IoSource source, const SourceRead& r, double no
   t.last_raw = r.raw;
   if (have_prev && now > prev.time) {
     const double dt = now - prev.time;
-    t.best_read_bytes_per_second = std::max(
-        t.best_read_bytes_per_second, (t.totals.read_bytes - prev.counters.read_bytes) / dt);
+    t.best_read_bytes_per_second = std::max(t.best_read_bytes_per_second,
+                                            (t.totals.read_bytes - prev.counters.read_bytes) / dt);
     t.best_written_bytes_per_second =
         std::max(t.best_written_bytes_per_second,
                  (t.totals.written_bytes - prev.counters.written_bytes) / dt);

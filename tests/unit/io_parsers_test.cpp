@@ -61,8 +61,8 @@ TEST(Diskstats, TwentyFieldLines) {
 }
 
 TEST(Diskstats, FourteenEighteenAndSevenFieldLinesGiveTheSameCounters) {
-  for (const char* f : {"procfs-block/diskstats-14", "procfs-block/diskstats-18",
-                        "procfs-block/diskstats-7"}) {
+  for (const char* f :
+       {"procfs-block/diskstats-14", "procfs-block/diskstats-18", "procfs-block/diskstats-7"}) {
     SCOPED_TRACE(f);
     const DiskStatsParse p = parse_diskstats(slurp(f));
     EXPECT_EQ(p.bad_lines, 0) << p.first_error;
@@ -122,8 +122,8 @@ TEST(BlockSource, SumsTheMembersDiskstatsInBytes) {
     const SourceRead r = read_block_source(proc, sys, mount_at("procfs-block", "/ckpt/rapid"));
     ASSERT_TRUE(r.ok) << r.error;
     EXPECT_EQ(r.devices, std::vector<std::string>{"sda2"});
-    EXPECT_EQ(r.raw.read_bytes, 9670000.0 * 512);       // 4 951 040 000
-    EXPECT_EQ(r.raw.written_bytes, 45678800.0 * 512);   // 23 387 545 600
+    EXPECT_EQ(r.raw.read_bytes, 9670000.0 * 512);      // 4 951 040 000
+    EXPECT_EQ(r.raw.written_bytes, 45678800.0 * 512);  // 23 387 545 600
     EXPECT_FALSE(r.has_metadata_ops);
     EXPECT_EQ(r.raw.metadata_total(), 0);
   }
@@ -191,12 +191,13 @@ TEST(Mountstats, Nfs4BlockOfARealCapture) {
   EXPECT_EQ(m.normal_read_bytes, 1073741824u);
   EXPECT_EQ(m.raw.read_bytes, 1610612736.0);
   EXPECT_EQ(m.raw.written_bytes, 429496729600.0);
-  EXPECT_EQ(op(m.raw, MetaOp::kOpen), 1024 + 0 + 12 + 0);  // OPEN, OPEN_CONFIRM, _NOATTR, _DOWNGRADE
+  EXPECT_EQ(op(m.raw, MetaOp::kOpen),
+            1024 + 0 + 12 + 0);  // OPEN, OPEN_CONFIRM, _NOATTR, _DOWNGRADE
   EXPECT_EQ(op(m.raw, MetaOp::kClose), 1030);
-  EXPECT_EQ(op(m.raw, MetaOp::kCreate), 96);      // CREATE (+ LINK 0, SYMLINK 0)
-  EXPECT_EQ(op(m.raw, MetaOp::kGetattr), 5700);   // GETATTR 5000 + ACCESS 700
+  EXPECT_EQ(op(m.raw, MetaOp::kCreate), 96);     // CREATE (+ LINK 0, SYMLINK 0)
+  EXPECT_EQ(op(m.raw, MetaOp::kGetattr), 5700);  // GETATTR 5000 + ACCESS 700
   EXPECT_EQ(op(m.raw, MetaOp::kSetattr), 300);
-  EXPECT_EQ(op(m.raw, MetaOp::kLookup), 2048);    // LOOKUP (+ LOOKUP_ROOT 0, LOOKUPP 0)
+  EXPECT_EQ(op(m.raw, MetaOp::kLookup), 2048);  // LOOKUP (+ LOOKUP_ROOT 0, LOOKUPP 0)
   EXPECT_EQ(op(m.raw, MetaOp::kReaddir), 40);
   EXPECT_EQ(op(m.raw, MetaOp::kRemove), 128);
   EXPECT_EQ(op(m.raw, MetaOp::kRename), 64);
@@ -222,7 +223,7 @@ TEST(Mountstats, Nfs3BlockWithEightNumberOpLines) {
   EXPECT_EQ(op(m.raw, MetaOp::kLookup), 220);
   EXPECT_EQ(op(m.raw, MetaOp::kCreate), 20);  // CREATE (+ SYMLINK, MKNOD, LINK 0)
   EXPECT_EQ(op(m.raw, MetaOp::kMkdir), 5);
-  EXPECT_EQ(op(m.raw, MetaOp::kRemove), 8 + 2);   // REMOVE + RMDIR
+  EXPECT_EQ(op(m.raw, MetaOp::kRemove), 8 + 2);  // REMOVE + RMDIR
   EXPECT_EQ(op(m.raw, MetaOp::kRename), 4);
   EXPECT_EQ(op(m.raw, MetaOp::kReaddir), 0 + 6);  // READDIR + READDIRPLUS
   EXPECT_EQ(op(m.raw, MetaOp::kCommit), 100);
@@ -298,11 +299,11 @@ TEST(LliteStats, CurrentFormat) {
   const LliteStats s =
       parse_llite_stats(slurp("procfs-lustre/fs/lustre/llite/scratch-ffff9a1c3b2e4000/stats"));
   ASSERT_TRUE(s.ok) << s.error;
-  EXPECT_EQ(s.raw.read_bytes, 21474836480.0);    // read_bytes' sum (20 GiB)
+  EXPECT_EQ(s.raw.read_bytes, 21474836480.0);     // read_bytes' sum (20 GiB)
   EXPECT_EQ(s.raw.written_bytes, 68719476736.0);  // write_bytes' sum (64 GiB)
   EXPECT_EQ(op(s.raw, MetaOp::kOpen), 2048);
   EXPECT_EQ(op(s.raw, MetaOp::kClose), 2048);
-  EXPECT_EQ(op(s.raw, MetaOp::kCommit), 64);   // fsync
+  EXPECT_EQ(op(s.raw, MetaOp::kCommit), 64);  // fsync
   EXPECT_EQ(op(s.raw, MetaOp::kReaddir), 128);
   EXPECT_EQ(op(s.raw, MetaOp::kSetattr), 96 + 32);  // setattr + truncate
   EXPECT_EQ(op(s.raw, MetaOp::kGetattr), 4096);
@@ -332,7 +333,8 @@ TEST(LliteStats, OldRegsFormat) {
 TEST(LliteStats, BadInput) {
   EXPECT_FALSE(parse_llite_stats("").ok);
   EXPECT_FALSE(parse_llite_stats("read_bytes 1 samples [bytes] 1 1 1\n").ok);  // no snapshot
-  EXPECT_FALSE(parse_llite_stats("snapshot_time 1.0 secs.nsecs\nread_bytes 1 samples [bytes]\n").ok);
+  EXPECT_FALSE(
+      parse_llite_stats("snapshot_time 1.0 secs.nsecs\nread_bytes 1 samples [bytes]\n").ok);
   EXPECT_FALSE(parse_llite_stats("snapshot_time 1.0 secs.nsecs\nopen x samples [usecs]\n").ok);
   // Cut off inside the last line.
   EXPECT_FALSE(parse_llite_stats("snapshot_time 1.0 secs.nsecs\nopen 3 samples [us").ok);
