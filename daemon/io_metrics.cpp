@@ -82,7 +82,7 @@ void io_families(const State& state, std::vector<prometheus::MetricFamily>& out)
                        MetricType::Counter);
   errors.add({}, static_cast<double>(io.read_errors));
   append(out, std::move(errors));
-  FamilyBuilder resets("ckptmon_io_counter_resets_total",
+  FamilyBuilder resets("ckptmon_io_resets_total",
                        "Raw I/O counters that went backwards (device replaced, module "
                        "reloaded, wrap): counted as resets, never as a negative rate.",
                        MetricType::Counter);

@@ -15,7 +15,7 @@ namespace ckptmon {
 // ckpt_tier_io_source_info{tier,source,devices,shared_with},
 // ckpt_network_{receive,transmit}_bytes_total{interface},
 // ckpt_network_link_speed_bytes_per_second{interface} (absent when unknown),
-// ckptmon_io_read_errors_total, ckptmon_io_counter_resets_total.
+// ckptmon_io_read_errors_total, ckptmon_io_resets_total.
 void io_families(const State& state, std::vector<prometheus::MetricFamily>& out);
 
 }  // namespace ckptmon

@@ -195,7 +195,7 @@ struct IoState {
   std::map<std::string, TierIo> tiers;               // by tier name
   std::map<std::string, NetInterfaceIo> interfaces;  // by interface name
   // Failed reads or parses of any source (tier or interface), and counter
-  // resets, since start: ckptmon_io_read_errors_total, ckptmon_io_counter_resets_total.
+  // resets, since start: ckptmon_io_read_errors_total, ckptmon_io_resets_total.
   std::uint64_t read_errors = 0;
   std::uint64_t counter_resets = 0;
 };

@@ -348,7 +348,7 @@ TEST(TierIoCollector, ReadsEverySourceAndCountsErrorsWithoutStoppingTheOthers) {
   EXPECT_THAT(text, HasSubstr("ckpt_network_receive_bytes_total{interface=\"eth0\"} "
                               "918273645512\n"));  // gone: the total is kept
   EXPECT_THAT(text, HasSubstr("ckptmon_io_read_errors_total 5\n"));
-  EXPECT_THAT(text, HasSubstr("ckptmon_io_counter_resets_total 2\n"));
+  EXPECT_THAT(text, HasSubstr("ckptmon_io_resets_total 2\n"));
 
   // eth0 comes back with counters started over; mountstats too.
   rig.clock->advance(15);
