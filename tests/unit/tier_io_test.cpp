@@ -11,8 +11,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
 
 #include "daemon/metrics.hpp"
+#include "util/log.hpp"
 #include "temp_dir.hpp"
 
 namespace ckptmon {
@@ -385,6 +387,54 @@ TEST(TierIoCollector, DeadlineAndReloadAreHandled) {
   rig.run_all();
   EXPECT_FALSE(rig.state.io->tiers.contains("broken"));
   EXPECT_TRUE(rig.state.io->interfaces.empty());
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(TierIoCollector, ErrorsAreCountedEveryTimeAndLoggedOnce) {
+  std::ostringstream out;
+  log::init(spdlog::level::info, log::Format::kLogfmt,
+            std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  struct Restore {
+    ~Restore() { log::init(spdlog::level::info, log::Format::kLogfmt); }
+  } restore;
+  Rig rig;
+  // mountstats unreadable: a directory where the file should be (root reads
+  // any file, so a mode would not stop this test running as root).
+  fs::remove(rig.proc / "self/mountstats");
+  fs::create_directories(rig.proc / "self/mountstats");
+  for (int i = 0; i < 3; ++i) {
+    rig.run_all();
+    rig.clock->advance(15);
+  }
+  EXPECT_FALSE(rig.tier("nfs").ok);
+  EXPECT_THAT(rig.tier("nfs").error, HasSubstr("cannot read"));
+  EXPECT_EQ(rig.tier("nfs").errors, 3u);
+  EXPECT_EQ(rig.state.io->read_errors, 6u);  // nfs and broken, three times each
+  EXPECT_EQ(count(out.str(), "target=\"tier nfs\""), 1u) << out.str();
+  EXPECT_EQ(count(out.str(), "target=\"tier broken\""), 1u) << out.str();
+  // The block tiers went on meanwhile.
+  EXPECT_TRUE(rig.tier("rapid").ok);
+  EXPECT_EQ(rig.tier("rapid").history.samples.size(), 3u);
+  // Back, then failing again: news again, logged once more.
+  fs::remove(rig.proc / "self/mountstats");
+  fs::copy(kFixtures + "/procfs-nfs/self/mountstats", rig.proc / "self/mountstats");
+  std::string ms = slurp((rig.proc / "self/mountstats").string());
+  const std::string root = (rig.dir.path() / "tiers").string();
+  const std::string from = "on /mnt/ckpt\\040nfs ";
+  ms.replace(ms.find(from), from.size(), "on " + escape(root) + "/nfs ");
+  write(rig.proc / "self/mountstats", ms);
+  rig.run_all();
+  EXPECT_TRUE(rig.tier("nfs").ok) << rig.tier("nfs").error;
+  EXPECT_EQ(count(out.str(), "I/O counters readable again"), 1u) << out.str();
+  fs::remove(rig.proc / "self/mountstats");
+  rig.clock->advance(15);
+  rig.run_all();
+  EXPECT_EQ(count(out.str(), "target=\"tier nfs\""), 3u) << out.str();  // + "readable again"
 }
 
 }  // namespace
