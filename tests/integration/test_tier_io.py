@@ -4,7 +4,8 @@ file system on a loop device (as root), puts a tier on it, writes and fsyncs
 a file of known size, and sees ckpt_tier_written_bytes_total rise by at
 least that many bytes. The scrape passes `promtool check metrics`, and
 /api/v1/tiers names the source. A tmpfs tier says io_source none, which is
-not an error."""
+not an error. Where Debian's node_exporter is installed, its diskstats
+collector reads the same written bytes for the loop device."""
 
 import os
 import shutil
@@ -16,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 PROMTOOL = "/usr/bin/promtool"
+NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
 FILE_BYTES = 8 * 1024 * 1024
 
 
@@ -98,10 +100,42 @@ class TierIoOnALoopDevice(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stdout.decode() + p.stderr.decode())
         self.assertEqual((p.stdout + p.stderr).decode().strip(), "")
 
+        # A real peer reads the same device: node_exporter's diskstats
+        # collector. Equal once both read a settled counter (the ext4 journal
+        # may still commit between two reads, hence the wait).
+        if os.access(NODE_EXPORTER, os.X_OK):
+            port = self.start_node_exporter(dev)
+
+            def both():
+                theirs = harness.scrape(port).get("node_disk_written_bytes_total", device=dev)
+                mine = sample()
+                return theirs is not None and theirs == mine and (mine, theirs)
+            mine, theirs = harness.wait_for(both, what="ckptmon and node_exporter to agree")
+            print(f"written: ckptmon={mine:.0f} node_exporter={theirs:.0f}")
+
         tiers = {t["name"]: t for t in ck.get("/api/v1/tiers").json()}
         self.assertEqual(tiers["loop"]["io_source"], "block")
         self.assertEqual(tiers["loop"]["io_devices"], [dev])
         self.assertEqual(tiers["shm"]["io_source"], "none")
+
+    def start_node_exporter(self, dev):
+        for _ in range(5):
+            port = harness.free_port()
+            p = self.ws.start(harness.Process([
+                NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}",
+                "--collector.disable-defaults", "--collector.diskstats",
+                "--collector.diskstats.device-exclude=^$"]))
+
+            def answers():
+                if p.proc.poll() is not None:
+                    return "exited"
+                try:
+                    return "up" if harness.http_request(port, "/metrics").status == 200 else None
+                except OSError:
+                    return None
+            if harness.wait_for(answers, what="node_exporter to answer") == "up":
+                return port
+        self.fail(f"node_exporter did not start: {p.output()}")
 
 
 FIXTURES = os.path.join(harness.SOURCE_DIR, "tests", "fixtures")
