@@ -35,6 +35,9 @@ void io_families(const State& state, std::vector<prometheus::MetricFamily>& out)
                      "none; devices read; other tiers sharing them. Always 1.",
                      MetricType::Gauge);
   for (const auto& [name, t] : io.tiers) {
+    // A tier whose mount was never resolved (root down) has no known source:
+    // unknown, not "none".
+    if (t.source == IoSource::kNone && !t.ok) continue;
     info.add({{"tier", name},
               {"source", std::string(to_string(t.source))},
               {"devices", joined(t.devices)},

@@ -423,7 +423,8 @@ std::string render_tiers_json(const Snapshot& snap) {
     if (snap.state.io) {
       if (auto io = snap.state.io->tiers.find(name); io != snap.state.io->tiers.end()) {
         const TierIo& x = io->second;
-        j["io_source"] = std::string(to_string(x.source));
+        // Unknown (null) while the tier's mount was never resolved.
+        if (x.source != IoSource::kNone || x.ok) j["io_source"] = std::string(to_string(x.source));
         j["io_devices"] = x.devices;
         j["io_shared_with"] = x.shared_with;
         j["io_ok"] = x.ok;

@@ -358,6 +358,26 @@ TEST(LustreSource, MatchesTheInstanceByFsname) {
       << r.error;
 }
 
+TEST(LustreSource, SeveralInstancesOfOneFsNeedAnOptionNamingOne) {
+  testing::TempDir dir;
+  const std::string stats =
+      slurp("procfs-lustre/fs/lustre/llite/scratch-ffff9a1c3b2e4000/stats");
+  dir.write_text("fs/lustre/llite/scratch-ffff9a1c3b2e4000/stats", stats);
+  dir.write_text("fs/lustre/llite/scratch-ffff9a1c3b2e8000/stats",
+                 "snapshot_time 1.0 secs.nsecs\nwrite_bytes 1 samples [bytes] 7 7 7\n");
+  dir.write_text("fs/lustre/llite/scratchy-ffff000000000001/stats", stats);  // another fs
+  MountInfo m = mount_at("procfs-lustre", "/lustre/scratch");
+  SourceRead r = read_lustre_source(dir.str(), dir.file("nosys"), m);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("2 llite instances of file system \"scratch\""), std::string::npos)
+      << r.error;
+  m.super_options += ",instance=scratch-ffff9a1c3b2e8000";
+  r = read_lustre_source(dir.str(), dir.file("nosys"), m);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.devices, std::vector<std::string>{"scratch-ffff9a1c3b2e8000"});
+  EXPECT_EQ(r.raw.written_bytes, 7);
+}
+
 TEST(LustreFsname, FromMountSources) {
   EXPECT_EQ(lustre_fsname("10.10.0.1@o2ib:/scratch"), "scratch");
   EXPECT_EQ(lustre_fsname("10.10.0.1@o2ib:10.10.0.2@o2ib:/scratch"), "scratch");

@@ -366,6 +366,18 @@ TEST(TierIoCollector, ReadsEverySourceAndCountsErrorsWithoutStoppingTheOthers) {
   EXPECT_EQ(rig.state.io->interfaces.at("eth0").receive_bytes, 918273645512.0 + 500);
 }
 
+TEST(TierIoCollector, ATierWhoseRootIsDownHasNoKnownSource) {
+  Rig rig;
+  fs::remove_all(rig.dir.path() / "tiers" / "shm");
+  rig.run_all();
+  EXPECT_FALSE(rig.tier("shm").ok);
+  EXPECT_THAT(rig.tier("shm").error, HasSubstr("tier root: open"));
+  EXPECT_EQ(rig.state.io->read_errors, 1u);  // broken only: a down root is tier_stats' news
+  const std::string text = serialize(state_families(rig.state));
+  EXPECT_THAT(text, Not(HasSubstr("ckpt_tier_io_source_info{tier=\"shm\"")));
+  EXPECT_THAT(text, HasSubstr("ckpt_tier_io_source_info{tier=\"broken\",source=\"nfs\""));
+}
+
 TEST(TierIoCollector, DeadlineAndReloadAreHandled) {
   Rig rig;
   rig.run_all();
