@@ -360,8 +360,7 @@ TEST(LustreSource, MatchesTheInstanceByFsname) {
 
 TEST(LustreSource, SeveralInstancesOfOneFsNeedAnOptionNamingOne) {
   testing::TempDir dir;
-  const std::string stats =
-      slurp("procfs-lustre/fs/lustre/llite/scratch-ffff9a1c3b2e4000/stats");
+  const std::string stats = slurp("procfs-lustre/fs/lustre/llite/scratch-ffff9a1c3b2e4000/stats");
   dir.write_text("fs/lustre/llite/scratch-ffff9a1c3b2e4000/stats", stats);
   dir.write_text("fs/lustre/llite/scratch-ffff9a1c3b2e8000/stats",
                  "snapshot_time 1.0 secs.nsecs\nwrite_bytes 1 samples [bytes] 7 7 7\n");
@@ -433,6 +432,34 @@ TEST(NetInterface, MissingInterfaceIsAnError) {
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("interface eth9 not found"), std::string::npos) << r.error;
   EXPECT_FALSE(read_net_interface(kFixtures + "/sysfs-net", "..").ok);
+}
+
+}  // namespace
+}  // namespace ckptmon
+
+namespace ckptmon {
+namespace {
+
+// The real kernel files of the machine the tests run on: whatever they hold
+// parses without a rejected line (kernel formats the fixtures may miss).
+std::string read_real(const std::string& path) {
+  std::string text, err;
+  EXPECT_TRUE(read_kernel_file(path, text, err)) << err;
+  return text;
+}
+
+TEST(ThisMachine, DiskstatsAndMountstatsParseCleanly) {
+  const DiskStatsParse d = parse_diskstats(read_real("/proc/diskstats"));
+  EXPECT_EQ(d.bad_lines, 0) << d.first_error;
+  const MountstatsParse m = parse_mountstats(read_real("/proc/self/mountstats"));
+  EXPECT_EQ(m.errors, 0);
+  for (const auto& b : m.nfs) EXPECT_TRUE(b.ok) << b.error;
+}
+
+TEST(ThisMachine, LoopbackInterfaceHasCountersAndNoSpeed) {
+  const NetRead r = read_net_interface("/sys", "lo");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_FALSE(r.link_speed_bytes_per_second.has_value());  // lo's speed answers EINVAL
 }
 
 }  // namespace

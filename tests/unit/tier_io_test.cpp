@@ -14,8 +14,8 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include "daemon/metrics.hpp"
-#include "util/log.hpp"
 #include "temp_dir.hpp"
+#include "util/log.hpp"
 
 namespace ckptmon {
 namespace {
