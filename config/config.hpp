@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "config/gpu_config.hpp"
+#include "config/network_config.hpp"
 #include "config/yaml_reader.hpp"
 #include "rules/policy.hpp"
 #include "util/duration.hpp"
@@ -118,14 +119,6 @@ struct IntegrityConfig {
   // A read that returns no bytes for this long is stuck (hung mount):
   // ckptmon_integrity_stuck_reads, one log line.
   Duration read_deadline = std::chrono::hours(1);
-};
-
-// Network interfaces whose byte counters and link speed are exported
-// (top-level `network`): netdev names (eth0, ib0) or InfiniBand ports
-// written hca:port (mlx5_0:1).
-inline constexpr std::size_t kMaxNetworkInterfaces = 32;
-struct NetworkConfig {
-  std::vector<std::string> interfaces;  // default none
 };
 
 struct Config {
