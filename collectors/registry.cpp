@@ -7,6 +7,7 @@
 #include "collectors/gpu.hpp"
 #include "collectors/integrity.hpp"
 #include "collectors/manifest_tail.hpp"
+#include "collectors/tier_io.hpp"
 #include "collectors/tier_stats.hpp"
 #include "collectors/tree_scan.hpp"
 
@@ -34,6 +35,10 @@ constexpr std::array kCollectors{
     Entry{"integrity",
           [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
             return std::make_shared<IntegrityCollector>(env.clock, env.store);
+          }},
+    Entry{"tier_io",
+          [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
+            return std::make_shared<TierIoCollector>(env.clock);
           }},
     Entry{"gpu",
           [](const CollectorEnv& env) -> std::shared_ptr<Collector> {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "collectors/mountinfo.hpp"
 
@@ -45,7 +46,45 @@ struct Fd {
   }
 };
 
+// The mount of an open tier root (`st` its fstat), or null with `error`.
+std::optional<MountInfo> mount_of(const std::string& path, const struct stat& st,
+                                  const std::string& proc_path, std::string& error) {
+  std::unique_ptr<char, decltype(&std::free)> real(::realpath(path.c_str(), nullptr), &std::free);
+  const std::string real_path = real ? std::string(real.get()) : path;
+  std::string text;
+  if (!read_small_file(proc_path + "/self/mountinfo", text, error)) return std::nullopt;
+  const auto mounts = parse_mountinfo(text);
+  const MountInfo* m =
+      find_mount(mounts, real_path, std::make_pair(major(st.st_dev), minor(st.st_dev)));
+  if (m == nullptr) return MountInfo{};
+  return *m;
+}
+
 }  // namespace
+
+TierMount resolve_tier_mount(const std::string& path, const std::string& proc_path) {
+  TierMount r;
+  Fd dir;
+  dir.fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir.fd < 0) {
+    r.error = errno_text(("open " + path).c_str(), errno);
+    return r;
+  }
+  struct stat st {};
+  if (::fstat(dir.fd, &st) != 0) {
+    r.error = errno_text("stat", errno);
+    return r;
+  }
+  auto m = mount_of(path, st, proc_path, r.error);
+  if (!m) return r;
+  if (m->mount_point.empty()) {
+    r.error = "no mount in " + proc_path + "/self/mountinfo holds " + path;
+    return r;
+  }
+  r.mount = std::move(*m);
+  r.ok = true;
+  return r;
+}
 
 TierProbe probe_tier(const std::string& path, const std::string& proc_path) {
   TierProbe r;
@@ -82,18 +121,13 @@ TierProbe probe_tier(const std::string& path, const std::string& proc_path) {
   r.stats.files = static_cast<double>(vfs.f_files);
   r.stats.files_free = static_cast<double>(vfs.f_ffree);
 
-  std::unique_ptr<char, decltype(&std::free)> real(::realpath(path.c_str(), nullptr), &std::free);
-  const std::string real_path = real ? std::string(real.get()) : path;
-
-  std::string text;
   std::string error;
-  if (!read_small_file(proc_path + "/self/mountinfo", text, error)) {
+  const auto found = mount_of(path, st, proc_path, error);
+  if (!found) {
     r.error = error;
     return r;
   }
-  const auto mounts = parse_mountinfo(text);
-  const MountInfo* m =
-      find_mount(mounts, real_path, std::make_pair(major(st.st_dev), minor(st.st_dev)));
+  const MountInfo* m = found->mount_point.empty() ? nullptr : &*found;
   if (m != nullptr) {
     r.stats.mountpoint = m->mount_point;
     r.stats.fstype = m->fstype;

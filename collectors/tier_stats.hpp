@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collectors/collector.hpp"
+#include "collectors/mountinfo.hpp"
 
 namespace ckptmon {
 
@@ -20,6 +21,17 @@ struct TierProbe {
 // `<proc_path>/self/mountinfo`. Never creates, modifies or follows anything
 // below the root.
 TierProbe probe_tier(const std::string& path, const std::string& proc_path);
+
+struct TierMount {
+  bool ok = false;
+  std::string error;
+  MountInfo mount;  // the mount holding the tier root, when ok
+};
+
+// Blocking. The mount the tier root lives on, found the way probe_tier()
+// finds it (the root's device number and canonical path against
+// `<proc_path>/self/mountinfo`). Touches nothing below the root.
+TierMount resolve_tier_mount(const std::string& path, const std::string& proc_path);
 
 // Thread-compatible: all members are touched on the loop thread only.
 class TierStatsCollector final : public Collector {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "config/network_config.hpp"
 #include "config/rules_config.hpp"
 #include "util/text.hpp"
 
@@ -38,8 +39,17 @@ void read_global(YamlMap& m, GlobalConfig& g, ErrorSink& sink) {
   duration_key(m, "scan_interval", g.scan_interval, sink, std::chrono::milliseconds(100));
   duration_key(m, "probe_timeout", g.probe_timeout, sink, std::chrono::milliseconds(10));
   duration_key(m, "scan_timeout", g.scan_timeout, sink, std::chrono::milliseconds(10));
-  if (auto f = m.get("proc_path"); f.present()) {
+  // `procfs` and its older name `proc_path` (kept working); not both.
+  YamlField procfs = m.get("procfs");
+  YamlField proc_path = m.get("proc_path");
+  if (procfs.present() && proc_path.present()) {
+    sink.add(proc_path.key_mark, proc_path.path,
+             "give procfs or its older name proc_path, not both");
+  } else if (YamlField& f = procfs.present() ? procfs : proc_path; f.present()) {
     if (auto v = read_abs_path(f, sink)) g.proc_path = *v;
+  }
+  if (auto f = m.get("sysfs"); f.present()) {
+    if (auto v = read_abs_path(f, sink)) g.sys_path = *v;
   }
   if (auto f = m.get("worker_threads"); f.present()) {
     if (auto v = read_int(f, sink, 1, 1024)) g.worker_threads = static_cast<int>(*v);
@@ -390,6 +400,10 @@ Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& s
     if (YamlField gpu = top.get("gpu"); gpu.present()) {
       YamlMap gm(gpu.value, gpu.path, sink);
       if (gm.ok()) read_gpu(gm, cfg.gpu, sink);
+    }
+    if (YamlField network = top.get("network"); network.present()) {
+      YamlMap nm(network.value, network.path, sink);
+      if (nm.ok()) read_network(nm, cfg.network, sink);
     }
     top.finish();
 

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "config/gpu_config.hpp"
+#include "config/network_config.hpp"
 #include "config/yaml_reader.hpp"
 #include "rules/policy.hpp"
 #include "util/duration.hpp"
@@ -85,8 +86,10 @@ struct GlobalConfig {
   // Deadline for one walk of one tier; past it the tier's catalog is marked
   // stale while the walk goes on in the background.
   Duration scan_timeout = std::chrono::minutes(10);
-  // Where procfs is mounted; tests point it at a fixture tree.
+  // Where procfs and sysfs are mounted (`procfs`, `sysfs`; `proc_path` is
+  // the older name of `procfs`); tests point them at fixture trees.
   std::string proc_path = "/proc";
+  std::string sys_path = "/sys";
   // Upper bound on threads doing blocking file-system work. A probe stuck on a
   // hung mount holds one thread until the kernel returns.
   int worker_threads = 16;
@@ -127,6 +130,7 @@ struct Config {
   std::vector<ManifestConfig> manifests;
   IntegrityConfig integrity;
   GpuConfig gpu;  // top-level `gpu`: utilisation source and job mapping
+  NetworkConfig network;
 
   const TierConfig* find_tier(std::string_view name) const;
 };

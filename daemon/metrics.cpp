@@ -16,6 +16,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "daemon/gpu_metrics.hpp"
+#include "daemon/io_metrics.hpp"
 #include "util/label.hpp"
 #include "util/metric_labels.hpp"
 
@@ -134,6 +135,7 @@ std::vector<prometheus::MetricFamily> state_families(const State& state) {
   catalog_families(state, out);
   event_families(state, out);
   gpu_families(state, out);
+  io_families(state, out);
 
   FamilyBuilder dur("ckptmon_collector_duration_seconds",
                     "Duration of the slowest target of the collector's last run (up to its "

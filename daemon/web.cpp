@@ -417,6 +417,20 @@ std::string render_tiers_json(const Snapshot& snap) {
       j["fstype"] = t.stats.fstype;
       j["device"] = t.stats.device;
     }
+    // What the storage path carried (collectors/tier_io.cpp): the source,
+    // the devices read and the tiers sharing them; null until first read.
+    j["io_source"] = nullptr;
+    if (snap.state.io) {
+      if (auto io = snap.state.io->tiers.find(name); io != snap.state.io->tiers.end()) {
+        const TierIo& x = io->second;
+        // Unknown (null) while the tier's mount was never resolved.
+        if (x.source != IoSource::kNone || x.ok) j["io_source"] = std::string(to_string(x.source));
+        j["io_devices"] = x.devices;
+        j["io_shared_with"] = x.shared_with;
+        j["io_ok"] = x.ok;
+        j["io_error"] = x.ok ? nlohmann::json() : nlohmann::json(x.error);
+      }
+    }
     arr.push_back(std::move(j));
   }
   return arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -137,6 +137,15 @@ struct TierIo {
   // 0 = none seen yet.
   double best_read_bytes_per_second = 0;
   double best_written_bytes_per_second = 0;
+  // False for block devices: the block layer counts no metadata operations
+  // (unknown, not zero), so `totals.metadata_ops` stay 0 and are not exported.
+  bool has_metadata_ops = false;
+  // The collector's bookkeeping: the last raw kernel counters, and how many
+  // resets (a raw counter went backwards) and failed reads it met.
+  bool has_raw = false;
+  IoCounters last_raw;
+  std::uint64_t resets = 0;
+  std::uint64_t errors = 0;
 };
 
 struct NetSample {
@@ -157,6 +166,12 @@ struct NetInterfaceIo {
   std::optional<double> link_speed_bytes_per_second;
   std::deque<NetSample> history;  // bounded like IoHistory
   std::size_t capacity = 4096;
+  bool infiniband = false;  // counters from an InfiniBand port
+  // The collector's bookkeeping, as in TierIo.
+  bool has_raw = false;
+  double last_raw_receive = 0, last_raw_transmit = 0;
+  std::uint64_t resets = 0;
+  std::uint64_t errors = 0;
 
   // max(rx, tx) bytes/s over [start, end] divided by the link speed; unknown
   // when the samples do not cover the window or the speed is unknown.
@@ -179,6 +194,10 @@ struct NetInterfaceIo {
 struct IoState {
   std::map<std::string, TierIo> tiers;               // by tier name
   std::map<std::string, NetInterfaceIo> interfaces;  // by interface name
+  // Failed reads or parses of any source (tier or interface), and counter
+  // resets, since start: ckptmon_io_read_errors_total, ckptmon_io_resets_total.
+  std::uint64_t read_errors = 0;
+  std::uint64_t counter_resets = 0;
 };
 
 }  // namespace ckptmon

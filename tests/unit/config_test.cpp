@@ -139,11 +139,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_top_level_key",
                 "tierz: []\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:1:1: tierz: unknown key (expected one of: global, tiers, history, "
-                 "alerting, manifests, integrity, gpu)"}},
+                 "alerting, manifests, integrity, gpu, network)"}},
         BadCase{"unknown_global_key",
                 "global:\n  scan_intervall: 15s\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:2:3: global.scan_intervall: unknown key (expected one of: state_dir, "
-                 "scan_interval, probe_timeout, scan_timeout, proc_path, worker_threads, "
+                 "scan_interval, probe_timeout, scan_timeout, procfs, proc_path, sysfs, "
+                 "worker_threads, "
                  "tail_interval, tail_timeout, max_line_bytes)"}},
         BadCase{"unknown_tier_key",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain_to: b\n",

@@ -1,0 +1,394 @@
+#include "collectors/io_parsers.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include "util/text.hpp"
+
+namespace ckptmon {
+namespace {
+
+bool to_u64(std::string_view s, std::uint64_t& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool to_uint(std::string_view s, unsigned& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+// Whitespace-separated fields (spaces and tabs, runs collapsed).
+std::vector<std::string_view> fields_of(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
+// seq_escape() in mountstats writes space, tab, newline and backslash as \ooo.
+std::string unescape_octal(std::string_view s) {
+  auto octal = [](char c) { return c >= '0' && c <= '7'; };
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && octal(s[i + 1]) && octal(s[i + 2]) && octal(s[i + 3])) {
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+      continue;
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+std::string clip(std::string_view s) {
+  constexpr std::size_t kMax = 120;
+  if (s.size() <= kMax) return std::string(s);
+  return std::string(s.substr(0, kMax)) + "...";
+}
+
+}  // namespace
+
+DiskStatsParse parse_diskstats(std::string_view text) {
+  DiskStatsParse r;
+  auto bad = [&](std::string_view line, const std::string& why) {
+    if (r.bad_lines++ == 0) r.first_error = why + ": " + json_quote(clip(line));
+  };
+  for (std::string_view line : split(text, '\n')) {
+    if (trim(line).empty()) continue;
+    const auto f = fields_of(line);
+    const int n = static_cast<int>(f.size());
+    if (n != 7 && n != 14 && n != 18 && n != 20) {
+      bad(line, "diskstats line with " + std::to_string(n) + " fields (expected 7, 14, 18 or 20)");
+      continue;
+    }
+    DiskStatsLine d;
+    d.fields = n;
+    d.name = std::string(f[2]);
+    bool ok = to_uint(f[0], d.major) && to_uint(f[1], d.minor) && !d.name.empty();
+    std::uint64_t v = 0;
+    for (int i = 3; i < n && ok; ++i) ok = to_u64(f[static_cast<std::size_t>(i)], v);
+    if (!ok) {
+      bad(line, "diskstats line with a field that is not an unsigned number");
+      continue;
+    }
+    if (n == 7) {
+      // Partitions before 2.6.25: reads, sectors read, writes, sectors written.
+      to_u64(f[3], d.reads);
+      to_u64(f[4], d.sectors_read);
+      to_u64(f[5], d.writes);
+      to_u64(f[6], d.sectors_written);
+    } else {
+      // reads, reads merged, sectors read, ms reading, writes, writes merged,
+      // sectors written, ... (Documentation/admin-guide/iostats.rst).
+      to_u64(f[3], d.reads);
+      to_u64(f[5], d.sectors_read);
+      to_u64(f[7], d.writes);
+      to_u64(f[9], d.sectors_written);
+    }
+    r.lines.push_back(std::move(d));
+  }
+  return r;
+}
+
+std::optional<MetaOp> nfs_meta_op(std::string_view op) {
+  struct M {
+    std::string_view name;
+    std::optional<MetaOp> op;
+  };
+  static constexpr std::optional<MetaOp> kData = std::nullopt;
+  static const M kMap[] = {
+      {"NULL", kData},
+      {"READ", kData},
+      {"WRITE", kData},
+      {"READ_PLUS", kData},
+      {"SEQUENCE", kData},
+      {"RENEW", kData},
+      {"SETCLIENTID", kData},
+      {"SETCLIENTID_CONFIRM", kData},
+      {"EXCHANGE_ID", kData},
+      {"CREATE_SESSION", kData},
+      {"DESTROY_SESSION", kData},
+      {"DESTROY_CLIENTID", kData},
+      {"BIND_CONN_TO_SESSION", kData},
+      {"RECLAIM_COMPLETE", kData},
+      {"GET_LEASE_TIME", kData},
+      {"OPEN", MetaOp::kOpen},
+      {"OPEN_NOATTR", MetaOp::kOpen},
+      {"OPEN_CONFIRM", MetaOp::kOpen},
+      {"OPEN_DOWNGRADE", MetaOp::kOpen},
+      {"CLOSE", MetaOp::kClose},
+      {"CREATE", MetaOp::kCreate},
+      {"MKNOD", MetaOp::kCreate},
+      {"SYMLINK", MetaOp::kCreate},
+      {"LINK", MetaOp::kCreate},
+      {"GETATTR", MetaOp::kGetattr},
+      {"ACCESS", MetaOp::kGetattr},
+      {"SETATTR", MetaOp::kSetattr},
+      {"LOOKUP", MetaOp::kLookup},
+      {"LOOKUPP", MetaOp::kLookup},
+      {"LOOKUP_ROOT", MetaOp::kLookup},
+      {"READDIR", MetaOp::kReaddir},
+      {"READDIRPLUS", MetaOp::kReaddir},
+      {"REMOVE", MetaOp::kRemove},
+      {"RMDIR", MetaOp::kRemove},
+      {"RENAME", MetaOp::kRename},
+      {"MKDIR", MetaOp::kMkdir},
+      {"COMMIT", MetaOp::kCommit},
+  };
+  for (const auto& m : kMap) {
+    if (m.name == op) return m.op;
+  }
+  return MetaOp::kOther;
+}
+
+std::optional<MetaOp> lustre_meta_op(std::string_view op) {
+  struct M {
+    std::string_view name;
+    std::optional<MetaOp> op;
+  };
+  static constexpr std::optional<MetaOp> kData = std::nullopt;
+  static const M kMap[] = {
+      {"read_bytes", kData},
+      {"write_bytes", kData},
+      {"read", kData},
+      {"write", kData},
+      {"brw_read", kData},
+      {"brw_write", kData},
+      {"osc_read", kData},
+      {"osc_write", kData},
+      {"direct_read", kData},
+      {"direct_write", kData},
+      {"lockless_read_bytes", kData},
+      {"lockless_write_bytes", kData},
+      {"splice_read", kData},
+      {"mmap", kData},
+      {"page_fault", kData},
+      {"page_mkwrite", kData},
+      {"seek", kData},
+      {"ioctl", kData},
+      {"open", MetaOp::kOpen},
+      {"close", MetaOp::kClose},
+      {"create", MetaOp::kCreate},
+      {"mknod", MetaOp::kCreate},
+      {"link", MetaOp::kCreate},
+      {"symlink", MetaOp::kCreate},
+      {"getattr", MetaOp::kGetattr},
+      {"setattr", MetaOp::kSetattr},
+      {"truncate", MetaOp::kSetattr},
+      {"lookup", MetaOp::kLookup},
+      {"readdir", MetaOp::kReaddir},
+      {"unlink", MetaOp::kRemove},
+      {"rmdir", MetaOp::kRemove},
+      {"rename", MetaOp::kRename},
+      {"mkdir", MetaOp::kMkdir},
+      {"fsync", MetaOp::kCommit},
+  };
+  for (const auto& m : kMap) {
+    if (m.name == op) return m.op;
+  }
+  return MetaOp::kOther;
+}
+
+MountstatsParse parse_mountstats(std::string_view text) {
+  MountstatsParse r;
+  // Blocks: from one "device " line to the next.
+  std::vector<std::string_view> lines = split(text, '\n');
+  const bool ends_cleanly = text.empty() || text.back() == '\n';
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();
+
+  std::size_t i = 0;
+  while (i < lines.size()) {
+    std::string_view head = lines[i];
+    if (!head.starts_with("device ")) {
+      ++i;  // stray line outside a block (or of a skipped block)
+      continue;
+    }
+    std::size_t end = i + 1;
+    while (end < lines.size() && !lines[end].starts_with("device ")) ++end;
+    const bool last_block = end == lines.size();
+
+    const auto h = fields_of(head);
+    // device X mounted on Y with fstype T [statvers=V]
+    if (h.size() < 8 || h[2] != "mounted" || h[3] != "on" || h[5] != "with" || h[6] != "fstype") {
+      i = end;
+      continue;  // not a line this parser knows; not NFS either
+    }
+    const std::string fstype(h[7]);
+    if (fstype != "nfs" && fstype != "nfs4") {
+      i = end;
+      continue;
+    }
+    NfsMountStats m;
+    m.device = unescape_octal(h[1]);
+    m.mount_point = unescape_octal(h[4]);
+    m.fstype = fstype;
+    auto reject = [&](std::string why) {
+      m.ok = false;
+      m.error = "mountstats block of " + json_quote(m.mount_point) + ": " + std::move(why);
+    };
+    if (h.size() >= 9 && h[8].starts_with("statvers=")) m.statvers = std::string(h[8].substr(9));
+    bool have_bytes = false;
+    bool in_ops = false;
+    int op_lines = 0;
+    m.ok = true;
+    if (m.statvers != "1.0" && m.statvers != "1.1") {
+      reject("unknown statvers " + json_quote(m.statvers.empty() ? "(none)" : m.statvers) +
+             " (known: 1.0, 1.1)");
+    }
+    for (std::size_t k = i + 1; k < end && m.ok; ++k) {
+      std::string_view line = trim(lines[k]);
+      if (line.empty()) continue;
+      const bool final_line = last_block && k + 1 == end;
+      if (final_line && !ends_cleanly) {
+        reject("cut off (the file ends inside the line " + json_quote(clip(line)) + ")");
+        break;
+      }
+      if (line.starts_with("bytes:")) {
+        const auto f = fields_of(line.substr(6));
+        std::uint64_t v[8] = {};
+        bool ok = f.size() >= 8;
+        for (std::size_t j = 0; j < 8 && ok; ++j) ok = to_u64(f[j], v[j]);
+        if (!ok) {
+          reject("cut off or malformed bytes: line " + json_quote(clip(line)));
+          break;
+        }
+        m.normal_read_bytes = v[0];
+        m.normal_write_bytes = v[1];
+        m.direct_read_bytes = v[2];
+        m.direct_write_bytes = v[3];
+        m.raw.read_bytes = static_cast<double>(v[4]);
+        m.raw.written_bytes = static_cast<double>(v[5]);
+        have_bytes = true;
+        continue;
+      }
+      if (line == "per-op statistics") {
+        in_ops = true;
+        continue;
+      }
+      if (!in_ops) continue;  // opts:, age:, events:, xprt: ... not needed
+      // OP: ops trans timeouts bytes_sent bytes_recv queue rtt execute [errors]
+      const auto colon = line.find(':');
+      if (colon == std::string_view::npos || colon == 0) {
+        reject("malformed per-op line " + json_quote(clip(line)));
+        break;
+      }
+      const auto f = fields_of(line.substr(colon + 1));
+      std::uint64_t count = 0;
+      bool ok = f.size() >= 8;
+      for (std::size_t j = 0; j < f.size() && ok; ++j) {
+        std::uint64_t v = 0;
+        ok = to_u64(f[j], v);
+        if (j == 0) count = v;
+      }
+      if (!ok) {
+        reject("cut off or malformed per-op line " + json_quote(clip(line)));
+        break;
+      }
+      ++op_lines;
+      if (auto op = nfs_meta_op(line.substr(0, colon))) {
+        m.raw.metadata_ops[static_cast<std::size_t>(*op)] += static_cast<double>(count);
+      }
+    }
+    if (m.ok && !have_bytes) reject("cut off (no bytes: line)");
+    if (m.ok && !in_ops) reject("cut off (no per-op statistics)");
+    if (m.ok && op_lines == 0) reject("cut off (per-op statistics without operations)");
+    if (!m.ok) ++r.errors;
+    r.nfs.push_back(std::move(m));
+    i = end;
+  }
+  return r;
+}
+
+LliteStats parse_llite_stats(std::string_view text) {
+  LliteStats r;
+  bool snapshot = false;
+  bool ends_cleanly = text.empty() || text.back() == '\n';
+  std::vector<std::string_view> lines = split(text, '\n');
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();
+  for (std::size_t k = 0; k < lines.size(); ++k) {
+    std::string_view line = trim(lines[k]);
+    if (line.empty()) continue;
+    const auto f = fields_of(line);
+    if (f[0] == "snapshot_time" || f[0] == "start_time" || f[0] == "elapsed_time") {
+      if (f[0] == "snapshot_time") snapshot = true;
+      continue;
+    }
+    if (k + 1 == lines.size() && !ends_cleanly) {
+      r.error = "llite stats cut off (the file ends inside " + json_quote(clip(line)) + ")";
+      return r;
+    }
+    // name count samples [unit] [min max sum [sumsq]]
+    std::uint64_t count = 0;
+    if (f.size() < 4 || f[2] != "samples" || !to_u64(f[1], count)) {
+      r.error = "malformed llite stats line " + json_quote(clip(line));
+      return r;
+    }
+    if (f[0] == "read_bytes" || f[0] == "write_bytes") {
+      std::uint64_t sum = 0;
+      if (f.size() < 7 || !to_u64(f[6], sum)) {
+        r.error = "llite " + std::string(f[0]) + " line without a sum: " + json_quote(clip(line));
+        return r;
+      }
+      (f[0] == "read_bytes" ? r.raw.read_bytes : r.raw.written_bytes) = static_cast<double>(sum);
+      continue;
+    }
+    if (auto op = lustre_meta_op(f[0])) {
+      r.raw.metadata_ops[static_cast<std::size_t>(*op)] += static_cast<double>(count);
+    }
+  }
+  if (!snapshot) {
+    r.error = "not an llite stats file (no snapshot_time line)";
+    return r;
+  }
+  r.ok = true;
+  return r;
+}
+
+std::optional<double> parse_net_speed_bytes_per_second(std::string_view text) {
+  std::string_view t = trim(text);
+  long long mbps = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), mbps);
+  if (ec != std::errc() || p != t.data() + t.size() || mbps <= 0) return std::nullopt;
+  return static_cast<double>(mbps) * 1e6 / 8;
+}
+
+std::optional<double> parse_ib_rate_bytes_per_second(std::string_view text) {
+  // "<number> Gb/sec (<width> <speed>)"; the number may have a fraction
+  // (e.g. "2.5 Gb/sec (1X SDR)").
+  const auto f = fields_of(trim(text));
+  if (f.size() < 2 || f[1] != "Gb/sec") return std::nullopt;
+  double gbps = 0;
+  auto [p, ec] = std::from_chars(f[0].data(), f[0].data() + f[0].size(), gbps);
+  if (ec != std::errc() || p != f[0].data() + f[0].size() || !(gbps > 0) || !std::isfinite(gbps)) {
+    return std::nullopt;
+  }
+  return gbps * 1e9 / 8;
+}
+
+std::optional<std::uint64_t> parse_counter_file(std::string_view text) {
+  std::string_view t = text;
+  if (!t.empty() && t.back() == '\n') t.remove_suffix(1);
+  std::uint64_t v = 0;
+  if (!to_u64(t, v)) return std::nullopt;
+  return v;
+}
+
+std::string lustre_fsname(std::string_view mount_source) {
+  const auto pos = mount_source.find(":/");
+  if (pos == std::string_view::npos) return {};
+  std::string_view rest = mount_source.substr(pos + 2);
+  const auto slash = rest.find('/');
+  if (slash != std::string_view::npos) rest = rest.substr(0, slash);
+  return std::string(rest);
+}
+
+}  // namespace ckptmon
