@@ -111,8 +111,12 @@ struct TierReport {
     bool have_checkpoints = false;
     std::size_t committed = 0;  // committed in the period
     Quantiles size, duration, skew;
-    Trend size_trend;                           // checkpoint bytes over commit time
-    std::vector<HistoryPoint> stored_points;    // stored_bytes samples
+    Trend size_trend;                         // checkpoint bytes over commit time
+    std::vector<HistoryPoint> stored_points;  // stored_bytes samples
+    // The highest drain backlog of the period (store/history.hpp DrainPeak);
+    // unset: no drain observed, or not known.
+    std::optional<DrainPeak> drain_peak;
+    std::size_t drain_hours = 0;                // hours with a drain observation
     std::vector<HistoryPoint> sizes;            // (commit time, bytes)
     std::vector<HistoryPoint> optimizer_share;  // (commit time, optimizer / bytes)
   };
@@ -158,7 +162,14 @@ std::string duration_words(double seconds) {
 void add_findings(Report& r) {
   const double period_days = (r.until - r.since) / kDay;
   char period[32];
-  std::snprintf(period, sizeof period, "%.0f-day", period_days);
+  // A period under a day (a short review, the demo) in hours or minutes.
+  if (period_days >= 1) {
+    std::snprintf(period, sizeof period, "%.0f-day", period_days);
+  } else if (r.until - r.since >= 2 * 3600) {
+    std::snprintf(period, sizeof period, "%.0f-hour", (r.until - r.since) / 3600);
+  } else {
+    std::snprintf(period, sizeof period, "%.0f-minute", (r.until - r.since) / 60);
+  }
   for (const TierReport& t : r.tiers) {
     if (t.time_to_full_seconds && std::isfinite(*t.time_to_full_seconds)) {
       r.findings.push_back(t.tier + " fills in " + days_text(*t.time_to_full_seconds) + " at the " +
@@ -284,6 +295,19 @@ void fill_checkpoints(Report& r, const std::vector<Checkpoint>& history, double 
   }
 }
 
+// Per job, the highest hourly drain peak of the period (the earliest on a tie).
+void fill_drain_peaks(Report& r, const std::vector<DrainPeak>& peaks) {
+  for (TierReport& t : r.tiers) {
+    for (TierReport::Job& j : t.jobs) {
+      for (const DrainPeak& p : peaks) {
+        if (p.key.tier != t.tier || p.key.job != j.job) continue;
+        ++j.drain_hours;
+        if (!j.drain_peak || p.peak_bytes > j.drain_peak->peak_bytes) j.drain_peak = p;
+      }
+    }
+  }
+}
+
 void fill_alerts(Report& r, const std::vector<AlertTransition>& transitions,
                  const ReportCommandOptions& o) {
   std::map<AlertLabels, std::size_t> open;
@@ -351,6 +375,7 @@ bool from_state_dir(const ReportCommandOptions& o, Report& r, double now, std::s
     const HistoryResult h = query_history(*db, q);
     fill_tiers(r, h.series, now, o);
     fill_checkpoints(r, read_committed_history(*db, r.since, r.until), now, o);
+    if (auto peaks = load_drain_peaks(*db, r.since, r.until)) fill_drain_peaks(r, *peaks);
     fill_alerts(r, load_alert_transitions(*db, r.since), o);
   } catch (const std::exception& e) {
     *error = "--state-dir " + o.state_dir + ": " + e.what();
@@ -454,6 +479,14 @@ json share_json(const TierReport::Job& j) {
   return out;
 }
 
+json drain_json(const TierReport::Job& j) {
+  if (!j.drain_peak) return nullptr;
+  return {{"to_tier", j.drain_peak->key.to_tier},
+          {"peak_bytes", j.drain_peak->peak_bytes},
+          {"peak_at", j.drain_peak->peak_at},
+          {"hours_observed", j.drain_hours}};
+}
+
 json points_json(const std::vector<HistoryPoint>& pts) {
   json out = json::array();
   for (const HistoryPoint& p : pts) out.push_back({p.t, p.v});
@@ -478,7 +511,8 @@ json to_json(const Report& r, bool with_series = false) {
                  {"checkpoint_size_growth_bytes_per_day", opt(j.size_trend.slope_per_day)},
                  {"save_duration_seconds", quantiles_json(j.duration, k)},
                  {"completion_skew_seconds", quantiles_json(j.skew, k)},
-                 {"optimizer_share", share_json(j)}};
+                 {"optimizer_share", share_json(j)},
+                 {"drain_backlog", drain_json(j)}};
       if (with_series) {
         jj["series"] = {{"stored_bytes", points_json(j.stored_points)},
                         {"checkpoint_bytes", points_json(j.sizes)},
@@ -631,7 +665,13 @@ std::string to_markdown(const json& j) {
     if (!q.is_object() || !q["max"].is_number()) return "-";
     return fmt(q["p50"]) + " / " + fmt(q["p90"]) + " / " + fmt(q["max"]);
   };
-  auto secs = [](const json& v) { return duration_words(v.get<double>()); };
+  auto secs = [](const json& v) {
+    const double d = v.get<double>();
+    if (d >= 10) return duration_words(d);
+    char buf[32];  // sub-second saves stay visible: 0.000675 seconds
+    std::snprintf(buf, sizeof buf, "%.3g seconds", d);
+    return std::string(buf);
+  };
   auto pct = [](const json& v) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f %%", v.get<double>() * 100);
@@ -678,6 +718,26 @@ std::string to_markdown(const json& j) {
     out +=
         "\nCheckpoint figures need the checkpoint history: `--state-dir` has it, `--from` not.\n";
   }
+  out += "\n## Drain backlog peaks\n\n";
+  bool any_drain = false;
+  for (const json& t : j["tiers"]) {
+    for (const json& jb : t["jobs"]) {
+      const json& d = jb["drain_backlog"];
+      if (!d.is_object()) continue;
+      if (!any_drain) {
+        out +=
+            "The highest backlog of each drain in the period and when it was first seen.\n\n| "
+            "tier | to | job | peak | peak_bytes | at | hours observed |\n| --- | --- | --- | "
+            "---: | ---: | --- | ---: |\n";
+      }
+      any_drain = true;
+      out += "| " + md_cell(t["tier"]) + " | " + md_cell(d["to_tier"]) + " | " +
+             md_cell(jb["job"]) + " | " + bytes_or_dash(d["peak_bytes"]) + " | " +
+             num(d["peak_bytes"]) + " | " + format_rfc3339(d["peak_at"].get<double>()) + " | " +
+             num(d["hours_observed"]) + " |\n";
+    }
+  }
+  if (!any_drain) out += "No drain observed in the period (or not known: `--from` has none).\n";
   out += "\n## Alerts fired\n\n";
   if (j["alerts"].empty())
     out += "None in the period (or not known: `--from` has no alert history).\n";

@@ -217,6 +217,7 @@ std::string bytes_cell(const json& v) {
 std::string duration_cell(const json& v) {
   if (!v.is_number()) return "-";
   const double s = v.get<double>();
+  if (s < 10) return fmt("%.3g s", s);  // sub-second saves stay visible
   if (s < 120) return fmt("%.0f s", s);
   if (s < 2 * 3600) return fmt("%.0f min", s / 60);
   if (s < 2 * 86400) return fmt("%.1f h", s / 3600);
@@ -346,6 +347,28 @@ std::string report_html(const json& j) {
              "</td></tr>\n";
     }
     out += "</table>\n";
+  }
+  std::string drains;
+  for (const json& t : j["tiers"]) {
+    for (const json& jb : t["jobs"]) {
+      const json& d = jb["drain_backlog"];
+      if (!d.is_object()) continue;
+      drains += "<tr><td>" + h(t["tier"]) + "</td><td>" + h(d["to_tier"]) + "</td><td>" +
+                h(jb["job"]) + "</td><td class=\"n\">" + bytes_cell(d["peak_bytes"]) + "</td><td>" +
+                html_escape(format_rfc3339(d["peak_at"].get<double>())) + "</td><td class=\"n\">" +
+                d["hours_observed"].dump() + "</td></tr>\n";
+    }
+  }
+  out += "<h2>Drain backlog peaks</h2>\n";
+  if (drains.empty()) {
+    out +=
+        "<p class=\"note\">No drain observed in the period (or not known: <code>--from</code> "
+        "has none).</p>\n";
+  } else {
+    out +=
+        "<table><tr><th>tier</th><th>to</th><th>job</th><th>peak</th><th>at</th><th>hours "
+        "observed</th></tr>\n" +
+        drains + "</table>\n";
   }
   out += "<h2>Alerts fired</h2>\n";
   if (j["alerts"].empty()) {

@@ -54,6 +54,13 @@ void create_history_schema(sql::Db& db) {
   PRIMARY KEY(alertname, severity, tier, job)) WITHOUT ROWID)");
 }
 
+void create_drain_peaks_table(sql::Db& db) {
+  db.exec(R"(CREATE TABLE IF NOT EXISTS drain_peaks(
+  tier TEXT NOT NULL, to_tier TEXT NOT NULL, job TEXT NOT NULL, hour REAL NOT NULL,
+  peak_bytes REAL NOT NULL, peak_at REAL NOT NULL,
+  PRIMARY KEY(tier, to_tier, job, hour)) WITHOUT ROWID)");
+}
+
 void write_history(sql::Db& db, const HistoryWrite& w) {
   if (w.empty()) return;
   sql::Transaction tx(db);
@@ -91,6 +98,23 @@ void write_history(sql::Db& db, const HistoryWrite& w) {
           .bind(6, s.copied_bytes)
           .bind(7, s.drained_total);
       ins.run();
+    }
+    // The hour's peak: replaced only by a higher backlog (the first time
+    // the peak was reached is kept).
+    auto peak = db.prepare(
+        "INSERT INTO drain_peaks(tier, to_tier, job, hour, peak_bytes, peak_at) "
+        "VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT(tier, to_tier, job, hour) DO UPDATE SET "
+        "peak_bytes=excluded.peak_bytes, peak_at=excluded.peak_at "
+        "WHERE excluded.peak_bytes > drain_peaks.peak_bytes");
+    for (const auto& [key, s] : w.drain) {
+      if (!std::isfinite(s.backlog_bytes) || !std::isfinite(s.t)) continue;
+      peak.bind(1, std::string_view(key.tier))
+          .bind(2, std::string_view(key.to_tier))
+          .bind(3, std::string_view(key.job))
+          .bind(4, std::floor(s.t / 3600) * 3600)
+          .bind(5, s.backlog_bytes)
+          .bind(6, s.t);
+      peak.run();
     }
   }
   if (!w.transitions.empty()) {
@@ -182,6 +206,30 @@ DrainHistory load_drain_samples(sql::Db& db, double since) {
 
 std::size_t delete_drain_samples_before(sql::Db& db, double before) {
   auto st = db.prepare("DELETE FROM drain_samples WHERE t < ?1");
+  st.bind(1, before);
+  st.run();
+  return static_cast<std::size_t>(db.changes());
+}
+
+std::optional<std::vector<DrainPeak>> load_drain_peaks(sql::Db& db, double since, double until) {
+  {
+    auto t = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name='drain_peaks'");
+    if (!t.step()) return std::nullopt;
+  }
+  std::vector<DrainPeak> out;
+  auto st = db.prepare(
+      "SELECT tier, to_tier, job, hour, peak_bytes, peak_at FROM drain_peaks "
+      "WHERE peak_at >= ?1 AND peak_at <= ?2 ORDER BY tier, to_tier, job, hour");
+  st.bind(1, since).bind(2, until);
+  while (st.step()) {
+    out.push_back(DrainPeak{DrainKey{st.text(0), st.text(1), st.text(2)}, st.real(3), st.real(4),
+                            st.real(5)});
+  }
+  return out;
+}
+
+std::size_t delete_drain_peaks_before(sql::Db& db, double before) {
+  auto st = db.prepare("DELETE FROM drain_peaks WHERE hour < ?1");
   st.bind(1, before);
   st.run();
   return static_cast<std::size_t>(db.changes());
@@ -299,6 +347,7 @@ void prune_history(Store& store, double now, const HistoryPolicy& policy, std::s
     }
     const double before = now - transition_retention_seconds(policy);
     store.post([before, batch](sql::Db& d) { delete_transitions_before(d, before, batch); });
+    store.post([before](sql::Db& d) { delete_drain_peaks_before(d, before); });
   });
 }
 

@@ -26,6 +26,9 @@ class Store;
 // Creates the tables of schema 3; safe to run on a database that has them.
 void create_history_schema(sql::Db& db);
 
+// Creates the table of schema 5 (drain backlog peaks); safe to run again.
+void create_drain_peaks_table(sql::Db& db);
+
 // One evaluation cycle's writes, committed as one transaction.
 struct HistoryWrite {
   std::vector<std::pair<std::string, TierSample>> samples;  // (tier, sample)
@@ -49,6 +52,26 @@ DrainHistory load_drain_samples(sql::Db& db, double since);
 
 // Deletes the drain observations older than `before`; returns how many.
 std::size_t delete_drain_samples_before(sql::Db& db, double before);
+
+// The highest backlog of one drain within one UTC hour, and when it was
+// seen. write_history() keeps it from the drain observations it writes (the
+// observations themselves are kept for the last rate window only), so the
+// peaks survive for as long as the alert history does, at one row per drain
+// per hour.
+struct DrainPeak {
+  DrainKey key;
+  double hour = 0;  // start of the hour, unix seconds
+  double peak_bytes = 0;
+  double peak_at = 0;
+};
+
+// Peaks with since <= peak_at <= until, by key then hour; nullopt when the
+// database has no such table (written by a ckptmon before schema 5, read
+// read-only: not known, not none).
+std::optional<std::vector<DrainPeak>> load_drain_peaks(sql::Db& db, double since, double until);
+
+// Deletes peaks of hours that began before `before`; returns how many.
+std::size_t delete_drain_peaks_before(sql::Db& db, double before);
 
 // The alerts that were pending or firing when the last cycle was saved.
 std::vector<AlertInstance> load_active_alerts(sql::Db& db);

@@ -11,7 +11,7 @@
 namespace ckptmon {
 namespace {
 
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 
 bool table_exists(sql::Db& db, std::string_view name) {
   auto st = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
@@ -100,6 +100,13 @@ void migrate(sql::Db& db) {
     db.exec("ALTER TABLE checkpoints ADD COLUMN c_scaler INTEGER NOT NULL DEFAULT 0");
     db.exec("ALTER TABLE checkpoints ADD COLUMN c_dataloader INTEGER NOT NULL DEFAULT 0");
     db.set_user_version(4);
+    tx.commit();
+  }
+  // Version 5: the hourly peaks of each drain's backlog (store/history.hpp).
+  if (v < 5) {
+    sql::Transaction tx(db);
+    create_drain_peaks_table(db);
+    db.set_user_version(5);
     tx.commit();
   }
 }

@@ -56,7 +56,9 @@ def write_file(path, size, mtime):
 def json_num(v):
     """A number as the report's JSON writes it (nlohmann and Python agree on
     the shortest round-trip form)."""
-    return "" if v is None else json.dumps(v)
+    if v is None:
+        return ""
+    return v if isinstance(v, str) else json.dumps(v)
 
 
 def png_pixels(path):
@@ -154,8 +156,20 @@ class Report(unittest.TestCase):
             db.execute("INSERT INTO tier_samples VALUES('rapid', ?, 1e12, ?)", (t, 1e12 - used))
             db.execute("INSERT INTO tier_job_samples VALUES('rapid', ?, 'llama', ?)",
                        (t, 1e6 + 1e4 * h))
+        # Hourly drain peaks (what write_history keeps from the drain
+        # observations, tested in history_test.cpp): the highest, first
+        # reached two days ago, ties a later hour; one is before the period.
+        for days, peak, offset in ((3, 5e6, 100), (2, 9e6, 200), (1, 9e6, 50), (20, 1e9, 0)):
+            h0 = cls.hour(days)
+            db.execute("INSERT INTO drain_peaks VALUES('rapid', 'capacity', 'llama', ?, ?, ?)",
+                       (h0, peak, h0 + offset))
         db.commit()
         db.close()
+
+    @classmethod
+    def hour(cls, days):
+        """The start of the UTC hour `days` before now."""
+        return (cls.now - days * DAY) // 3600 * 3600
 
     @classmethod
     def tearDownClass(cls):
@@ -204,7 +218,11 @@ class Report(unittest.TestCase):
         for a in doc["alerts"]:
             self.assertLessEqual(a["fired_at"], doc["until"], a)
             self.assertGreaterEqual(a["duration_seconds"], 0, a)
+        self.assertEqual(llama["drain_backlog"],
+                         {"to_tier": "capacity", "peak_bytes": 9e6,
+                          "peak_at": self.hour(2) + 200, "hours_observed": 3})
         mixed = self.job(doc, "mixed")
+        self.assertIsNone(mixed["drain_backlog"])  # no drain observed
         self.assertEqual(mixed["checkpoints_committed"], 2)
         # Two values 5 and 7: p50 the 1st, p90 the 2nd.
         self.assertEqual(mixed["completion_skew_seconds"],
@@ -242,6 +260,8 @@ class Report(unittest.TestCase):
                           f"{json_num(s['first'])} | {json_num(s['last'])} | "
                           f"{json_num(s['max'])} |", md)
         self.assertGreater(checked, 30)
+        d = self.job(doc, "llama")["drain_backlog"]
+        self.assertIn(f"| rapid | capacity | llama | 8.6 MiB | {json_num(d['peak_bytes'])} |", md)
         self.assertIn("## Checkpoints per job", md)
         # The words: 30 seconds / 10.0 minutes for llama's skew.
         self.assertIn("| rapid | llama | 6 |", md)
