@@ -116,7 +116,11 @@ struct TierReport {
     // The highest drain backlog of the period (store/history.hpp DrainPeak);
     // unset: no drain observed, or not known.
     std::optional<DrainPeak> drain_peak;
-    std::size_t drain_hours = 0;                // hours with a drain observation
+    std::size_t drain_hours = 0;  // hours with a drain observation
+    // GPU-seconds lost to the period's checkpoints (rules/gpu_cost.hpp);
+    // gpu_known + gpu_unknown == 0: no GPU history for the job.
+    double gpu_lost = 0;
+    std::size_t gpu_known = 0, gpu_unknown = 0;
     std::vector<HistoryPoint> sizes;            // (commit time, bytes)
     std::vector<HistoryPoint> optimizer_share;  // (commit time, optimizer / bytes)
   };
@@ -295,15 +299,47 @@ void fill_checkpoints(Report& r, const std::vector<Checkpoint>& history, double 
   }
 }
 
-// Per job, the highest hourly drain peak of the period (the earliest on a tie).
-void fill_drain_peaks(Report& r, const std::vector<DrainPeak>& peaks) {
+// The job's entry on a reported tier, added when only this figure knows it
+// (a job known from its event log alone has no stored bytes); null when the
+// tier is not reported or the job is filtered out.
+TierReport::Job* job_entry(Report& r, const std::string& tier, const std::string& job,
+                           const ReportCommandOptions& o) {
+  if (!wanted(o.jobs, job)) return nullptr;
   for (TierReport& t : r.tiers) {
+    if (t.tier != tier) continue;
     for (TierReport::Job& j : t.jobs) {
-      for (const DrainPeak& p : peaks) {
-        if (p.key.tier != t.tier || p.key.job != j.job) continue;
-        ++j.drain_hours;
-        if (!j.drain_peak || p.peak_bytes > j.drain_peak->peak_bytes) j.drain_peak = p;
-      }
+      if (j.job == job) return &j;
+    }
+    TierReport::Job j;
+    j.job = job;
+    j.have_checkpoints = true;
+    t.jobs.push_back(std::move(j));
+    return &t.jobs.back();
+  }
+  return nullptr;
+}
+
+// Per job, the highest hourly drain peak of the period (the earliest on a tie).
+void fill_drain_peaks(Report& r, const std::vector<DrainPeak>& peaks,
+                      const ReportCommandOptions& o) {
+  for (const DrainPeak& p : peaks) {
+    TierReport::Job* j = job_entry(r, p.key.tier, p.key.job, o);
+    if (j == nullptr) continue;
+    ++j->drain_hours;
+    if (!j->drain_peak || p.peak_bytes > j->drain_peak->peak_bytes) j->drain_peak = p;
+  }
+}
+
+void fill_gpu_costs(Report& r, const std::vector<StoredGpuCost>& costs,
+                    const ReportCommandOptions& o) {
+  for (const StoredGpuCost& c : costs) {
+    TierReport::Job* j = job_entry(r, c.tier, c.job, o);
+    if (j == nullptr) continue;
+    if (c.lost_gpu_seconds) {
+      j->gpu_lost += *c.lost_gpu_seconds;
+      ++j->gpu_known;
+    } else {
+      ++j->gpu_unknown;
     }
   }
 }
@@ -375,7 +411,8 @@ bool from_state_dir(const ReportCommandOptions& o, Report& r, double now, std::s
     const HistoryResult h = query_history(*db, q);
     fill_tiers(r, h.series, now, o);
     fill_checkpoints(r, read_committed_history(*db, r.since, r.until), now, o);
-    if (auto peaks = load_drain_peaks(*db, r.since, r.until)) fill_drain_peaks(r, *peaks);
+    if (auto peaks = load_drain_peaks(*db, r.since, r.until)) fill_drain_peaks(r, *peaks, o);
+    if (auto costs = load_gpu_costs(*db, r.since, r.until)) fill_gpu_costs(r, *costs, o);
     fill_alerts(r, load_alert_transitions(*db, r.since), o);
   } catch (const std::exception& e) {
     *error = "--state-dir " + o.state_dir + ": " + e.what();
@@ -487,6 +524,15 @@ json drain_json(const TierReport::Job& j) {
           {"hours_observed", j.drain_hours}};
 }
 
+// null without GPU history for the job; lost_gpu_seconds sums the known
+// costs only (checkpoints_unknown says how many are missing from it).
+json gpu_json(const TierReport::Job& j) {
+  if (j.gpu_known + j.gpu_unknown == 0) return nullptr;
+  return {{"lost_gpu_seconds", j.gpu_known > 0 ? json(j.gpu_lost) : json()},
+          {"checkpoints_known", j.gpu_known},
+          {"checkpoints_unknown", j.gpu_unknown}};
+}
+
 json points_json(const std::vector<HistoryPoint>& pts) {
   json out = json::array();
   for (const HistoryPoint& p : pts) out.push_back({p.t, p.v});
@@ -512,7 +558,8 @@ json to_json(const Report& r, bool with_series = false) {
                  {"save_duration_seconds", quantiles_json(j.duration, k)},
                  {"completion_skew_seconds", quantiles_json(j.skew, k)},
                  {"optimizer_share", share_json(j)},
-                 {"drain_backlog", drain_json(j)}};
+                 {"drain_backlog", drain_json(j)},
+                 {"gpu_cost", gpu_json(j)}};
       if (with_series) {
         jj["series"] = {{"stored_bytes", points_json(j.stored_points)},
                         {"checkpoint_bytes", points_json(j.sizes)},
@@ -738,6 +785,27 @@ std::string to_markdown(const json& j) {
     }
   }
   if (!any_drain) out += "No drain observed in the period (or not known: `--from` has none).\n";
+  out += "\n## GPU time lost to checkpoints\n\n";
+  bool any_gpu = false;
+  for (const json& t : j["tiers"]) {
+    for (const json& jb : t["jobs"]) {
+      const json& g = jb["gpu_cost"];
+      if (!g.is_object()) continue;
+      if (!any_gpu) {
+        out +=
+            "GPU-seconds lost while the period's checkpoints blocked training (known costs "
+            "summed; unknown ones counted apart).\n\n| tier | job | lost GPU-seconds | "
+            "checkpoints known | unknown |\n| --- | --- | ---: | ---: | ---: |\n";
+      }
+      any_gpu = true;
+      out += "| " + md_cell(t["tier"]) + " | " + md_cell(jb["job"]) + " | " +
+             num(g["lost_gpu_seconds"]) + " | " + num(g["checkpoints_known"]) + " | " +
+             num(g["checkpoints_unknown"]) + " |\n";
+    }
+  }
+  if (!any_gpu) {
+    out += "No GPU history in the period (no GPU source, or not known: `--from` has none).\n";
+  }
   out += "\n## Alerts fired\n\n";
   if (j["alerts"].empty())
     out += "None in the period (or not known: `--from` has no alert history).\n";

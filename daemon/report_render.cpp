@@ -359,6 +359,24 @@ std::string report_html(const json& j) {
                 d["hours_observed"].dump() + "</td></tr>\n";
     }
   }
+  std::string gpus;
+  for (const json& t : j["tiers"]) {
+    for (const json& jb : t["jobs"]) {
+      const json& g = jb["gpu_cost"];
+      if (!g.is_object()) continue;
+      gpus += "<tr><td>" + h(t["tier"]) + "</td><td>" + h(jb["job"]) + "</td><td class=\"n\">" +
+              (g["lost_gpu_seconds"].is_number() ? fmt("%.1f", g["lost_gpu_seconds"].get<double>())
+                                                 : std::string("not known")) +
+              "</td><td class=\"n\">" + g["checkpoints_known"].dump() + "</td><td class=\"n\">" +
+              g["checkpoints_unknown"].dump() + "</td></tr>\n";
+    }
+  }
+  if (!gpus.empty()) {
+    out +=
+        "<h2>GPU time lost to checkpoints</h2>\n<table><tr><th>tier</th><th>job</th>"
+        "<th>lost GPU-seconds</th><th>checkpoints known</th><th>unknown</th></tr>\n" +
+        gpus + "</table>\n";
+  }
   out += "<h2>Drain backlog peaks</h2>\n";
   if (drains.empty()) {
     out +=

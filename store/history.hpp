@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rules/alerts.hpp"
+#include "rules/gpu_cost.hpp"
 #include "rules/inputs.hpp"
 #include "rules/policy.hpp"
 #include "store/sqlite.hpp"
@@ -26,19 +27,24 @@ class Store;
 // Creates the tables of schema 3; safe to run on a database that has them.
 void create_history_schema(sql::Db& db);
 
-// Creates the table of schema 5 (drain backlog peaks); safe to run again.
-void create_drain_peaks_table(sql::Db& db);
+// Creates the tables of schema 5 (drain backlog peaks, checkpoint GPU
+// costs); safe to run again.
+void create_schema5_tables(sql::Db& db);
 
 // One evaluation cycle's writes, committed as one transaction.
 struct HistoryWrite {
   std::vector<std::pair<std::string, TierSample>> samples;  // (tier, sample)
   std::vector<std::pair<DrainKey, DrainSample>> drain;
   std::vector<AlertTransition> transitions;
+  // Checkpoints whose GPU cost was joined this cycle (GpuCostTracker::take_joined).
+  std::vector<CheckpointGpuCost> gpu_costs;
   // Alerts pending or firing after the cycle; replaces the stored set.
   // nullopt: unchanged since the last write (nothing is written).
   std::optional<std::vector<AlertInstance>> active;
 
-  bool empty() const { return samples.empty() && drain.empty() && transitions.empty() && !active; }
+  bool empty() const {
+    return samples.empty() && drain.empty() && transitions.empty() && gpu_costs.empty() && !active;
+  }
 };
 void write_history(sql::Db& db, const HistoryWrite& w);
 
@@ -72,6 +78,19 @@ std::optional<std::vector<DrainPeak>> load_drain_peaks(sql::Db& db, double since
 
 // Deletes peaks of hours that began before `before`; returns how many.
 std::size_t delete_drain_peaks_before(sql::Db& db, double before);
+
+// What one checkpoint cost its job's GPUs (rules/gpu_cost.hpp), as stored:
+// one row per (tier, job, step), kept as long as the alert history.
+struct StoredGpuCost {
+  std::string tier, job;
+  std::int64_t step = 0;
+  double window_start = 0, window_end = 0;
+  std::optional<double> lost_gpu_seconds;  // nullopt: not known
+};
+
+// Costs of checkpoints whose blocking window ended in [since, until], by
+// tier, job, then window end; nullopt when the database has no such table.
+std::optional<std::vector<StoredGpuCost>> load_gpu_costs(sql::Db& db, double since, double until);
 
 // The alerts that were pending or firing when the last cycle was saved.
 std::vector<AlertInstance> load_active_alerts(sql::Db& db);

@@ -102,10 +102,11 @@ void migrate(sql::Db& db) {
     db.set_user_version(4);
     tx.commit();
   }
-  // Version 5: the hourly peaks of each drain's backlog (store/history.hpp).
+  // Version 5: the hourly peaks of each drain's backlog and the GPU cost of
+  // each checkpoint (store/history.hpp).
   if (v < 5) {
     sql::Transaction tx(db);
-    create_drain_peaks_table(db);
+    create_schema5_tables(db);
     db.set_user_version(5);
     tx.commit();
   }

@@ -163,6 +163,13 @@ class Report(unittest.TestCase):
             h0 = cls.hour(days)
             db.execute("INSERT INTO drain_peaks VALUES('rapid', 'capacity', 'llama', ?, ?, ?)",
                        (h0, peak, h0 + offset))
+        # Checkpoint GPU costs (what the rules cycle stores from the GPU cost
+        # tracker, tested in history_test.cpp): 12.5 + 30 known, one unknown,
+        # one whose window ended before the period.
+        for step, days, lost in ((100, 9, 12.5), (200, 8, 30.0), (300, 7, None), (1, 30, 99.0)):
+            end = cls.now - days * DAY
+            db.execute("INSERT INTO checkpoint_gpu_costs VALUES('rapid', 'llama', ?, ?, ?, 8, ?,"
+                       " ?)", (step, end - 20, end, lost, "" if lost is not None else "samples"))
         db.commit()
         db.close()
 
@@ -221,8 +228,11 @@ class Report(unittest.TestCase):
         self.assertEqual(llama["drain_backlog"],
                          {"to_tier": "capacity", "peak_bytes": 9e6,
                           "peak_at": self.hour(2) + 200, "hours_observed": 3})
+        self.assertEqual(llama["gpu_cost"], {"lost_gpu_seconds": 42.5, "checkpoints_known": 2,
+                                             "checkpoints_unknown": 1})
         mixed = self.job(doc, "mixed")
         self.assertIsNone(mixed["drain_backlog"])  # no drain observed
+        self.assertIsNone(mixed["gpu_cost"])  # no GPU history for it
         self.assertEqual(mixed["checkpoints_committed"], 2)
         # Two values 5 and 7: p50 the 1st, p90 the 2nd.
         self.assertEqual(mixed["completion_skew_seconds"],
@@ -262,6 +272,7 @@ class Report(unittest.TestCase):
         self.assertGreater(checked, 30)
         d = self.job(doc, "llama")["drain_backlog"]
         self.assertIn(f"| rapid | capacity | llama | 8.6 MiB | {json_num(d['peak_bytes'])} |", md)
+        self.assertIn("| rapid | llama | 42.5 | 2 | 1 |", md)
         self.assertIn("## Checkpoints per job", md)
         # The words: 30 seconds / 10.0 minutes for llama's skew.
         self.assertIn("| rapid | llama | 6 |", md)

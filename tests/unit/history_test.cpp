@@ -52,7 +52,8 @@ TEST(History, ANewDatabaseIsAtSchemaFiveWithTheHistoryTables) {
   ASSERT_TRUE(store);
   EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 5);
   for (const char* t :
-       {"tier_samples", "tier_job_samples", "alert_transitions", "alert_active", "drain_peaks"}) {
+       {"tier_samples", "tier_job_samples", "alert_transitions", "alert_active", "drain_peaks",
+        "checkpoint_gpu_costs"}) {
     EXPECT_EQ(
         count(*store, std::string("SELECT count(*) FROM sqlite_master WHERE name='") + t + "'"), 1)
         << t;
@@ -154,6 +155,45 @@ TEST(History, DrainPeaksKeepEachHoursHighestBacklogAndWhenItWasFirstSeen) {
   sql::Db old(dir.str() + "/old.db");
   old.exec("CREATE TABLE tier_samples(x)");
   EXPECT_FALSE(load_drain_peaks(old, 0, 1e12));
+}
+
+TEST(History, CheckpointGpuCostsComeBackUnknownStaysUnknownAndARejoinReplaces) {
+  TempDir dir;
+  auto store = open_store(dir);
+  auto cost = [](std::int64_t step, double end, std::optional<double> lost) {
+    CheckpointGpuCost c;
+    c.tier = "staging";
+    c.job = "llama";
+    c.step = step;
+    c.window.span = {end - 10, end};
+    c.lost_gpu_seconds = lost;
+    if (!lost) c.unknown_reason = "samples did not arrive";
+    return c;
+  };
+  HistoryWrite w;
+  w.gpu_costs = {cost(1, 1000, 16.0), cost(2, 2000, std::nullopt), cost(3, 3000, 0.0)};
+  write(*store, w);
+  // A restarted daemon joins step 1 again, with a different figure: replaced.
+  HistoryWrite again;
+  again.gpu_costs = {cost(1, 1000, 12.5)};
+  write(*store, again);
+  EXPECT_EQ(store->errors(), 0u);
+  auto got = store->call<std::optional<std::vector<StoredGpuCost>>>(
+      [](sql::Db& db) { return load_gpu_costs(db, 0, 2500); });
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->size(), 2u);  // step 3 ended after 2500
+  EXPECT_EQ((*got)[0].step, 1);
+  EXPECT_EQ((*got)[0].window_start, 990);
+  EXPECT_EQ((*got)[0].lost_gpu_seconds, std::optional<double>(12.5));
+  EXPECT_EQ((*got)[1].step, 2);
+  EXPECT_FALSE((*got)[1].lost_gpu_seconds);  // unknown, not 0
+  auto all = store->call<std::optional<std::vector<StoredGpuCost>>>(
+      [](sql::Db& db) { return load_gpu_costs(db, 0, 1e12); });
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[2].lost_gpu_seconds, std::optional<double>(0.0));  // known zero stays 0
+  sql::Db old(dir.str() + "/old.db");
+  old.exec("CREATE TABLE tier_samples(x)");
+  EXPECT_FALSE(load_gpu_costs(old, 0, 1e12));
 }
 
 TEST(History, AlertTransitionsAndTheActiveSetSurviveAReopen) {
