@@ -205,11 +205,16 @@ int cli_main(int argc, char** argv) {
       ->capture_default_str();
   report->add_option("--tier", report_opts.tiers, "Only this tier (repeatable)");
   report->add_option("--job", report_opts.jobs, "Only this job (repeatable)");
-  report->add_option("--format", report_opts.format, "markdown, csv or json")
+  report->add_option("--format", report_opts.format, "markdown, csv, json or html")
       ->capture_default_str();
   report->add_option("--output", report_opts.output, "Write to this file instead of stdout");
   double report_now = 0;
   report->add_option("--now", report_now, "End of the period as unix time (reproducible output)");
+  std::string report_min_history = "1h";
+  report
+      ->add_option("--min-history", report_min_history,
+                   "Least span of samples a growth rate is fitted over")
+      ->capture_default_str();
 
   std::vector<std::string> event_logs;
   auto* events = app.add_subcommand("events", "Work with checkpoint event logs");
@@ -311,6 +316,13 @@ int cli_main(int argc, char** argv) {
   }
   if (*report) {
     if (report->count("--now") > 0) report_opts.now = report_now;
+    auto min_history = parse_duration(report_min_history);
+    if (!min_history || min_history->count() <= 0) {
+      std::cerr << "ckptmon report: --min-history: expected a duration such as 1h, got \""
+                << report_min_history << "\"\n";
+      return 2;
+    }
+    report_opts.min_history_seconds = to_seconds(*min_history);
     report_opts.progress = ::isatty(STDERR_FILENO) == 1;
     return run_report_command(report_opts, SystemClock(), std::cout, std::cerr);
   }

@@ -14,8 +14,11 @@
 
 #include "daemon/http_get.hpp"
 #include "daemon/plan_command.hpp"
+#include "daemon/report_render.hpp"
 #include "daemon/web.hpp"
+#include "model/checkpoint.hpp"
 #include "rules/alerts.hpp"
+#include "rules/capacity.hpp"
 #include "rules/series.hpp"
 #include "store/history.hpp"
 #include "store/store.hpp"
@@ -27,9 +30,8 @@ namespace {
 using nlohmann::json;
 
 constexpr double kDay = 86400;
-// A growth rate needs this many samples over at least this long.
+// A growth rate needs this many samples over at least --min-history (1h).
 constexpr std::size_t kMinSamples = 3;
-constexpr double kMinSpanSeconds = 3600;
 
 // Least squares over a series with its spread: the residuals' standard
 // deviation and the slope's standard error.
@@ -42,12 +44,12 @@ struct Trend {
   std::optional<double> fitted_now;
 };
 
-Trend trend_of(const std::vector<HistoryPoint>& pts, double now) {
+Trend trend_of(const std::vector<HistoryPoint>& pts, double now, double min_span) {
   Trend t;
   t.samples = pts.size();
   if (pts.empty()) return t;
   t.span_seconds = pts.back().t - pts.front().t;
-  if (pts.size() < kMinSamples || t.span_seconds < kMinSpanSeconds) return t;
+  if (pts.size() < kMinSamples || t.span_seconds < min_span) return t;
   std::vector<Point> p;
   for (const HistoryPoint& h : pts) p.push_back({h.t, h.v});
   auto fit = least_squares(p, now);
@@ -71,6 +73,21 @@ Trend trend_of(const std::vector<HistoryPoint>& pts, double now) {
   return t;
 }
 
+// p50 / p90 / max of a job's checkpoints over the period (nearest rank).
+struct Quantiles {
+  std::size_t samples = 0;
+  std::optional<double> p50, p90, max;
+};
+
+Quantiles quantiles_of(const std::vector<double>& v) {
+  Quantiles q;
+  q.samples = v.size();
+  q.p50 = nearest_rank(v, 0.5);
+  q.p90 = nearest_rank(v, 0.9);
+  q.max = nearest_rank(v, 1.0);
+  return q;
+}
+
 json opt(const std::optional<double>& v) {
   if (!v) return nullptr;
   if (std::isinf(*v)) return *v > 0 ? "+Inf" : "-Inf";
@@ -90,8 +107,25 @@ struct TierReport {
     std::string job;
     std::optional<double> first_bytes, last_bytes, peak_bytes;
     Trend stored;
+    // From the checkpoint history (--state-dir); unknown from --from.
+    bool have_checkpoints = false;
+    std::size_t committed = 0;  // committed in the period
+    Quantiles size, duration, skew;
+    Trend size_trend;                         // checkpoint bytes over commit time
+    std::vector<HistoryPoint> stored_points;  // stored_bytes samples
+    // The highest drain backlog of the period (store/history.hpp DrainPeak);
+    // unset: no drain observed, or not known.
+    std::optional<DrainPeak> drain_peak;
+    std::size_t drain_hours = 0;  // hours with a drain observation
+    // GPU-seconds lost to the period's checkpoints (rules/gpu_cost.hpp);
+    // gpu_known + gpu_unknown == 0: no GPU history for the job.
+    double gpu_lost = 0;
+    std::size_t gpu_known = 0, gpu_unknown = 0;
+    std::vector<HistoryPoint> sizes;            // (commit time, bytes)
+    std::vector<HistoryPoint> optimizer_share;  // (commit time, optimizer / bytes)
   };
   std::vector<Job> jobs;
+  std::vector<HistoryPoint> used_points, avail_points;  // for the charts
 };
 
 struct AlertFired {
@@ -132,7 +166,14 @@ std::string duration_words(double seconds) {
 void add_findings(Report& r) {
   const double period_days = (r.until - r.since) / kDay;
   char period[32];
-  std::snprintf(period, sizeof period, "%.0f-day", period_days);
+  // A period under a day (a short review, the demo) in hours or minutes.
+  if (period_days >= 1) {
+    std::snprintf(period, sizeof period, "%.0f-day", period_days);
+  } else if (r.until - r.since >= 2 * 3600) {
+    std::snprintf(period, sizeof period, "%.0f-hour", (r.until - r.since) / 3600);
+  } else {
+    std::snprintf(period, sizeof period, "%.0f-minute", (r.until - r.since) / 60);
+  }
   for (const TierReport& t : r.tiers) {
     if (t.time_to_full_seconds && std::isfinite(*t.time_to_full_seconds)) {
       r.findings.push_back(t.tier + " fills in " + days_text(*t.time_to_full_seconds) + " at the " +
@@ -173,7 +214,8 @@ void fill_tiers(Report& r, const std::vector<HistorySeries>& series, double now,
       if (s.series == "size_bytes") t.size_bytes = last;
       if (s.series == "avail_bytes") {
         t.avail_bytes = last;
-        t.avail = trend_of(s.points, now);
+        t.avail = trend_of(s.points, now, o.min_history_seconds);
+        t.avail_points = s.points;
         if (t.avail.slope_per_day && t.avail.fitted_now) {
           t.time_to_full_seconds = *t.avail.fitted_now <= 0 ? 0.0
                                    : *t.avail.slope_per_day >= 0
@@ -183,7 +225,8 @@ void fill_tiers(Report& r, const std::vector<HistorySeries>& series, double now,
       }
       if (s.series == "used_bytes") {
         t.used_bytes = last;
-        t.used = trend_of(s.points, now);
+        t.used = trend_of(s.points, now, o.min_history_seconds);
+        t.used_points = s.points;
       }
     } else if (wanted(o.jobs, s.job)) {
       TierReport::Job j;
@@ -193,17 +236,119 @@ void fill_tiers(Report& r, const std::vector<HistorySeries>& series, double now,
       double peak = 0;
       for (const HistoryPoint& p : s.points) peak = std::max(peak, p.v);
       j.peak_bytes = peak;
-      j.stored = trend_of(s.points, now);
+      j.stored = trend_of(s.points, now, o.min_history_seconds);
+      j.stored_points = s.points;
       t.jobs.push_back(std::move(j));
     }
   }
   for (auto& [name, t] : tiers) r.tiers.push_back(std::move(t));
 }
 
+double committed_at(const Checkpoint& c) {
+  return c.marker_time > 0 ? c.marker_time : c.last_write;
+}
+
+// Per job, from the committed checkpoints of the period (deleted ones
+// included): size, save duration and completion skew quantiles, the size
+// trend, and the optimizer's share of the bytes at each commit. A duration
+// that is not known (0) is left out, not counted as 0; so is the skew of a
+// one-file checkpoint. The share is known only where some of the bytes were
+// recognised as model or optimizer state (a checkpoint of unnamed shards says
+// nothing of it).
+void fill_checkpoints(Report& r, const std::vector<Checkpoint>& history, double now,
+                      const ReportCommandOptions& o) {
+  std::map<std::pair<std::string, std::string>, std::vector<const Checkpoint*>> by_job;
+  for (const Checkpoint& c : history) {
+    if (!wanted(o.tiers, c.tier) || !wanted(o.jobs, c.job)) continue;
+    by_job[{c.tier, c.job}].push_back(&c);
+  }
+  for (TierReport& t : r.tiers) {
+    for (TierReport::Job& j : t.jobs) j.have_checkpoints = true;
+    for (const auto& [key, list] : by_job) {
+      if (key.first != t.tier) continue;
+      auto it = std::find_if(t.jobs.begin(), t.jobs.end(),
+                             [&](const TierReport::Job& j) { return j.job == key.second; });
+      if (it == t.jobs.end()) {
+        TierReport::Job j;
+        j.job = key.second;
+        j.have_checkpoints = true;
+        t.jobs.push_back(std::move(j));
+        it = std::prev(t.jobs.end());
+      }
+      TierReport::Job& j = *it;
+      std::vector<double> sizes, durations, skews;
+      for (const Checkpoint* c : list) {
+        const double at = committed_at(*c);
+        const auto bytes = static_cast<double>(c->bytes);
+        ++j.committed;
+        sizes.push_back(bytes);
+        j.sizes.push_back({at, bytes});
+        if (const double d = save_duration(*c); d > 0) durations.push_back(d);
+        if (c->first_write > 0 && c->files > 1) skews.push_back(c->completion_skew());
+        const auto model = c->component_bytes[static_cast<std::size_t>(Component::kModel)];
+        const auto optim = c->component_bytes[static_cast<std::size_t>(Component::kOptimizer)];
+        if (c->bytes > 0 && model + optim > 0) {
+          j.optimizer_share.push_back({at, static_cast<double>(optim) / bytes});
+        }
+      }
+      j.size = quantiles_of(sizes);
+      j.duration = quantiles_of(durations);
+      j.skew = quantiles_of(skews);
+      j.size_trend = trend_of(j.sizes, now, o.min_history_seconds);
+    }
+  }
+}
+
+// The job's entry on a reported tier, added when only this figure knows it
+// (a job known from its event log alone has no stored bytes); null when the
+// tier is not reported or the job is filtered out.
+TierReport::Job* job_entry(Report& r, const std::string& tier, const std::string& job,
+                           const ReportCommandOptions& o) {
+  if (!wanted(o.jobs, job)) return nullptr;
+  for (TierReport& t : r.tiers) {
+    if (t.tier != tier) continue;
+    for (TierReport::Job& j : t.jobs) {
+      if (j.job == job) return &j;
+    }
+    TierReport::Job j;
+    j.job = job;
+    j.have_checkpoints = true;
+    t.jobs.push_back(std::move(j));
+    return &t.jobs.back();
+  }
+  return nullptr;
+}
+
+// Per job, the highest hourly drain peak of the period (the earliest on a tie).
+void fill_drain_peaks(Report& r, const std::vector<DrainPeak>& peaks,
+                      const ReportCommandOptions& o) {
+  for (const DrainPeak& p : peaks) {
+    TierReport::Job* j = job_entry(r, p.key.tier, p.key.job, o);
+    if (j == nullptr) continue;
+    ++j->drain_hours;
+    if (!j->drain_peak || p.peak_bytes > j->drain_peak->peak_bytes) j->drain_peak = p;
+  }
+}
+
+void fill_gpu_costs(Report& r, const std::vector<StoredGpuCost>& costs,
+                    const ReportCommandOptions& o) {
+  for (const StoredGpuCost& c : costs) {
+    TierReport::Job* j = job_entry(r, c.tier, c.job, o);
+    if (j == nullptr) continue;
+    if (c.lost_gpu_seconds) {
+      j->gpu_lost += *c.lost_gpu_seconds;
+      ++j->gpu_known;
+    } else {
+      ++j->gpu_unknown;
+    }
+  }
+}
+
 void fill_alerts(Report& r, const std::vector<AlertTransition>& transitions,
                  const ReportCommandOptions& o) {
   std::map<AlertLabels, std::size_t> open;
   for (const AlertTransition& t : transitions) {
+    if (t.at > r.until) break;  // after --now: not in the period (oldest first)
     if (!t.labels.tier.empty() && !wanted(o.tiers, t.labels.tier)) continue;
     if (!t.labels.job.empty() && !wanted(o.jobs, t.labels.job)) continue;
     if (t.to == AlertState::kFiring) {
@@ -231,13 +376,14 @@ void fill_required(Report& r, const std::vector<PlanInputs>& inputs) {
   }
 }
 
-std::string not_enough(std::size_t samples, double span) {
+std::string not_enough(std::size_t samples, double span, double min_span) {
   return "not enough history: " + std::to_string(samples) +
          (samples == 1 ? " sample" : " samples") + " over " + duration_words(span) +
-         " (a growth rate needs at least " + std::to_string(kMinSamples) + " samples over 1 hour)";
+         " (a growth rate needs at least " + std::to_string(kMinSamples) + " samples over " +
+         (min_span == 3600 ? std::string("1 hour") : duration_words(min_span)) + "; --min-history)";
 }
 
-bool check_enough(const Report& r, std::string* error) {
+bool check_enough(const Report& r, double min_span, std::string* error) {
   std::size_t most = 0;
   double span = 0;
   for (const TierReport& t : r.tiers) {
@@ -247,7 +393,7 @@ bool check_enough(const Report& r, std::string* error) {
       span = t.avail.span_seconds;
     }
   }
-  *error = not_enough(most, span);
+  *error = not_enough(most, span, min_span);
   return false;
 }
 
@@ -264,6 +410,9 @@ bool from_state_dir(const ReportCommandOptions& o, Report& r, double now, std::s
   try {
     const HistoryResult h = query_history(*db, q);
     fill_tiers(r, h.series, now, o);
+    fill_checkpoints(r, read_committed_history(*db, r.since, r.until), now, o);
+    if (auto peaks = load_drain_peaks(*db, r.since, r.until)) fill_drain_peaks(r, *peaks, o);
+    if (auto costs = load_gpu_costs(*db, r.since, r.until)) fill_gpu_costs(r, *costs, o);
     fill_alerts(r, load_alert_transitions(*db, r.since), o);
   } catch (const std::exception& e) {
     *error = "--state-dir " + o.state_dir + ": " + e.what();
@@ -342,17 +491,81 @@ bool from_daemon(const ReportCommandOptions& o, Report& r, double now, std::stri
 
 // ---- rendering ----
 
-json to_json(const Report& r) {
+json quantiles_json(const Quantiles& q, bool known) {
+  if (!known) return nullptr;
+  return {{"samples", q.samples}, {"p50", opt(q.p50)}, {"p90", opt(q.p90)}, {"max", opt(q.max)}};
+}
+
+json share_json(const TierReport::Job& j) {
+  if (!j.have_checkpoints) return nullptr;
+  const auto& s = j.optimizer_share;
+  json out = {{"samples", s.size()}, {"first", nullptr}, {"first_at", nullptr}, {"last", nullptr},
+              {"last_at", nullptr},  {"min", nullptr},   {"max", nullptr}};
+  if (s.empty()) return out;
+  out["first"] = s.front().v;
+  out["first_at"] = s.front().t;
+  out["last"] = s.back().v;
+  out["last_at"] = s.back().t;
+  double lo = s.front().v, hi = s.front().v;
+  for (const HistoryPoint& p : s) {
+    lo = std::min(lo, p.v);
+    hi = std::max(hi, p.v);
+  }
+  out["min"] = lo;
+  out["max"] = hi;
+  return out;
+}
+
+json drain_json(const TierReport::Job& j) {
+  if (!j.drain_peak) return nullptr;
+  return {{"to_tier", j.drain_peak->key.to_tier},
+          {"peak_bytes", j.drain_peak->peak_bytes},
+          {"peak_at", j.drain_peak->peak_at},
+          {"hours_observed", j.drain_hours}};
+}
+
+// null without GPU history for the job; lost_gpu_seconds sums the known
+// costs only (checkpoints_unknown says how many are missing from it).
+json gpu_json(const TierReport::Job& j) {
+  if (j.gpu_known + j.gpu_unknown == 0) return nullptr;
+  return {{"lost_gpu_seconds", j.gpu_known > 0 ? json(j.gpu_lost) : json()},
+          {"checkpoints_known", j.gpu_known},
+          {"checkpoints_unknown", j.gpu_unknown}};
+}
+
+json points_json(const std::vector<HistoryPoint>& pts) {
+  json out = json::array();
+  for (const HistoryPoint& p : pts) out.push_back({p.t, p.v});
+  return out;
+}
+
+// `with_series`: the points behind the figures too (the HTML charts).
+json to_json(const Report& r, bool with_series = false) {
   json tiers = json::array();
   for (const TierReport& t : r.tiers) {
     json jobs = json::array();
     for (const TierReport::Job& j : t.jobs) {
-      jobs.push_back({{"job", j.job},
-                      {"first_stored_bytes", opt(j.first_bytes)},
-                      {"last_stored_bytes", opt(j.last_bytes)},
-                      {"peak_stored_bytes", opt(j.peak_bytes)},
-                      {"growth_bytes_per_day", opt(j.stored.slope_per_day)},
-                      {"growth_stderr_bytes_per_day", opt(j.stored.slope_stderr_per_day)}});
+      const bool k = j.have_checkpoints;
+      json jj = {{"job", j.job},
+                 {"first_stored_bytes", opt(j.first_bytes)},
+                 {"last_stored_bytes", opt(j.last_bytes)},
+                 {"peak_stored_bytes", opt(j.peak_bytes)},
+                 {"growth_bytes_per_day", opt(j.stored.slope_per_day)},
+                 {"growth_stderr_bytes_per_day", opt(j.stored.slope_stderr_per_day)},
+                 {"checkpoints_committed", k ? json(j.committed) : json()},
+                 {"checkpoint_bytes", quantiles_json(j.size, k)},
+                 {"checkpoint_size_growth_bytes_per_day", opt(j.size_trend.slope_per_day)},
+                 {"save_duration_seconds", quantiles_json(j.duration, k)},
+                 {"completion_skew_seconds", quantiles_json(j.skew, k)},
+                 {"optimizer_share", share_json(j)},
+                 {"drain_backlog", drain_json(j)},
+                 {"gpu_cost", gpu_json(j)}};
+      if (with_series) {
+        jj["series"] = {{"stored_bytes", points_json(j.stored_points)},
+                        {"checkpoint_bytes", points_json(j.sizes)},
+                        {"optimizer_share", points_json(j.optimizer_share)}};
+      }
+      jobs.push_back(std::move(jj));
     }
     tiers.push_back({{"tier", t.tier},
                      {"size_bytes", opt(t.size_bytes)},
@@ -368,6 +581,10 @@ json to_json(const Report& r) {
                      {"size_minus_required_bytes", opt(t.headroom_bytes)},
                      {"partial", t.partial},
                      {"jobs", std::move(jobs)}});
+    if (with_series) {
+      tiers.back()["series"] = {{"used_bytes", points_json(t.used_points)},
+                                {"avail_bytes", points_json(t.avail_points)}};
+    }
   }
   json alerts = json::array();
   for (const AlertFired& a : r.alerts) {
@@ -416,7 +633,13 @@ std::string to_csv(const json& j) {
     }
     for (const json& jb : t["jobs"]) {
       for (const auto& [k, v] : jb.items()) {
-        if (k != "job") row("job", tier, jb["job"], k, v);
+        if (k == "job") continue;
+        if (!v.is_object()) {
+          row("job", tier, jb["job"], k, v);
+          continue;
+        }
+        // Nested figures flatten to figure.field (save_duration_seconds.p90).
+        for (const auto& [k2, v2] : v.items()) row("job", tier, jb["job"], k + "." + k2, v2);
       }
     }
   }
@@ -480,6 +703,109 @@ std::string to_markdown(const json& j) {
              bytes_or_dash(jb["growth_bytes_per_day"]) + " |\n";
     }
   }
+  out +=
+      "\n## Checkpoints per job\n\nCommitted in the period, deleted ones included (p50 / p90 / "
+      "max by nearest rank).\n\n| tier | job | committed | size p50 / p90 / max | save duration "
+      "p50 / p90 / max | completion skew p50 / p90 / max | optimizer share first → last |\n"
+      "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n";
+  auto triple = [](const json& q, auto fmt) -> std::string {
+    if (!q.is_object() || !q["max"].is_number()) return "-";
+    return fmt(q["p50"]) + " / " + fmt(q["p90"]) + " / " + fmt(q["max"]);
+  };
+  auto secs = [](const json& v) {
+    const double d = v.get<double>();
+    if (d >= 10) return duration_words(d);
+    char buf[32];  // sub-second saves stay visible: 0.000675 seconds
+    std::snprintf(buf, sizeof buf, "%.3g seconds", d);
+    return std::string(buf);
+  };
+  auto pct = [](const json& v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f %%", v.get<double>() * 100);
+    return std::string(buf);
+  };
+  bool unknown = false;
+  for (const json& t : j["tiers"]) {
+    for (const json& jb : t["jobs"]) {
+      const json& share = jb["optimizer_share"];
+      const bool known = jb["checkpoints_committed"].is_number();
+      unknown = unknown || !known;
+      out += "| " + md_cell(t["tier"]) + " | " + md_cell(jb["job"]) + " | " +
+             (known ? num(jb["checkpoints_committed"]) : std::string("not known")) + " | " +
+             triple(jb["checkpoint_bytes"], bytes_or_dash) + " | " +
+             triple(jb["save_duration_seconds"], secs) + " | " +
+             triple(jb["completion_skew_seconds"], secs) + " | " +
+             (share.is_object() && share["first"].is_number()
+                  ? pct(share["first"]) + " → " + pct(share["last"])
+                  : std::string("-")) +
+             " |\n";
+    }
+  }
+  out +=
+      "\nExact figures (bytes, seconds, share of bytes), as in `--format json`:\n\n| tier | job | "
+      "figure | p50 | p90 | max |\n| --- | --- | --- | ---: | ---: | ---: |\n";
+  for (const json& t : j["tiers"]) {
+    for (const json& jb : t["jobs"]) {
+      for (const char* f :
+           {"checkpoint_bytes", "save_duration_seconds", "completion_skew_seconds"}) {
+        const json& q = jb[f];
+        if (!q.is_object()) continue;
+        out += "| " + md_cell(t["tier"]) + " | " + md_cell(jb["job"]) + " | " + f + " | " +
+               num(q["p50"]) + " | " + num(q["p90"]) + " | " + num(q["max"]) + " |\n";
+      }
+      const json& share = jb["optimizer_share"];
+      if (share.is_object()) {
+        out += "| " + md_cell(t["tier"]) + " | " + md_cell(jb["job"]) +
+               " | optimizer_share first / last / max | " + num(share["first"]) + " | " +
+               num(share["last"]) + " | " + num(share["max"]) + " |\n";
+      }
+    }
+  }
+  if (unknown) {
+    out +=
+        "\nCheckpoint figures need the checkpoint history: `--state-dir` has it, `--from` not.\n";
+  }
+  out += "\n## Drain backlog peaks\n\n";
+  bool any_drain = false;
+  for (const json& t : j["tiers"]) {
+    for (const json& jb : t["jobs"]) {
+      const json& d = jb["drain_backlog"];
+      if (!d.is_object()) continue;
+      if (!any_drain) {
+        out +=
+            "The highest backlog of each drain in the period and when it was first seen.\n\n| "
+            "tier | to | job | peak | peak_bytes | at | hours observed |\n| --- | --- | --- | "
+            "---: | ---: | --- | ---: |\n";
+      }
+      any_drain = true;
+      out += "| " + md_cell(t["tier"]) + " | " + md_cell(d["to_tier"]) + " | " +
+             md_cell(jb["job"]) + " | " + bytes_or_dash(d["peak_bytes"]) + " | " +
+             num(d["peak_bytes"]) + " | " + format_rfc3339(d["peak_at"].get<double>()) + " | " +
+             num(d["hours_observed"]) + " |\n";
+    }
+  }
+  if (!any_drain) out += "No drain observed in the period (or not known: `--from` has none).\n";
+  out += "\n## GPU time lost to checkpoints\n\n";
+  bool any_gpu = false;
+  for (const json& t : j["tiers"]) {
+    for (const json& jb : t["jobs"]) {
+      const json& g = jb["gpu_cost"];
+      if (!g.is_object()) continue;
+      if (!any_gpu) {
+        out +=
+            "GPU-seconds lost while the period's checkpoints blocked training (known costs "
+            "summed; unknown ones counted apart).\n\n| tier | job | lost GPU-seconds | "
+            "checkpoints known | unknown |\n| --- | --- | ---: | ---: | ---: |\n";
+      }
+      any_gpu = true;
+      out += "| " + md_cell(t["tier"]) + " | " + md_cell(jb["job"]) + " | " +
+             num(g["lost_gpu_seconds"]) + " | " + num(g["checkpoints_known"]) + " | " +
+             num(g["checkpoints_unknown"]) + " |\n";
+    }
+  }
+  if (!any_gpu) {
+    out += "No GPU history in the period (no GPU source, or not known: `--from` has none).\n";
+  }
   out += "\n## Alerts fired\n\n";
   if (j["alerts"].empty())
     out += "None in the period (or not known: `--from` has no alert history).\n";
@@ -504,8 +830,9 @@ int run_report_command(const ReportCommandOptions& o, const Clock& clock, std::o
     err << "ckptmon report: give one source: --from http://host:port or --state-dir DIR\n";
     return 2;
   }
-  if (o.format != "markdown" && o.format != "csv" && o.format != "json") {
-    err << "ckptmon report: --format: expected markdown, csv or json, got \"" << o.format << "\"\n";
+  if (o.format != "markdown" && o.format != "csv" && o.format != "json" && o.format != "html") {
+    err << "ckptmon report: --format: expected markdown, csv, json or html, got \"" << o.format
+        << "\"\n";
     return 2;
   }
   Report r;
@@ -539,13 +866,14 @@ int run_report_command(const ReportCommandOptions& o, const Clock& clock, std::o
       return 2;
     }
   }
-  if (!check_enough(r, &error)) {
+  if (!check_enough(r, o.min_history_seconds, &error)) {
     err << "ckptmon report: " << r.source << ": " << error << "\n";
     return 2;
   }
   add_findings(r);
-  const json j = to_json(r);
-  std::string text = o.format == "json"
+  const json j = to_json(r, o.format == "html");
+  std::string text = o.format == "html" ? report_html(j)
+                     : o.format == "json"
                          ? j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"
                      : o.format == "csv" ? to_csv(j)
                                          : to_markdown(j);

@@ -4,8 +4,11 @@
 // daemon itself (GET /api/v1/history, GET /api/v1/plan): per tier used and
 // available bytes, growth by least squares with its spread, time to full,
 // required capacity against size; per job stored bytes and growth; the
-// alerts that fired, with durations; findings in words. Formats json,
-// markdown and csv carry the same numbers (docs/operations.md#report).
+// alerts that fired, with durations; findings in words; per job, from the
+// checkpoint history (--state-dir), size, save duration and completion skew
+// p50/p90/max and the optimizer's share of the bytes over time. Formats
+// json, markdown and csv carry the same numbers; html is one self-contained
+// page with SVG charts (daemon/report_render.hpp; docs/operations.md#report).
 
 #include <optional>
 #include <ostream>
@@ -23,9 +26,11 @@ struct ReportCommandOptions {
   std::string since = "30d";
   std::vector<std::string> tiers;   // only these; empty = all
   std::vector<std::string> jobs;    // only these; empty = all
-  std::string format = "markdown";  // markdown | csv | json
+  std::string format = "markdown";  // markdown | csv | json | html
   std::string output;               // file; empty = `out`
   std::optional<double> now;
+  // The least span of samples a growth rate is fitted over (--min-history).
+  double min_history_seconds = 3600;
   double timeout_seconds = 30;
   bool progress = false;  // a progress line on `err` (set when it is a terminal)
 };

@@ -276,6 +276,7 @@ void RulesCycle::evaluate() {
     }
     if (gpu_enabled_ && state_.gpu && state_.events) {
       gpu_costs_.update(*state_.events, *state_.gpu, gpu_job_map_, gpu_grace_seconds_, now);
+      write.gpu_costs = gpu_costs_.take_joined();  // for `ckptmon report`
       figures.gpu_jobs =
           gpu_job_figures(gpu_costs_, now, policy_.alerting.rules.goodput_low.window_seconds);
     }

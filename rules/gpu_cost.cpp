@@ -258,6 +258,8 @@ void GpuCostTracker::update(const EventCatalog& events, const GpuState& gpu,
     } else {
       ++j.unknown;
     }
+    if (joined_.size() >= kMaxJoined) joined_.erase(joined_.begin());
+    joined_.push_back(cost);
     j.last = std::move(cost);
     done_.insert(id);
   }

@@ -122,6 +122,11 @@ class GpuCostTracker {
               const std::map<unsigned, std::string>& job_map, double grace, double now);
 
   const std::map<std::string, GpuJobCost>& jobs() const { return jobs_; }
+  // The checkpoints joined (cost known or unknown) since the last call,
+  // oldest first, for the state database (at most kMaxJoined kept between
+  // calls).
+  std::vector<CheckpointGpuCost> take_joined() { return std::exchange(joined_, {}); }
+  static constexpr std::size_t kMaxJoined = 4096;
   // When the source's samples begin, for the goodput share (nullopt: none yet).
   std::optional<double> first_seen() const { return first_seen_; }
 
@@ -129,6 +134,7 @@ class GpuCostTracker {
   std::set<std::pair<std::string, std::int64_t>> done_;  // (job, step) joined or skipped
   std::map<std::string, GpuJobCost> jobs_;
   std::optional<double> first_seen_;
+  std::vector<CheckpointGpuCost> joined_;
 };
 
 // The alerts' view of one job (rules/alerts.cpp).

@@ -71,4 +71,13 @@ std::optional<double> rise_rate(std::span<const Point> points) {
   return rise / span;
 }
 
+std::optional<double> nearest_rank(std::vector<double> values, double q) {
+  std::erase_if(values, [](double v) { return std::isnan(v); });
+  if (values.empty() || !(q > 0)) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  const auto rank =
+      static_cast<std::size_t>(std::ceil(std::min(q, 1.0) * static_cast<double>(values.size())));
+  return values[std::clamp<std::size_t>(rank, 1, values.size()) - 1];
+}
+
 }  // namespace ckptmon

@@ -41,4 +41,9 @@ std::optional<double> counter_rate(std::span<const Point> points);
 // its rises, decreases ignored, divided by the time the points span.
 std::optional<double> rise_rate(std::span<const Point> points);
 
+// Nearest-rank quantile: the smallest value with at least a share q of the
+// values at or below it (q in (0, 1]; q = 1 is the maximum). NaNs are left
+// out; nullopt when nothing is left.
+std::optional<double> nearest_rank(std::vector<double> values, double q);
+
 }  // namespace ckptmon

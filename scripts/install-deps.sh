@@ -19,13 +19,15 @@ build_pkgs=(
 # certificates), the fuzzer toolchain and the
 # FUSE file system that simulates a hung storage mount; lintian checks the
 # .deb, python3-yaml and python3-jsonschema the Kubernetes manifests; wrk and
-# curl for bench/load_test.sh (scrapes under load).
+# curl for bench/load_test.sh (scrapes under load); chromium renders the
+# HTML report headless (tests/integration/test_report.py).
 test_pkgs=(
   python3 python3-fusepy fuse3 util-linux openssl
   prometheus prometheus-alertmanager prometheus-node-exporter
   clang libclang-rt-14-dev
   lintian python3-yaml python3-jsonschema
   wrk curl
+  chromium
 )
 
 want=("${build_pkgs[@]}")

@@ -54,6 +54,25 @@ void create_history_schema(sql::Db& db) {
   PRIMARY KEY(alertname, severity, tier, job)) WITHOUT ROWID)");
 }
 
+void create_schema5_tables(sql::Db& db) {
+  db.exec(R"(CREATE TABLE IF NOT EXISTS drain_peaks(
+  tier TEXT NOT NULL, to_tier TEXT NOT NULL, job TEXT NOT NULL, hour REAL NOT NULL,
+  peak_bytes REAL NOT NULL, peak_at REAL NOT NULL,
+  PRIMARY KEY(tier, to_tier, job, hour)) WITHOUT ROWID)");
+  // lost_gpu_seconds NULL: the cost stayed unknown (reason says why).
+  db.exec(R"(CREATE TABLE IF NOT EXISTS checkpoint_gpu_costs(
+  tier TEXT NOT NULL, job TEXT NOT NULL, step INTEGER NOT NULL,
+  window_start REAL NOT NULL, window_end REAL NOT NULL, gpus INTEGER NOT NULL,
+  lost_gpu_seconds REAL, unknown_reason TEXT NOT NULL,
+  PRIMARY KEY(tier, job, step)) WITHOUT ROWID)");
+}
+
+static bool has_table(sql::Db& db, const char* name) {
+  auto t = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
+  t.bind(1, std::string_view(name));
+  return t.step();
+}
+
 void write_history(sql::Db& db, const HistoryWrite& w) {
   if (w.empty()) return;
   sql::Transaction tx(db);
@@ -90,6 +109,41 @@ void write_history(sql::Db& db, const HistoryWrite& w) {
           .bind(5, s.backlog_bytes)
           .bind(6, s.copied_bytes)
           .bind(7, s.drained_total);
+      ins.run();
+    }
+    // The hour's peak: replaced only by a higher backlog (the first time
+    // the peak was reached is kept).
+    auto peak = db.prepare(
+        "INSERT INTO drain_peaks(tier, to_tier, job, hour, peak_bytes, peak_at) "
+        "VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT(tier, to_tier, job, hour) DO UPDATE SET "
+        "peak_bytes=excluded.peak_bytes, peak_at=excluded.peak_at "
+        "WHERE excluded.peak_bytes > drain_peaks.peak_bytes");
+    for (const auto& [key, s] : w.drain) {
+      if (!std::isfinite(s.backlog_bytes) || !std::isfinite(s.t)) continue;
+      peak.bind(1, std::string_view(key.tier))
+          .bind(2, std::string_view(key.to_tier))
+          .bind(3, std::string_view(key.job))
+          .bind(4, std::floor(s.t / 3600) * 3600)
+          .bind(5, s.backlog_bytes)
+          .bind(6, s.t);
+      peak.run();
+    }
+  }
+  if (!w.gpu_costs.empty()) {
+    // A restarted daemon joins the event catalog's checkpoints again: the
+    // same (tier, job, step) replaces its row.
+    auto ins = db.prepare(
+        "INSERT OR REPLACE INTO checkpoint_gpu_costs(tier, job, step, window_start, window_end, "
+        "gpus, lost_gpu_seconds, unknown_reason) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
+    for (const CheckpointGpuCost& c : w.gpu_costs) {
+      ins.bind(1, std::string_view(c.tier))
+          .bind(2, std::string_view(c.job))
+          .bind(3, c.step)
+          .bind(4, c.window.span.start)
+          .bind(5, c.window.span.end)
+          .bind(6, static_cast<std::int64_t>(c.gpus.size()))
+          .bind(7, c.lost_gpu_seconds.value_or(std::numeric_limits<double>::quiet_NaN()))
+          .bind(8, std::string_view(c.unknown_reason));
       ins.run();
     }
   }
@@ -182,6 +236,56 @@ DrainHistory load_drain_samples(sql::Db& db, double since) {
 
 std::size_t delete_drain_samples_before(sql::Db& db, double before) {
   auto st = db.prepare("DELETE FROM drain_samples WHERE t < ?1");
+  st.bind(1, before);
+  st.run();
+  return static_cast<std::size_t>(db.changes());
+}
+
+std::optional<std::vector<DrainPeak>> load_drain_peaks(sql::Db& db, double since, double until) {
+  if (!has_table(db, "drain_peaks")) return std::nullopt;
+  std::vector<DrainPeak> out;
+  auto st = db.prepare(
+      "SELECT tier, to_tier, job, hour, peak_bytes, peak_at FROM drain_peaks "
+      "WHERE peak_at >= ?1 AND peak_at <= ?2 ORDER BY tier, to_tier, job, hour");
+  st.bind(1, since).bind(2, until);
+  while (st.step()) {
+    out.push_back(DrainPeak{DrainKey{st.text(0), st.text(1), st.text(2)}, st.real(3), st.real(4),
+                            st.real(5)});
+  }
+  return out;
+}
+
+std::optional<std::vector<StoredGpuCost>> load_gpu_costs(sql::Db& db, double since, double until) {
+  if (!has_table(db, "checkpoint_gpu_costs")) return std::nullopt;
+  std::vector<StoredGpuCost> out;
+  auto st = db.prepare(
+      "SELECT tier, job, step, window_start, window_end, lost_gpu_seconds FROM "
+      "checkpoint_gpu_costs WHERE window_end >= ?1 AND window_end <= ?2 "
+      "ORDER BY tier, job, window_end");
+  st.bind(1, since).bind(2, until);
+  while (st.step()) {
+    StoredGpuCost c;
+    c.tier = st.text(0);
+    c.job = st.text(1);
+    c.step = st.int64(2);
+    c.window_start = st.real(3);
+    c.window_end = st.real(4);
+    const double lost = real_or_nan(st, 5);
+    if (!std::isnan(lost)) c.lost_gpu_seconds = lost;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+static std::size_t delete_gpu_costs_before(sql::Db& db, double before) {
+  auto st = db.prepare("DELETE FROM checkpoint_gpu_costs WHERE window_end < ?1");
+  st.bind(1, before);
+  st.run();
+  return static_cast<std::size_t>(db.changes());
+}
+
+std::size_t delete_drain_peaks_before(sql::Db& db, double before) {
+  auto st = db.prepare("DELETE FROM drain_peaks WHERE hour < ?1");
   st.bind(1, before);
   st.run();
   return static_cast<std::size_t>(db.changes());
@@ -299,6 +403,10 @@ void prune_history(Store& store, double now, const HistoryPolicy& policy, std::s
     }
     const double before = now - transition_retention_seconds(policy);
     store.post([before, batch](sql::Db& d) { delete_transitions_before(d, before, batch); });
+    store.post([before](sql::Db& d) {
+      delete_drain_peaks_before(d, before);
+      delete_gpu_costs_before(d, before);
+    });
   });
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rules/alerts.hpp"
+#include "rules/gpu_cost.hpp"
 #include "rules/inputs.hpp"
 #include "rules/policy.hpp"
 #include "store/sqlite.hpp"
@@ -26,16 +27,24 @@ class Store;
 // Creates the tables of schema 3; safe to run on a database that has them.
 void create_history_schema(sql::Db& db);
 
+// Creates the tables of schema 5 (drain backlog peaks, checkpoint GPU
+// costs); safe to run again.
+void create_schema5_tables(sql::Db& db);
+
 // One evaluation cycle's writes, committed as one transaction.
 struct HistoryWrite {
   std::vector<std::pair<std::string, TierSample>> samples;  // (tier, sample)
   std::vector<std::pair<DrainKey, DrainSample>> drain;
   std::vector<AlertTransition> transitions;
+  // Checkpoints whose GPU cost was joined this cycle (GpuCostTracker::take_joined).
+  std::vector<CheckpointGpuCost> gpu_costs;
   // Alerts pending or firing after the cycle; replaces the stored set.
   // nullopt: unchanged since the last write (nothing is written).
   std::optional<std::vector<AlertInstance>> active;
 
-  bool empty() const { return samples.empty() && drain.empty() && transitions.empty() && !active; }
+  bool empty() const {
+    return samples.empty() && drain.empty() && transitions.empty() && gpu_costs.empty() && !active;
+  }
 };
 void write_history(sql::Db& db, const HistoryWrite& w);
 
@@ -49,6 +58,39 @@ DrainHistory load_drain_samples(sql::Db& db, double since);
 
 // Deletes the drain observations older than `before`; returns how many.
 std::size_t delete_drain_samples_before(sql::Db& db, double before);
+
+// The highest backlog of one drain within one UTC hour, and when it was
+// seen. write_history() keeps it from the drain observations it writes (the
+// observations themselves are kept for the last rate window only), so the
+// peaks survive for as long as the alert history does, at one row per drain
+// per hour.
+struct DrainPeak {
+  DrainKey key;
+  double hour = 0;  // start of the hour, unix seconds
+  double peak_bytes = 0;
+  double peak_at = 0;
+};
+
+// Peaks with since <= peak_at <= until, by key then hour; nullopt when the
+// database has no such table (written by a ckptmon before schema 5, read
+// read-only: not known, not none).
+std::optional<std::vector<DrainPeak>> load_drain_peaks(sql::Db& db, double since, double until);
+
+// Deletes peaks of hours that began before `before`; returns how many.
+std::size_t delete_drain_peaks_before(sql::Db& db, double before);
+
+// What one checkpoint cost its job's GPUs (rules/gpu_cost.hpp), as stored:
+// one row per (tier, job, step), kept as long as the alert history.
+struct StoredGpuCost {
+  std::string tier, job;
+  std::int64_t step = 0;
+  double window_start = 0, window_end = 0;
+  std::optional<double> lost_gpu_seconds;  // nullopt: not known
+};
+
+// Costs of checkpoints whose blocking window ended in [since, until], by
+// tier, job, then window end; nullopt when the database has no such table.
+std::optional<std::vector<StoredGpuCost>> load_gpu_costs(sql::Db& db, double since, double until);
 
 // The alerts that were pending or firing when the last cycle was saved.
 std::vector<AlertInstance> load_active_alerts(sql::Db& db);

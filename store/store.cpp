@@ -11,7 +11,7 @@
 namespace ckptmon {
 namespace {
 
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 
 bool table_exists(sql::Db& db, std::string_view name) {
   auto st = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
@@ -100,6 +100,14 @@ void migrate(sql::Db& db) {
     db.exec("ALTER TABLE checkpoints ADD COLUMN c_scaler INTEGER NOT NULL DEFAULT 0");
     db.exec("ALTER TABLE checkpoints ADD COLUMN c_dataloader INTEGER NOT NULL DEFAULT 0");
     db.set_user_version(4);
+    tx.commit();
+  }
+  // Version 5: the hourly peaks of each drain's backlog and the GPU cost of
+  // each checkpoint (store/history.hpp).
+  if (v < 5) {
+    sql::Transaction tx(db);
+    create_schema5_tables(db);
+    db.set_user_version(5);
     tx.commit();
   }
 }
@@ -289,36 +297,60 @@ std::map<std::string, std::vector<Checkpoint>> Store::load_catalog() {
       [](sql::Db& db) { return read_catalog(db); });
 }
 
+namespace {
+
+// One row of the SELECT of column_list().
+Checkpoint checkpoint_from_row(sql::Stmt& st) {
+  Checkpoint c;
+  int i = 0;
+  c.tier = st.text(i++);
+  c.path = st.text(i++);
+  c.job = st.text(i++);
+  c.step = st.int64(i++);
+  c.framework = st.text(i++);
+  c.state = ckpt_state_from(st.text(i++)).value_or(CkptState::kPartial);
+  c.reason = st.text(i++);
+  c.files = static_cast<std::uint64_t>(st.int64(i++));
+  c.bytes = static_cast<std::uint64_t>(st.int64(i++));
+  c.allocated_bytes = static_cast<std::uint64_t>(st.int64(i++));
+  c.first_write = st.real(i++);
+  c.last_write = st.real(i++);
+  c.marker_time = st.real(i++);
+  for (auto& b : c.component_bytes) b = static_cast<std::uint64_t>(st.int64(i++));
+  c.expected_files = static_cast<std::uint64_t>(st.int64(i++));
+  c.save_start = st.real(i++);
+  c.save_end = st.real(i++);
+  c.dir_mtime = st.real(i++);
+  c.first_seen = st.real(i++);
+  c.last_seen = st.real(i++);
+  c.skew_observed = st.int64(i++) != 0;
+  return c;
+}
+
+}  // namespace
+
 std::map<std::string, std::vector<Checkpoint>> read_catalog(sql::Db& db) {
   std::map<std::string, std::vector<Checkpoint>> out;
   auto st = db.prepare("SELECT " + column_list() +
                        " FROM checkpoints WHERE deleted_at IS NULL ORDER BY tier, job, path");
   while (st.step()) {
-    Checkpoint c;
-    int i = 0;
-    c.tier = st.text(i++);
-    c.path = st.text(i++);
-    c.job = st.text(i++);
-    c.step = st.int64(i++);
-    c.framework = st.text(i++);
-    c.state = ckpt_state_from(st.text(i++)).value_or(CkptState::kPartial);
-    c.reason = st.text(i++);
-    c.files = static_cast<std::uint64_t>(st.int64(i++));
-    c.bytes = static_cast<std::uint64_t>(st.int64(i++));
-    c.allocated_bytes = static_cast<std::uint64_t>(st.int64(i++));
-    c.first_write = st.real(i++);
-    c.last_write = st.real(i++);
-    c.marker_time = st.real(i++);
-    for (auto& b : c.component_bytes) b = static_cast<std::uint64_t>(st.int64(i++));
-    c.expected_files = static_cast<std::uint64_t>(st.int64(i++));
-    c.save_start = st.real(i++);
-    c.save_end = st.real(i++);
-    c.dir_mtime = st.real(i++);
-    c.first_seen = st.real(i++);
-    c.last_seen = st.real(i++);
-    c.skew_observed = st.int64(i++) != 0;
+    Checkpoint c = checkpoint_from_row(st);
     out[c.tier].push_back(std::move(c));
   }
+  return out;
+}
+
+std::vector<Checkpoint> read_committed_history(sql::Db& db, double since, double until) {
+  std::vector<Checkpoint> out;
+  // Rows stay after a checkpoint is deleted (deleted_at set): they are the
+  // history. Committed at the marker's time, else at the last shard's.
+  auto st = db.prepare("SELECT " + column_list() +
+                       " FROM checkpoints WHERE state='committed' AND "
+                       "(CASE WHEN marker_time > 0 THEN marker_time ELSE last_write END) "
+                       "BETWEEN ?1 AND ?2 ORDER BY tier, job, "
+                       "(CASE WHEN marker_time > 0 THEN marker_time ELSE last_write END), path");
+  st.bind(1, since).bind(2, until);
+  while (st.step()) out.push_back(checkpoint_from_row(st));
   return out;
 }
 

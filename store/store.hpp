@@ -100,6 +100,13 @@ std::unique_ptr<sql::Db> open_state_readonly(const std::string& state_dir, std::
 // Present checkpoints by tier, as Store::load_catalog gives them.
 std::map<std::string, std::vector<Checkpoint>> read_catalog(sql::Db& db);
 
+// Every checkpoint committed between since and until (the commit marker's
+// time, else the last shard's), deleted ones included: the catalog keeps a
+// row per checkpoint after it goes (deleted_at), so this is the history of
+// sizes, components, save durations and completion skew. By tier, job, then
+// commit time. For `ckptmon report`.
+std::vector<Checkpoint> read_committed_history(sql::Db& db, double since, double until);
+
 template <typename T>
 T Store::call(std::function<T(sql::Db&)> fn) {
   auto promise = std::make_shared<std::promise<T>>();

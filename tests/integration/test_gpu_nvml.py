@@ -12,7 +12,10 @@ The fake's samples reach 10 minutes into the past (buffer_s), so the whole
 timeline lies before the daemon starts and nothing waits on wall time but
 the daemon's own polls."""
 
+import json
 import os
+import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -117,6 +120,25 @@ class GpuNvmlEndToEnd(unittest.TestCase):
         self.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_idle_seconds_total", training_job="llama"), 48, 6)
         self.assertAlmostEqual(m.get("ckpt_last_checkpoint_gpu_idle_seconds", training_job="llama"), 0, 6)
         ck.wait_line(r"msg=\"alert inactive\".*alertname=" + ALERT)
+        # The state database kept each checkpoint's cost: `ckptmon report`
+        # gives the same 48 GPU-seconds over the four. The daemon lived
+        # seconds, too short for the report's growth rate: two older tier
+        # samples are written in beside its own.
+        ck.stop()
+        state = re.search(r"state_dir: (\S+)", cfg).group(1)
+        db = sqlite3.connect(os.path.join(state, "ckptmon.db"))
+        for age in (3000, 2000):
+            db.execute("INSERT INTO tier_samples VALUES('staging', ?, 1e12, 5e11)", (t0 - age,))
+        db.commit()
+        db.close()
+        r = subprocess.run([harness.BIN, "report", "--state-dir", state, "--since", "2h",
+                            "--min-history", "30m", "--format", "json"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        jobs = {j["job"]: j for t in json.loads(r.stdout)["tiers"] for j in t["jobs"]}
+        cost = jobs["llama"]["gpu_cost"]
+        self.assertAlmostEqual(cost["lost_gpu_seconds"], 48, 6)
+        self.assertEqual((cost["checkpoints_known"], cost["checkpoints_unknown"]), (4, 0))
 
     def test_missing_library_is_one_logged_counted_error(self):
         missing = self.ws.path("no-such", "libnvidia-ml.so.1")

@@ -46,12 +46,14 @@ std::int64_t count(Store& store, const std::string& sql) {
   });
 }
 
-TEST(History, ANewDatabaseIsAtSchemaFourWithTheHistoryTables) {
+TEST(History, ANewDatabaseIsAtSchemaFiveWithTheHistoryTables) {
   TempDir dir;
   auto store = open_store(dir);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 4);
-  for (const char* t : {"tier_samples", "tier_job_samples", "alert_transitions", "alert_active"}) {
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 5);
+  for (const char* t :
+       {"tier_samples", "tier_job_samples", "alert_transitions", "alert_active", "drain_peaks",
+        "checkpoint_gpu_costs"}) {
     EXPECT_EQ(
         count(*store, std::string("SELECT count(*) FROM sqlite_master WHERE name='") + t + "'"), 1)
         << t;
@@ -71,8 +73,9 @@ TEST(History, ADatabaseAtSchemaOneIsMigratedKeepingItsCatalog) {
   }
   auto store = open_store(dir);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 4);
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 5);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM checkpoints"), 1);
+  EXPECT_EQ(count(*store, "SELECT count(*) FROM drain_peaks"), 0);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM tier_samples"), 0);
 }
 
@@ -110,6 +113,87 @@ TEST(History, SamplesComeBackAfterReopenWithOrWithoutJobs) {
   ASSERT_EQ(recent["rapid"].size(), 1u);
   EXPECT_EQ(recent["rapid"][0].t, 1015);
   EXPECT_TRUE(recent["rapid"][0].job_stored_bytes.empty());
+}
+
+TEST(History, DrainPeaksKeepEachHoursHighestBacklogAndWhenItWasFirstSeen) {
+  TempDir dir;
+  auto store = open_store(dir);
+  const DrainKey k{"staging", "rapid", "llama"};
+  const double h = 3600.0 * 500000;  // the start of a UTC hour
+  HistoryWrite w;
+  for (auto [t, b] : std::vector<std::pair<double, double>>{
+           {h + 10, 100}, {h + 20, 300}, {h + 30, 300}, {h + 40, 200}, {h + 3605, 50}}) {
+    w.drain.push_back({k, DrainSample{t, b, 0, std::numeric_limits<double>::quiet_NaN()}});
+  }
+  write(*store, w);
+  // A later write in the same hour that is lower changes nothing.
+  HistoryWrite lower;
+  lower.drain.push_back({k, DrainSample{h + 50, 250, 0, 0}});
+  write(*store, lower);
+  EXPECT_EQ(store->errors(), 0u);
+  auto peaks = store->call<std::optional<std::vector<DrainPeak>>>(
+      [](sql::Db& db) { return load_drain_peaks(db, 0, 1e12); });
+  ASSERT_TRUE(peaks);
+  ASSERT_EQ(peaks->size(), 2u);
+  EXPECT_EQ((*peaks)[0].key, k);
+  EXPECT_EQ((*peaks)[0].hour, h);
+  EXPECT_EQ((*peaks)[0].peak_bytes, 300);
+  EXPECT_EQ((*peaks)[0].peak_at, h + 20);  // the first time 300 was seen
+  EXPECT_EQ((*peaks)[1].hour, h + 3600);
+  EXPECT_EQ((*peaks)[1].peak_bytes, 50);
+  EXPECT_EQ((*peaks)[1].peak_at, h + 3605);
+  // The period bounds the peak's time.
+  auto later = store->call<std::optional<std::vector<DrainPeak>>>(
+      [h](sql::Db& db) { return load_drain_peaks(db, h + 21, 1e12); });
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->size(), 1u);
+  EXPECT_EQ(store->call<std::size_t>(
+                [h](sql::Db& db) { return delete_drain_peaks_before(db, h + 3600); }),
+            1u);
+  // A database without the table (an older ckptmon's, read read-only):
+  // not known, not "no peaks".
+  sql::Db old(dir.str() + "/old.db");
+  old.exec("CREATE TABLE tier_samples(x)");
+  EXPECT_FALSE(load_drain_peaks(old, 0, 1e12));
+}
+
+TEST(History, CheckpointGpuCostsComeBackUnknownStaysUnknownAndARejoinReplaces) {
+  TempDir dir;
+  auto store = open_store(dir);
+  auto cost = [](std::int64_t step, double end, std::optional<double> lost) {
+    CheckpointGpuCost c;
+    c.tier = "staging";
+    c.job = "llama";
+    c.step = step;
+    c.window.span = {end - 10, end};
+    c.lost_gpu_seconds = lost;
+    if (!lost) c.unknown_reason = "samples did not arrive";
+    return c;
+  };
+  HistoryWrite w;
+  w.gpu_costs = {cost(1, 1000, 16.0), cost(2, 2000, std::nullopt), cost(3, 3000, 0.0)};
+  write(*store, w);
+  // A restarted daemon joins step 1 again, with a different figure: replaced.
+  HistoryWrite again;
+  again.gpu_costs = {cost(1, 1000, 12.5)};
+  write(*store, again);
+  EXPECT_EQ(store->errors(), 0u);
+  auto got = store->call<std::optional<std::vector<StoredGpuCost>>>(
+      [](sql::Db& db) { return load_gpu_costs(db, 0, 2500); });
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->size(), 2u);  // step 3 ended after 2500
+  EXPECT_EQ((*got)[0].step, 1);
+  EXPECT_EQ((*got)[0].window_start, 990);
+  EXPECT_EQ((*got)[0].lost_gpu_seconds, std::optional<double>(12.5));
+  EXPECT_EQ((*got)[1].step, 2);
+  EXPECT_FALSE((*got)[1].lost_gpu_seconds);  // unknown, not 0
+  auto all = store->call<std::optional<std::vector<StoredGpuCost>>>(
+      [](sql::Db& db) { return load_gpu_costs(db, 0, 1e12); });
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[2].lost_gpu_seconds, std::optional<double>(0.0));  // known zero stays 0
+  sql::Db old(dir.str() + "/old.db");
+  old.exec("CREATE TABLE tier_samples(x)");
+  EXPECT_FALSE(load_gpu_costs(old, 0, 1e12));
 }
 
 TEST(History, AlertTransitionsAndTheActiveSetSurviveAReopen) {

@@ -198,8 +198,14 @@ TEST(GpuCostTracker, OverlappingCheckpointsOfTwoJobsOnDisjointGpusAreAttributedS
   EXPECT_EQ(ja.attribution, GpuAttribution::kJobMap);
   EXPECT_EQ(ja.joined, 1u);
   EXPECT_EQ(ja.lost.count, 1u);
+  // Both joined checkpoints are handed over once, for the state database.
+  auto joined = tr.take_joined();
+  ASSERT_EQ(joined.size(), 2u);
+  EXPECT_NEAR(*joined[0].lost_gpu_seconds + *joined[1].lost_gpu_seconds, 34.0, 1e-9);
+  EXPECT_TRUE(tr.take_joined().empty());
   // Joined once: another cycle adds nothing.
   tr.update(ev, st, job_map, 30, 140);
+  EXPECT_TRUE(tr.take_joined().empty());
   EXPECT_NEAR(tr.jobs().at("a").lost_total, 16.0, 1e-9);
   EXPECT_EQ(tr.jobs().at("a").joined, 1u);
 }
@@ -219,6 +225,11 @@ TEST(GpuCostTracker, WaitsForSamplesThenCountsUnknown) {
   EXPECT_EQ(j.lost.count, 0u);
   ASSERT_TRUE(j.last);
   EXPECT_FALSE(j.last->lost_gpu_seconds);
+  // The unknown one is handed over too: the report counts it unknown.
+  auto joined = tr.take_joined();
+  ASSERT_EQ(joined.size(), 1u);
+  EXPECT_FALSE(joined[0].lost_gpu_seconds);
+  EXPECT_EQ(joined[0].step, 1);
   // A window before the ring's first bucket is not ours: skipped, not counted.
   GpuState late = state_with({{0, series(500, 600, dip(0, 0, 0.1))}});
   GpuCostTracker tr2;

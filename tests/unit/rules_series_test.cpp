@@ -67,5 +67,24 @@ TEST(RulesSeries, CounterRateHandlesResetsLikePromQL) {
   EXPECT_FALSE(rise_rate(std::vector<Point>{{5, 1}, {5, 2}}));
 }
 
+TEST(RulesSeries, NearestRankQuantiles) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Ten values 1..10 shuffled: p50 is the 5th smallest (ceil(0.5 x 10)), p90
+  // the 9th, q = 1 the largest.
+  std::vector<double> v{7, 3, 10, 1, 9, 2, 8, 5, 4, 6};
+  EXPECT_EQ(*nearest_rank(v, 0.5), 5);
+  EXPECT_EQ(*nearest_rank(v, 0.9), 9);
+  EXPECT_EQ(*nearest_rank(v, 1.0), 10);
+  // Three values: p50 is the 2nd (ceil 1.5), p90 the 3rd (ceil 2.7).
+  EXPECT_EQ(*nearest_rank({30, 10, 20}, 0.5), 20);
+  EXPECT_EQ(*nearest_rank({30, 10, 20}, 0.9), 30);
+  EXPECT_EQ(*nearest_rank({42}, 0.5), 42);
+  // NaN is not a value; nothing left is nothing known.
+  EXPECT_EQ(*nearest_rank({nan, 4, nan}, 0.9), 4);
+  EXPECT_FALSE(nearest_rank({}, 0.5));
+  EXPECT_FALSE(nearest_rank({nan}, 0.5));
+  EXPECT_FALSE(nearest_rank({1, 2}, 0));
+}
+
 }  // namespace
 }  // namespace ckptmon
