@@ -197,6 +197,8 @@ int cli_main(int argc, char** argv) {
   ReportCommandOptions report_opts;
   auto* report = app.add_subcommand("report", "Capacity trend review of a daemon's history");
   report->add_option("--from", report_opts.from, "A running ckptmon: http://host:port");
+  report->add_option("--prometheus", report_opts.prometheus,
+                     "A Prometheus that scraped ckptmon: http://host:9090 (the fleet)");
   report->add_option("--state-dir", report_opts.state_dir,
                      "The daemon's state directory, opened read-only");
   report->add_option("--config.file", report_opts.config_file,

@@ -14,6 +14,7 @@
 
 #include "daemon/http_get.hpp"
 #include "daemon/plan_command.hpp"
+#include "daemon/report_prometheus.hpp"
 #include "daemon/web.hpp"
 #include "rules/alerts.hpp"
 #include "rules/series.hpp"
@@ -340,6 +341,32 @@ bool from_daemon(const ReportCommandOptions& o, Report& r, double now, std::stri
   return true;
 }
 
+// The fleet's Prometheus: the same history, alert transitions and required
+// capacity, from range queries (daemon/report_prometheus.cpp).
+bool from_prometheus(const ReportCommandOptions& o, Report& r, double now, std::string* error,
+                     std::ostream& err) {
+  PrometheusHistory h;
+  if (!prometheus_history("--prometheus", o.prometheus, r.since, r.until, o.timeout_seconds, &h,
+                          error)) {
+    return false;
+  }
+  if (!h.missing_rules.empty()) {
+    err << "ckptmon report: --prometheus " << o.prometheus
+        << ": recording rules not loaded (deploy/prometheus/ckptmon-recording-rules.yml):";
+    for (const std::string& m : h.missing_rules) err << " " << m;
+    err << "; using the raw series they are recorded from\n";
+  }
+  fill_tiers(r, h.series, now, o);
+  fill_alerts(r, h.transitions, o);
+  for (TierReport& t : r.tiers) {
+    auto it = h.required_bytes.find(t.tier);
+    if (it == h.required_bytes.end()) continue;
+    t.required_bytes = it->second;  // a sharded tier's shards summed: the whole tier
+    if (t.size_bytes) t.headroom_bytes = *t.size_bytes - it->second;
+  }
+  return true;
+}
+
 // ---- rendering ----
 
 json to_json(const Report& r) {
@@ -500,8 +527,11 @@ std::string to_markdown(const json& j) {
 int run_report_command(const ReportCommandOptions& o, const Clock& clock, std::ostream& out,
                        std::ostream& err) {
   const double now = o.now.value_or(clock.now());
-  if (o.from.empty() == o.state_dir.empty()) {
-    err << "ckptmon report: give one source: --from http://host:port or --state-dir DIR\n";
+  const int sources =
+      (o.from.empty() ? 0 : 1) + (o.state_dir.empty() ? 0 : 1) + (o.prometheus.empty() ? 0 : 1);
+  if (sources != 1) {
+    err << "ckptmon report: give one source: --from http://host:port, --state-dir DIR or "
+           "--prometheus http://host:9090\n";
     return 2;
   }
   if (o.format != "markdown" && o.format != "csv" && o.format != "json") {
@@ -522,11 +552,14 @@ int run_report_command(const ReportCommandOptions& o, const Clock& clock, std::o
   }
   r.since = *since;
   r.until = now;
-  r.source = o.from.empty() ? "state directory " + o.state_dir : o.from;
+  r.source = !o.from.empty()         ? o.from
+             : !o.prometheus.empty() ? "Prometheus " + o.prometheus
+                                     : "state directory " + o.state_dir;
   if (o.progress) err << "ckptmon report: reading " << r.source << " ...\r" << std::flush;
   std::string error;
-  const bool ok =
-      o.from.empty() ? from_state_dir(o, r, now, &error) : from_daemon(o, r, now, &error);
+  const bool ok = !o.from.empty()         ? from_daemon(o, r, now, &error)
+                  : !o.prometheus.empty() ? from_prometheus(o, r, now, &error, err)
+                                          : from_state_dir(o, r, now, &error);
   if (o.progress) err << std::string(60, ' ') << "\r" << std::flush;
   if (!ok) {
     err << "ckptmon report: " << error << "\n";

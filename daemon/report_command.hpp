@@ -19,6 +19,7 @@ namespace ckptmon {
 struct ReportCommandOptions {
   std::string from;         // http://host:port of a running daemon
   std::string state_dir;    // the daemon's state directory, read-only
+  std::string prometheus;   // http://host:9090 of a Prometheus that scraped ckptmon
   std::string config_file;  // policy for the required capacity (with state_dir)
   std::string since = "30d";
   std::vector<std::string> tiers;   // only these; empty = all

@@ -1,0 +1,56 @@
+#pragma once
+// `ckptmon report --prometheus URL` and `ckptmon plan --prometheus URL`: the
+// fleet's Prometheus as a source. Range queries over ckptmon's own exported
+// series (and the fleet recording rules of
+// deploy/prometheus/ckptmon-recording-rules.yml where they are loaded) are
+// turned into the same in-memory history `--state-dir` reads from SQLite
+// (HistorySeries, AlertTransition), so both sources go through one report
+// code path. Blocking HTTP (daemon/http_get); one-shot commands only.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rules/alerts.hpp"
+#include "rules/plan.hpp"
+#include "store/history.hpp"
+
+namespace ckptmon {
+
+// The recording rules a Prometheus source uses, with the raw expression each
+// falls back to where the rule is not loaded (or has no samples yet).
+struct PrometheusRecordingRule {
+  const char* record;
+  const char* fallback;  // the rule's own expression over the raw series
+};
+extern const PrometheusRecordingRule kReportRecordingRules[2];
+
+// Points per series of one range query: under Prometheus' 11,000 limit.
+inline constexpr double kPrometheusMaxPoints = 10000;
+// The step of a range query over [since, until]: at least 1 s, and no more
+// than kPrometheusMaxPoints + 1 points.
+double prometheus_step(double since, double until);
+
+struct PrometheusHistory {
+  // Per tier: size_bytes (max over instances), avail_bytes (min), used_bytes
+  // (max of size - avail); per tier and training_job: stored_bytes (summed
+  // over instances). As query_history() names them.
+  std::vector<HistorySeries> series;
+  // ALERTS{alertstate="firing"} as firing/resolved transitions, to the
+  // step's resolution; `job` is the training_job label.
+  std::vector<AlertTransition> transitions;
+  // Required capacity at the end of the period per tier: summed over the
+  // shards of a sharded tier (one tier, one figure), the largest instance's
+  // figure otherwise.
+  std::map<std::string, double> required_bytes;
+  double step = 0;
+  // Recording rules not loaded in that Prometheus (the raw series were used).
+  std::vector<std::string> missing_rules;
+};
+
+// Reads [since, until] from the Prometheus at `url`. False with `error`
+// naming `flag` and the URL (unreachable, an API error, not JSON).
+bool prometheus_history(const std::string& flag, const std::string& url, double since, double until,
+                        double timeout_seconds, PrometheusHistory* out, std::string* error);
+
+}  // namespace ckptmon
