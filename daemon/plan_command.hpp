@@ -48,6 +48,7 @@ bool parse_plan_flags(const PlanFlags& flags, PlanWhatIfs* out, std::string* err
 struct PlanCommandOptions {
   std::string from;                // http://host:port of a running daemon
   std::string state_dir;           // the daemon's state directory, read-only
+  std::string prometheus;          // http://host:9090 of a Prometheus that scraped ckptmon
   std::string config_file;         // policy (with state_dir) or tiers to scan (alone)
   std::vector<std::string> tiers;  // only these; empty = all
   std::string format = "table";    // table | json | markdown

@@ -57,6 +57,22 @@ struct Client {
     return true;
   }
 
+  bool instant(const std::string& query, double time, PromResponse* out, std::string* error) const {
+    std::string body;
+    const std::string what = "query " + query;
+    if (!get(prometheus_query_target(query, time), what, &body, error)) return false;
+    *out = parse_prometheus_response(body);
+    if (!out->ok) {
+      *error = where() + ": " + what + ": " + out->error;
+      return false;
+    }
+    if (out->result_type != "vector") {
+      *error = where() + ": " + what + ": a " + out->result_type + " answer, not a vector";
+      return false;
+    }
+    return true;
+  }
+
   bool range(const std::string& query, double since, double until, double step, PromResponse* out,
              std::string* error) const {
     std::string body;
@@ -144,14 +160,11 @@ void add_transitions(const PromSeries& s, double step, double until,
   }
 }
 
-}  // namespace
-
-bool prometheus_history(const std::string& flag, const std::string& url, double since, double until,
-                        double timeout_seconds, PrometheusHistory* out, std::string* error) {
-  Client c;
-  c.flag = flag;
-  c.url_text = url;
-  c.timeout = timeout_seconds;
+bool make_client(const std::string& flag, const std::string& url, double timeout, Client* c,
+                 std::string* error) {
+  c->flag = flag;
+  c->url_text = url;
+  c->timeout = timeout;
   std::string e;
   auto u = parse_http_url(url, &e);
   if (!u) {
@@ -162,7 +175,34 @@ bool prometheus_history(const std::string& flag, const std::string& url, double 
     *error = flag + " " + url + ": https:// is not supported here; use http://";
     return false;
   }
-  c.url = *u;
+  c->url = *u;
+  return true;
+}
+
+// One instance's view of one tier at the plan's time.
+struct InstanceTier {
+  std::map<std::string, double> v;  // metric name -> value
+  struct Job {
+    std::optional<double> bytes, allocated, p90, retained;
+  };
+  std::map<std::string, Job> jobs;
+  bool sharded() const {
+    auto it = v.find("ckpt_tier_shards");
+    return it != v.end() && it->second > 1;
+  }
+  std::optional<double> get(const char* name) const {
+    auto it = v.find(name);
+    if (it == v.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+}  // namespace
+
+bool prometheus_history(const std::string& flag, const std::string& url, double since, double until,
+                        double timeout_seconds, PrometheusHistory* out, std::string* error) {
+  Client c;
+  if (!make_client(flag, url, timeout_seconds, &c, error)) return false;
   std::set<std::string> rules;
   if (!loaded_rules(c, &rules, error)) return false;
   for (const PrometheusRecordingRule& r : kReportRecordingRules) {
@@ -221,6 +261,158 @@ bool prometheus_history(const std::string& flag, const std::string& url, double 
   for (const PromSeries& s : alerts.series) add_transitions(s, step, until, &out->transitions);
   std::stable_sort(out->transitions.begin(), out->transitions.end(),
                    [](const AlertTransition& a, const AlertTransition& b) { return a.at < b.at; });
+  return true;
+}
+
+bool prometheus_plan_inputs(const std::string& flag, const std::string& url, double time,
+                            double timeout_seconds, const RulesPolicy& policy,
+                            std::vector<PlanInputs>* out, std::vector<std::string>* notes,
+                            std::string* error) {
+  Client c;
+  if (!make_client(flag, url, timeout_seconds, &c, error)) return false;
+  // (instance, tier) -> what that instance exports.
+  std::map<std::pair<std::string, std::string>, InstanceTier> views;
+  const char* tier_metrics[] = {"ckpt_tier_size_bytes",
+                                "ckpt_tier_avail_bytes",
+                                "ckpt_tier_shards",
+                                "ckpt_tier_concurrent_jobs",
+                                "ckpt_tier_residue_bytes",
+                                "ckpt_tier_concurrent_writers",
+                                "ckpt_tier_observed_write_bandwidth_bytes_per_second"};
+  for (const char* m : tier_metrics) {
+    PromResponse r;
+    if (!c.instant(m, time, &r, error)) return false;
+    for (const PromSeries& s : r.series) {
+      const std::string tier = label(s, "tier");
+      if (tier.empty() || s.values.empty() || !std::isfinite(s.values[0].v)) continue;
+      views[{label(s, "instance"), tier}].v[m] = s.values[0].v;
+    }
+  }
+  if (views.empty()) {
+    *error = c.where() + ": no ckptmon series (ckpt_tier_size_bytes) at " + format_rfc3339(time) +
+             ": is ckptmon scraped by this Prometheus?";
+    return false;
+  }
+  struct JobQ {
+    std::string query;
+    std::optional<double> InstanceTier::Job::*field;
+  };
+  const JobQ job_queries[] = {
+      {"ckpt_last_checkpoint_bytes", &InstanceTier::Job::bytes},
+      {"ckpt_last_checkpoint_allocated_bytes", &InstanceTier::Job::allocated},
+      {"quantile_over_time(0.9, ckpt_last_checkpoint_bytes[30d])", &InstanceTier::Job::p90},
+      {"ckpt_job_retained_versions", &InstanceTier::Job::retained},
+  };
+  for (const JobQ& q : job_queries) {
+    PromResponse r;
+    if (!c.instant(q.query, time, &r, error)) return false;
+    for (const PromSeries& s : r.series) {
+      const std::string tier = label(s, "tier"), job = label(s, "training_job");
+      if (tier.empty() || job.empty() || s.values.empty() || !std::isfinite(s.values[0].v))
+        continue;
+      auto it = views.find({label(s, "instance"), tier});
+      if (it != views.end()) it->second.jobs[job].*q.field = s.values[0].v;
+    }
+  }
+
+  std::set<std::string> missing;
+  // One instance's figures as the rules code takes them.
+  auto inputs_of = [&](const std::string& tier, const InstanceTier& v) {
+    const TierPolicy& tp = policy.for_tier(tier);
+    CapacityFigures cap;
+    cap.tier = tier;
+    const auto size = v.get("ckpt_tier_size_bytes");
+    const auto avail = v.get("ckpt_tier_avail_bytes");
+    cap.has_stats = size && avail;
+    cap.size_bytes = size.value_or(0);
+    cap.avail_bytes = avail.value_or(0);
+    cap.concurrent_jobs = static_cast<std::int64_t>(v.get("ckpt_tier_concurrent_jobs").value_or(0));
+    cap.concurrency_observed = tp.sizing.concurrent_jobs <= 0;
+    cap.residue_bytes = v.get("ckpt_tier_residue_bytes").value_or(0);
+    BandwidthFigures bw;
+    bw.tier = tier;
+    bw.concurrency_observed = tp.bandwidth.concurrent_writers <= 0;
+    if (auto w = v.get("ckpt_tier_concurrent_writers")) {
+      bw.concurrent_writers = static_cast<std::int64_t>(*w);
+    } else {
+      missing.insert("ckpt_tier_concurrent_writers (ckpt_tier_concurrent_jobs used)");
+      bw.concurrent_writers = cap.concurrent_jobs;
+    }
+    bw.observed_bytes_per_second = v.get("ckpt_tier_observed_write_bandwidth_bytes_per_second");
+    const double keep = static_cast<double>(std::max<std::int64_t>(1, tp.retention.keep_last));
+    for (const auto& [name, j] : v.jobs) {
+      if (!j.bytes) continue;
+      JobCapacity jc;
+      jc.job = name;
+      jc.latest_bytes = static_cast<std::uint64_t>(std::max(0.0, *j.bytes));
+      if (j.retained) {
+        jc.retained_versions = *j.retained;
+      } else {
+        missing.insert("ckpt_job_retained_versions (the policy's keep_last used)");
+        jc.retained_versions = keep;
+      }
+      cap.jobs.push_back(std::move(jc));
+    }
+    PlanInputs in = plan_inputs(cap, bw, {}, tp);
+    for (PlanJob& pj : in.jobs) {
+      const InstanceTier::Job& j = v.jobs.at(pj.job);
+      pj.latest_allocated_bytes = j.allocated.value_or(0);
+      pj.p90_bytes = j.p90.value_or(0);
+    }
+    return in;
+  };
+
+  std::map<std::string, std::vector<const InstanceTier*>> by_tier;
+  for (const auto& [key, v] : views) by_tier[key.second].push_back(&v);
+  for (const auto& [tier, list] : by_tier) {
+    const bool sharded =
+        std::any_of(list.begin(), list.end(), [](const InstanceTier* v) { return v->sharded(); });
+    if (sharded) {
+      // One file system, each shard exporting its own jobs: the tier's
+      // figures are the shards' together.
+      InstanceTier all;
+      for (const InstanceTier* v : list) {
+        for (const char* m : {"ckpt_tier_concurrent_jobs", "ckpt_tier_residue_bytes",
+                              "ckpt_tier_concurrent_writers",
+                              "ckpt_tier_observed_write_bandwidth_bytes_per_second"}) {
+          if (auto x = v->get(m)) all.v[m] += *x;
+        }
+        for (const char* m : {"ckpt_tier_size_bytes", "ckpt_tier_avail_bytes"}) {
+          auto x = v->get(m);
+          if (!x) continue;
+          auto it = all.v.find(m);
+          if (it == all.v.end()) {
+            all.v[m] = *x;
+          } else {
+            // The same file system seen at slightly different times: the
+            // largest size and the least available space.
+            it->second = std::string(m) == "ckpt_tier_size_bytes" ? std::max(it->second, *x)
+                                                                  : std::min(it->second, *x);
+          }
+        }
+        for (const auto& [name, j] : v->jobs) {
+          InstanceTier::Job& t = all.jobs[name];
+          if (!t.bytes || (j.bytes && *j.bytes > *t.bytes)) t = j;
+        }
+      }
+      out->push_back(inputs_of(tier, all));
+      continue;
+    }
+    // Node-local tiers: the same name, a file system per node; the node the
+    // sizing rule asks most of.
+    std::optional<PlanInputs> worst;
+    double worst_required = -1;
+    for (const InstanceTier* v : list) {
+      PlanInputs in = inputs_of(tier, *v);
+      const double required = make_plan(in, {}).terms.required_bytes;
+      if (required > worst_required) {
+        worst_required = required;
+        worst = std::move(in);
+      }
+    }
+    out->push_back(std::move(*worst));
+  }
+  for (const std::string& m : missing) notes->push_back("not exported, assumed: " + m);
   return true;
 }
 

@@ -53,4 +53,17 @@ struct PrometheusHistory {
 bool prometheus_history(const std::string& flag, const std::string& url, double since, double until,
                         double timeout_seconds, PrometheusHistory* out, std::string* error);
 
+// `plan --prometheus`: the plan inputs of every tier from the latest values
+// at `time` of ckptmon's series (sizes, avail, per-job latest checkpoint and
+// retained versions, concurrent jobs and writers, residue), with the sizing
+// policy of `policy` (replicas, ratios, window: not exported). A sharded
+// tier's shards are summed into one tier; of a tier several unsharded
+// instances export (node-local tiers), the instance the rule asks most of.
+// `notes` gets what was missing and assumed. False with `error` naming
+// `flag` and the URL.
+bool prometheus_plan_inputs(const std::string& flag, const std::string& url, double time,
+                            double timeout_seconds, const RulesPolicy& policy,
+                            std::vector<PlanInputs>* out, std::vector<std::string>* notes,
+                            std::string* error);
+
 }  // namespace ckptmon

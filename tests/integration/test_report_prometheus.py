@@ -312,5 +312,98 @@ class ReportPrometheus(unittest.TestCase):
             self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
 
 
+class PlanPrometheus(unittest.TestCase):
+    """`plan --prometheus` over a real Prometheus scraping a running daemon:
+    the same plan as `plan --from` that daemon (same terms, same what-ifs)."""
+
+    def setUp(self):
+        harness.require_binary()
+        harness.require_executable(PROMETHEUS, "prometheus")
+        self.ws = harness.Workspace()
+        self.addCleanup(self.ws.close)
+        tier = self.ws.mkdir("rapid")
+        for i, job in enumerate(["a", "b"]):
+            for step in (100, 200, 300):
+                d = os.path.join(tier, job, f"step-{step}")
+                os.makedirs(d)
+                for rank in range(2):
+                    with open(os.path.join(d, f"__{rank}_0.distcp"), "wb") as f:
+                        f.write(b"\0" * (20000 * (i + 1) + step + rank))
+                with open(os.path.join(d, ".metadata"), "wb") as f:
+                    f.write(b"m" * 77)
+        line = harness.tier_yaml("rapid", tier).rstrip().rstrip("}") + \
+            ", retention: {keep_last: 2}, sizing: {replicas: 2, growth_headroom_ratio: 0.25}}\n"
+        self.cfg = self.ws.write("ckptmon.yml", harness.config_yaml([line]))
+        self.d = self.ws.start(harness.Ckptmon(self.cfg))
+        self.d.wait_ready()
+        self.url = f"http://127.0.0.1:{self.d.port}"
+        harness.wait_for(lambda: self.d.scrape().get("ckpt_job_retained_versions", tier="rapid",
+                                                     training_job="b") is not None,
+                         what="the rules over the catalog")
+        self.prom_port = harness.free_port()
+        pcfg = self.ws.write("prometheus.yml", (
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+            "scrape_configs:\n  - job_name: ckptmon\n"
+            f"    static_configs: [{{targets: ['127.0.0.1:{self.d.port}']}}]\n"))
+        self.ws.start(harness.Process([
+            PROMETHEUS, f"--config.file={pcfg}", f"--storage.tsdb.path={self.ws.mkdir('tsdb')}",
+            f"--web.listen-address=127.0.0.1:{self.prom_port}", "--log.level=warn"]))
+        self.prom = f"http://127.0.0.1:{self.prom_port}"
+
+        def scraped():
+            try:
+                r = harness.http_request(self.prom_port, "/api/v1/query?query="
+                                         "ckpt_job_retained_versions", timeout=2)
+            except OSError:
+                return False
+            return r.status == 200 and len(r.json()["data"]["result"]) == 2
+        harness.wait_for(scraped, timeout=60, what="Prometheus scraped the daemon")
+
+    def plan(self, *args):
+        r = ckptmon("plan", *args, "--format", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["tiers"], r.stderr
+
+    def test_same_plan_as_from_the_daemon(self):
+        for what_if in ([], ["--replicas", "3", "--retain", "4", "--window", "1m"]):
+            want, _ = self.plan("--from", self.url, *what_if)
+            got, err = self.plan("--prometheus", self.prom, "--config.file", self.cfg, *what_if)
+            self.assertEqual(err, "")
+            self.assertEqual([t["tier"] for t in got], ["rapid"])
+            w, g = want[0], got[0]
+            for key in ("required_capacity_bytes", "retained_required_bytes",
+                        "temp_write_allowance_bytes", "growth_headroom_bytes", "residue_bytes",
+                        "replicas", "concurrent_jobs"):
+                self.assertEqual(g[key], w[key], (key, what_if))
+            self.assertEqual(g["bandwidth"]["required_write_bytes_per_second"],
+                             w["bandwidth"]["required_write_bytes_per_second"], what_if)
+            self.assertEqual([(j["job"], j["latest_bytes"], j["retained_versions"])
+                              for j in g["jobs"]],
+                             [(j["job"], j["latest_bytes"], j["retained_versions"])
+                              for j in w["jobs"]])
+        # Worked by hand: b's newest (step 300) is 2 x (40000 + 300) + 1 + 77 bytes.
+        b = next(j for j in got[0]["jobs"] if j["job"] == "b")
+        self.assertEqual(b["latest_bytes"], 2 * 40300 + 1 + 77)
+        # Table output from this source too.
+        r = ckptmon("plan", "--prometheus", self.prom, "--config.file", self.cfg)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("temporary-write allowance", r.stdout)
+
+    def test_bad_sources_exit_2(self):
+        port = harness.free_port()
+        r = ckptmon("plan", "--prometheus", f"http://127.0.0.1:{port}")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(f"ckptmon plan: --prometheus http://127.0.0.1:{port}: cannot connect",
+                      r.stderr)
+        r = ckptmon("plan", "--prometheus", self.prom, "--from", self.url)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("give one source", r.stderr)
+        # A time before anything was scraped: no ckptmon series.
+        r = ckptmon("plan", "--prometheus", self.prom, "--now", "1000000000")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no ckptmon series", r.stderr)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
