@@ -11,6 +11,7 @@ non-JSON answer and an empty period exit 2 naming the source."""
 import http.server
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import harness  # noqa: E402
 
 PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = "/usr/bin/promtool"
+PROM_DIR = os.path.join(harness.SOURCE_DIR, "deploy", "prometheus")
 
 TiB = 1024.0 ** 4
 DAY = 86400.0
@@ -92,6 +94,39 @@ def openmetrics():
         out.append(f"# TYPE {name} gauge\n")
         for labels, f in series:
             out.extend(f"{name}{{{labels}}} {f(t)!r} {int(t)}\n" for t in ts)
+    # What `plan --prometheus --now T_END` reads, for the last hour only.
+    # shared: shard a holds job x (1 TiB, 3 versions), shard b job y (2 TiB,
+    # 3 versions); residue 0.5 + 0.25 TiB; one job and one writer each.
+    # local (unsharded, a file system per node): a holds z (1 TiB), b holds
+    # z (4 TiB): the plan is b's, the node the rule asks most of.
+    last_hour = [t for t in ts if t >= T_END - 3600]
+    plan_fams = {
+        "ckpt_last_checkpoint_bytes": [
+            (f'{a},tier="shared",training_job="x"', TiB),
+            (f'{b},tier="shared",training_job="y"', 2 * TiB),
+            (f'{a},tier="local",training_job="z"', TiB),
+            (f'{b},tier="local",training_job="z"', 4 * TiB)],
+        "ckpt_job_retained_versions": [
+            (f'{a},tier="shared",training_job="x"', 3),
+            (f'{b},tier="shared",training_job="y"', 3),
+            (f'{a},tier="local",training_job="z"', 2),
+            (f'{b},tier="local",training_job="z"', 2)],
+        "ckpt_tier_residue_bytes": [
+            (f'{a},tier="shared"', 0.5 * TiB), (f'{b},tier="shared"', 0.25 * TiB),
+            (f'{a},tier="local"', 0), (f'{b},tier="local"', 0)],
+        "ckpt_tier_concurrent_jobs": [
+            (f'{a},tier="rapid"', 0),
+            (f'{a},tier="shared"', 1), (f'{b},tier="shared"', 1),
+            (f'{a},tier="local"', 1), (f'{b},tier="local"', 1)],
+        "ckpt_tier_concurrent_writers": [
+            (f'{a},tier="rapid"', 0),
+            (f'{a},tier="shared"', 1), (f'{b},tier="shared"', 1),
+            (f'{a},tier="local"', 1), (f'{b},tier="local"', 1)],
+    }
+    for name, series in plan_fams.items():
+        out.append(f"# TYPE {name} gauge\n")
+        for labels, v in series:
+            out.extend(f"{name}{{{labels}}} {float(v)!r} {int(t)}\n" for t in last_hour)
     out.append("# TYPE ALERTS gauge\n")
     labels = ('alertname="CheckpointTierFillingUp",alertstate="firing",severity="warning",'
               'tier="rapid"')
@@ -139,7 +174,12 @@ class ReportPrometheus(unittest.TestCase):
             tsdb = cls.ws.mkdir("tsdb")
             harness.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", "-q", om, tsdb],
                         timeout=300)
-            cfg = cls.ws.write("prometheus.yml", "global:\n  scrape_interval: 1m\n")
+            # The shipped recording rules, loaded: they record from now on,
+            # so over the backfilled period the report uses the expressions
+            # they record (`or`), and says nothing is missing.
+            shutil.copy(os.path.join(PROM_DIR, "ckptmon-recording-rules.yml"), cls.ws.path())
+            cfg = cls.ws.write("prometheus.yml", "global:\n  scrape_interval: 1m\n"
+                               "rule_files: [ckptmon-recording-rules.yml]\n")
             cls.prom_port = harness.free_port()
             cls.prom = cls.ws.start(harness.Process([
                 PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={tsdb}",
@@ -210,11 +250,7 @@ class ReportPrometheus(unittest.TestCase):
     def test_growth_and_time_to_full_within_1_percent(self):
         doc, err = self.report("--prometheus", self.url)
         self.assertEqual(doc["source"], f"Prometheus {self.url}")
-        # This Prometheus has no rule files: the report says which recording
-        # rules are missing and sums the raw series itself.
-        self.assertIn("recording rules not loaded", err)
-        self.assertIn("tier_training_job:ckpt_job_stored_bytes:sum", err)
-        self.assertIn("tier:ckpt_tier_required_capacity_bytes:sum", err)
+        self.assertEqual(err, "")  # the recording rules are loaded
         self.assertEqual(sorted(t["tier"] for t in doc["tiers"]), ["rapid", "shared"])
         rapid = self.tier(doc, "rapid")
         self.assertWithin(rapid["growth_bytes_per_day"], RAPID_GROWTH, 0.01)
@@ -264,6 +300,37 @@ class ReportPrometheus(unittest.TestCase):
         self.assertEqual([a["alertname"] for a in state["alerts"]],
                          [a["alertname"] for a in prom["alerts"]])
         self.assertEqual(state["alerts"][0]["duration_seconds"], ALERT_FOR)
+
+    def test_plan_sums_shards_and_takes_the_worst_node(self):
+        r = ckptmon("plan", "--prometheus", self.url, "--now", str(int(T_END)), "--format", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+        tiers = {t["tier"]: t for t in json.loads(r.stdout)["tiers"]}
+        self.assertEqual(sorted(tiers), ["local", "rapid", "shared"])
+        sh = tiers["shared"]
+        self.assertFalse(sh["partial"])  # the whole tier: both shards' jobs
+        self.assertEqual([(j["job"], j["latest_bytes"], j["retained_versions"]) for j in sh["jobs"]],
+                         [("x", TiB, 3), ("y", 2 * TiB, 3)])
+        self.assertEqual(sh["size_bytes"], 200 * TiB)
+        self.assertEqual(sh["concurrent_jobs"], 2)
+        self.assertEqual(sh["bandwidth"]["concurrent_writers"], 2)
+        replicas, temp, growth = (sh["replicas"], sh["temp_write_allowance_ratio"],
+                                  sh["growth_headroom_ratio"])
+        retained = (1 + 2) * TiB * 3 * replicas
+        want = retained + temp * 3 * TiB + 0.75 * TiB + growth * retained
+        self.assertEqual(sh["residue_bytes"], 0.75 * TiB)
+        self.assertAlmostEqual(sh["required_capacity_bytes"], want, delta=want * 1e-12)
+        # local: the node whose z is 4 TiB.
+        lo = tiers["local"]
+        self.assertEqual([(j["job"], j["latest_bytes"]) for j in lo["jobs"]], [("z", 4 * TiB)])
+        self.assertAlmostEqual(lo["retained_required_bytes"], 4 * TiB * 2 * lo["replicas"],
+                               delta=1)
+        # A what-if applies to the fleet's plan as to any other source.
+        r = ckptmon("plan", "--prometheus", self.url, "--now", str(int(T_END)), "--format", "json",
+                    "--tier", "shared", "--retain", "5")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sh5 = json.loads(r.stdout)["tiers"][0]
+        self.assertAlmostEqual(sh5["retained_required_bytes"], 3 * TiB * 5 * replicas, delta=1)
 
     def test_tier_job_and_since_apply(self):
         doc, _ = self.report("--prometheus", self.url, "--tier", "shared", "--job", "nope")
@@ -388,6 +455,16 @@ class PlanPrometheus(unittest.TestCase):
         r = ckptmon("plan", "--prometheus", self.prom, "--config.file", self.cfg)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("temporary-write allowance", r.stdout)
+
+    def test_report_names_the_recording_rules_not_loaded(self):
+        # This Prometheus has no rule files, and seconds of history.
+        r = ckptmon("report", "--prometheus", self.prom)
+        self.assertEqual(r.returncode, 2, r.stdout)
+        self.assertIn(f"--prometheus {self.prom}: recording rules not loaded", r.stderr)
+        self.assertIn("tier_training_job:ckpt_job_stored_bytes:sum", r.stderr)
+        self.assertIn("tier:ckpt_tier_required_capacity_bytes:sum", r.stderr)
+        self.assertIn("using the raw series", r.stderr)
+        self.assertRegex(r.stderr, r"not enough history: \d+ samples? over \d+ seconds")
 
     def test_bad_sources_exit_2(self):
         port = harness.free_port()
