@@ -87,10 +87,16 @@ struct TierReport {
   std::optional<double> required_bytes;        // the sizing rule now
   std::optional<double> headroom_bytes;        // size - required
   bool partial = false;                        // a shard's jobs only
+  // Only where the source has their history (--prometheus); unknown otherwise.
+  std::optional<double> cleanup_pending_bytes, cleanup_pending_peak_bytes;
+  std::optional<double> cleanup_oldest_age_peak_seconds;
+  std::optional<double> partial_bytes, partial_peak_bytes;
   struct Job {
     std::string job;
     std::optional<double> first_bytes, last_bytes, peak_bytes;
     Trend stored;
+    std::optional<double> checkpoint_first_bytes, checkpoint_last_bytes;  // --prometheus
+    Trend checkpoint;
   };
   std::vector<Job> jobs;
 };
@@ -186,16 +192,38 @@ void fill_tiers(Report& r, const std::vector<HistorySeries>& series, double now,
         t.used_bytes = last;
         t.used = trend_of(s.points, now);
       }
-    } else if (wanted(o.jobs, s.job)) {
-      TierReport::Job j;
-      j.job = s.job;
+      auto peak_of = [&] {
+        double peak = s.points.front().v;
+        for (const HistoryPoint& p : s.points) peak = std::max(peak, p.v);
+        return peak;
+      };
+      if (s.series == "cleanup_pending_bytes") {
+        t.cleanup_pending_bytes = last;
+        t.cleanup_pending_peak_bytes = peak_of();
+      }
+      if (s.series == "cleanup_oldest_age_seconds") t.cleanup_oldest_age_peak_seconds = peak_of();
+      if (s.series == "partial_bytes") {
+        t.partial_bytes = last;
+        t.partial_peak_bytes = peak_of();
+      }
+    } else if (s.series == "checkpoint_bytes" && wanted(o.jobs, s.job)) {
+      auto it = std::find_if(t.jobs.begin(), t.jobs.end(),
+                             [&](const TierReport::Job& x) { return x.job == s.job; });
+      if (it == t.jobs.end()) it = t.jobs.insert(t.jobs.end(), TierReport::Job{.job = s.job});
+      it->checkpoint_first_bytes = s.points.front().v;
+      it->checkpoint_last_bytes = s.points.back().v;
+      it->checkpoint = trend_of(s.points, now);
+    } else if (s.series == "stored_bytes" && wanted(o.jobs, s.job)) {
+      auto it = std::find_if(t.jobs.begin(), t.jobs.end(),
+                             [&](const TierReport::Job& x) { return x.job == s.job; });
+      if (it == t.jobs.end()) it = t.jobs.insert(t.jobs.end(), TierReport::Job{.job = s.job});
+      TierReport::Job& j = *it;
       j.first_bytes = s.points.front().v;
       j.last_bytes = s.points.back().v;
       double peak = 0;
       for (const HistoryPoint& p : s.points) peak = std::max(peak, p.v);
       j.peak_bytes = peak;
       j.stored = trend_of(s.points, now);
-      t.jobs.push_back(std::move(j));
     }
   }
   for (auto& [name, t] : tiers) r.tiers.push_back(std::move(t));
@@ -379,7 +407,10 @@ json to_json(const Report& r) {
                       {"last_stored_bytes", opt(j.last_bytes)},
                       {"peak_stored_bytes", opt(j.peak_bytes)},
                       {"growth_bytes_per_day", opt(j.stored.slope_per_day)},
-                      {"growth_stderr_bytes_per_day", opt(j.stored.slope_stderr_per_day)}});
+                      {"growth_stderr_bytes_per_day", opt(j.stored.slope_stderr_per_day)},
+                      {"checkpoint_first_bytes", opt(j.checkpoint_first_bytes)},
+                      {"checkpoint_last_bytes", opt(j.checkpoint_last_bytes)},
+                      {"checkpoint_growth_bytes_per_day", opt(j.checkpoint.slope_per_day)}});
     }
     tiers.push_back({{"tier", t.tier},
                      {"size_bytes", opt(t.size_bytes)},
@@ -394,6 +425,11 @@ json to_json(const Report& r) {
                      {"required_capacity_bytes", opt(t.required_bytes)},
                      {"size_minus_required_bytes", opt(t.headroom_bytes)},
                      {"partial", t.partial},
+                     {"cleanup_pending_bytes", opt(t.cleanup_pending_bytes)},
+                     {"cleanup_pending_peak_bytes", opt(t.cleanup_pending_peak_bytes)},
+                     {"cleanup_oldest_age_peak_seconds", opt(t.cleanup_oldest_age_peak_seconds)},
+                     {"partial_bytes", opt(t.partial_bytes)},
+                     {"partial_peak_bytes", opt(t.partial_peak_bytes)},
                      {"jobs", std::move(jobs)}});
   }
   json alerts = json::array();

@@ -14,12 +14,17 @@
 
 namespace ckptmon {
 
-const PrometheusRecordingRule kReportRecordingRules[2] = {
+const PrometheusRecordingRule kReportRecordingRules[5] = {
     {"tier_training_job:ckpt_job_stored_bytes:sum",
      "sum by (tier, training_job) (ckpt_job_stored_bytes)"},
     {"tier:ckpt_tier_required_capacity_bytes:sum",
      "sum by (tier) (ckpt_tier_required_capacity_bytes and on (instance, tier) "
      "(ckpt_tier_shards > 1))"},
+    {"tier_training_job:ckpt_cleanup_pending_bytes:sum",
+     "sum by (tier, training_job) (ckpt_cleanup_pending_bytes)"},
+    {"tier:ckpt_cleanup_oldest_age_seconds:max", "max by (tier) (ckpt_cleanup_oldest_age_seconds)"},
+    {"tier_training_job:ckpt_partial_bytes:sum",
+     "sum by (tier, training_job) (ckpt_partial_bytes)"},
 };
 
 double prometheus_step(double since, double until) {
@@ -225,6 +230,11 @@ bool prometheus_history(const std::string& flag, const std::string& url, double 
       {"min by (tier) (ckpt_tier_avail_bytes)", "avail_bytes", false},
       {"max by (tier) (ckpt_tier_size_bytes - ckpt_tier_avail_bytes)", "used_bytes", false},
       {with_rule(kReportRecordingRules[0]), "stored_bytes", true},
+      {"sum by (tier) (" + with_rule(kReportRecordingRules[2]) + ")", "cleanup_pending_bytes",
+       false},
+      {with_rule(kReportRecordingRules[3]), "cleanup_oldest_age_seconds", false},
+      {"sum by (tier) (" + with_rule(kReportRecordingRules[4]) + ")", "partial_bytes", false},
+      {"max by (tier, training_job) (ckpt_last_checkpoint_bytes)", "checkpoint_bytes", true},
   };
   std::map<std::tuple<std::string, std::string, std::string>, HistorySeries> by_key;
   for (const Q& q : tier_queries) {

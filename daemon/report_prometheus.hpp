@@ -23,7 +23,7 @@ struct PrometheusRecordingRule {
   const char* record;
   const char* fallback;  // the rule's own expression over the raw series
 };
-extern const PrometheusRecordingRule kReportRecordingRules[2];
+extern const PrometheusRecordingRule kReportRecordingRules[5];
 
 // Points per series of one range query: under Prometheus' 11,000 limit.
 inline constexpr double kPrometheusMaxPoints = 10000;
@@ -34,7 +34,10 @@ double prometheus_step(double since, double until);
 struct PrometheusHistory {
   // Per tier: size_bytes (max over instances), avail_bytes (min), used_bytes
   // (max of size - avail); per tier and training_job: stored_bytes (summed
-  // over instances). As query_history() names them.
+  // over instances). As query_history() names them. Beyond what the state
+  // database keeps: per tier cleanup_pending_bytes, partial_bytes (summed),
+  // cleanup_oldest_age_seconds (max); per job checkpoint_bytes (the latest
+  // committed checkpoint's size, max over instances).
   std::vector<HistorySeries> series;
   // ALERTS{alertstate="firing"} as firing/resolved transitions, to the
   // step's resolution; `job` is the training_job label.

@@ -55,6 +55,10 @@ def llm_stored(t):
     return 10 * TiB + 0.1 * TiB * (t - T_START) / DAY
 
 
+def llm_checkpoint(t):
+    return 100 * 2.0 ** 30 + 2.0 ** 30 * (t - T_START) / DAY
+
+
 def times():
     return [T_START + i * INTERVAL for i in range(N + 1)]
 
@@ -82,6 +86,17 @@ def openmetrics():
             (f'{a},tier="rapid"', lambda t: 10 * TiB),
             (f'{a},tier="shared"', lambda t: 30 * TiB),
             (f'{b},tier="shared"', lambda t: 50 * TiB)],
+        # rapid: 2 TiB waited for cleanup for one day (15 to 14 days before
+        # T_END), its oldest entry up to that day's age; 0.2 TiB of partial
+        # checkpoints throughout. llm's checkpoint grows 1 GiB per day from 100 GiB.
+        "ckpt_cleanup_pending_bytes": [
+            (f'{a},tier="rapid",training_job="llm"',
+             lambda t: 2 * TiB if T_END - 15 * DAY <= t < T_END - 14 * DAY else 0.0)],
+        "ckpt_cleanup_oldest_age_seconds": [
+            (f'{a},tier="rapid"',
+             lambda t: t - (T_END - 15 * DAY) if T_END - 15 * DAY <= t < T_END - 14 * DAY
+             else 0.0)],
+        "ckpt_partial_bytes": [(f'{a},tier="rapid",training_job="llm"', lambda t: 0.2 * TiB)],
         "ckpt_job_stored_bytes": [
             (f'{a},tier="rapid",training_job="llm"', llm_stored),
             (f'{a},tier="shared",training_job="big"',
@@ -102,11 +117,13 @@ def openmetrics():
     last_hour = [t for t in ts if t >= T_END - 3600]
     plan_fams = {
         "ckpt_last_checkpoint_bytes": [
+            (f'{a},tier="rapid",training_job="llm"', None),
             (f'{a},tier="shared",training_job="x"', TiB),
             (f'{b},tier="shared",training_job="y"', 2 * TiB),
             (f'{a},tier="local",training_job="z"', TiB),
             (f'{b},tier="local",training_job="z"', 4 * TiB)],
         "ckpt_job_retained_versions": [
+            (f'{a},tier="rapid",training_job="llm"', 3),
             (f'{a},tier="shared",training_job="x"', 3),
             (f'{b},tier="shared",training_job="y"', 3),
             (f'{a},tier="local",training_job="z"', 2),
@@ -126,6 +143,9 @@ def openmetrics():
     for name, series in plan_fams.items():
         out.append(f"# TYPE {name} gauge\n")
         for labels, v in series:
+            if v is None:  # llm: the whole 30 days
+                out.extend(f"{name}{{{labels}}} {llm_checkpoint(t)!r} {int(t)}\n" for t in ts)
+                continue
             out.extend(f"{name}{{{labels}}} {float(v)!r} {int(t)}\n" for t in last_hour)
     out.append("# TYPE ALERTS gauge\n")
     labels = ('alertname="CheckpointTierFillingUp",alertstate="firing",severity="warning",'
@@ -251,7 +271,8 @@ class ReportPrometheus(unittest.TestCase):
         doc, err = self.report("--prometheus", self.url)
         self.assertEqual(doc["source"], f"Prometheus {self.url}")
         self.assertEqual(err, "")  # the recording rules are loaded
-        self.assertEqual(sorted(t["tier"] for t in doc["tiers"]), ["rapid", "shared"])
+        # local: only its checkpoints' sizes of the last hour (the plan's data).
+        self.assertEqual(sorted(t["tier"] for t in doc["tiers"]), ["local", "rapid", "shared"])
         rapid = self.tier(doc, "rapid")
         self.assertWithin(rapid["growth_bytes_per_day"], RAPID_GROWTH, 0.01)
         self.assertWithin(rapid["time_to_full_seconds"], RAPID_TTF, 0.01)
@@ -259,7 +280,16 @@ class ReportPrometheus(unittest.TestCase):
         self.assertWithin(rapid["avail_bytes"], 35 * TiB, 0.01)
         self.assertEqual(rapid["required_capacity_bytes"], 10 * TiB)
         self.assertEqual([j["job"] for j in rapid["jobs"]], ["llm"])
-        self.assertWithin(rapid["jobs"][0]["growth_bytes_per_day"], 0.1 * TiB, 0.01)
+        llm = rapid["jobs"][0]
+        self.assertWithin(llm["growth_bytes_per_day"], 0.1 * TiB, 0.01)
+        self.assertWithin(llm["checkpoint_growth_bytes_per_day"], 2.0 ** 30, 0.01)
+        self.assertEqual(llm["checkpoint_first_bytes"], 100 * 2.0 ** 30)
+        self.assertWithin(llm["checkpoint_last_bytes"], 130 * 2.0 ** 30, 0.01)
+        self.assertEqual(rapid["cleanup_pending_peak_bytes"], 2 * TiB)
+        self.assertEqual(rapid["cleanup_pending_bytes"], 0)
+        self.assertWithin(rapid["cleanup_oldest_age_peak_seconds"], DAY, 0.01)
+        self.assertEqual(rapid["partial_bytes"], 0.2 * TiB)
+        self.assertEqual(rapid["partial_peak_bytes"], 0.2 * TiB)
         # One Prometheus query stays under 11,000 points: 30 days at a 260 s step.
         self.assertLessEqual(rapid["samples"], 11000)
         self.assertGreater(rapid["samples"], 9000)
@@ -297,6 +327,10 @@ class ReportPrometheus(unittest.TestCase):
         self.assertWithin(p["jobs"][0]["growth_bytes_per_day"],
                           s["jobs"][0]["growth_bytes_per_day"], 1e-3)
         self.assertEqual(s["samples"], N + 1)
+        # The state database keeps no cleanup or partial history: unknown, not 0.
+        self.assertIsNone(s["cleanup_pending_peak_bytes"])
+        self.assertIsNone(s["partial_bytes"])
+        self.assertEqual(p["partial_bytes"], 0.2 * TiB)
         self.assertEqual([a["alertname"] for a in state["alerts"]],
                          [a["alertname"] for a in prom["alerts"]])
         self.assertEqual(state["alerts"][0]["duration_seconds"], ALERT_FOR)
