@@ -267,7 +267,13 @@ bool prometheus_history(const std::string& flag, const std::string& url, double 
   }
 
   PromResponse alerts;
-  if (!c.range("ALERTS{alertstate=\"firing\"}", since, until, step, &alerts, error)) return false;
+  // ckptmon's alerts as Prometheus evaluated them (the shipped rule file),
+  // or as the daemon's own evaluator exported them; one run per labels.
+  const std::string alerts_query =
+      "max by (alertname, severity, tier, training_job) (ALERTS{alertstate=\"firing\", "
+      "alertname=~\"Checkpoint.*|Ckptmon.*\"}) or max by (alertname, severity, tier, "
+      "training_job) (ckpt_alert)";
+  if (!c.range(alerts_query, since, until, step, &alerts, error)) return false;
   for (const PromSeries& s : alerts.series) add_transitions(s, step, until, &out->transitions);
   std::stable_sort(out->transitions.begin(), out->transitions.end(),
                    [](const AlertTransition& a, const AlertTransition& b) { return a.at < b.at; });

@@ -39,8 +39,9 @@ struct PrometheusHistory {
   // cleanup_oldest_age_seconds (max); per job checkpoint_bytes (the latest
   // committed checkpoint's size, max over instances).
   std::vector<HistorySeries> series;
-  // ALERTS{alertstate="firing"} as firing/resolved transitions, to the
-  // step's resolution; `job` is the training_job label.
+  // ckptmon's alerts (ALERTS{alertstate="firing"} of the Checkpoint* and
+  // Ckptmon* rules, else the daemon's own ckpt_alert) as firing/resolved
+  // transitions, to the step's resolution; `job` is the training_job label.
   std::vector<AlertTransition> transitions;
   // Required capacity at the end of the period per tier: summed over the
   // shards of a sharded tier (one tier, one figure), the largest instance's

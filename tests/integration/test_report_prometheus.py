@@ -151,6 +151,18 @@ def openmetrics():
     labels = ('alertname="CheckpointTierFillingUp",alertstate="firing",severity="warning",'
               'tier="rapid"')
     out.extend(f"ALERTS{{{labels}}} 1 {int(t)}\n" for t in ts if ALERT_AT <= t <= ALERT_AT + ALERT_FOR)
+    # Not ckptmon's: left out of the review.
+    out.extend(f'ALERTS{{alertname="NodeDiskFull",alertstate="firing",tier="rapid"}} 1 {int(t)}\n'
+               for t in ts if ALERT_AT <= t <= ALERT_AT + ALERT_FOR)
+    # The daemon's own evaluator: the same alert on rapid (one run, not two),
+    # and CheckpointPartial of job big on shared for 2 hours, 5 days before T_END.
+    out.append("# TYPE ckpt_alert gauge\n")
+    labels = f'{a},alertname="CheckpointTierFillingUp",severity="warning",tier="rapid"'
+    out.extend(f"ckpt_alert{{{labels}}} 1 {int(t)}\n" for t in ts
+               if ALERT_AT <= t <= ALERT_AT + ALERT_FOR)
+    labels = f'{b},alertname="CheckpointPartial",severity="warning",tier="shared",training_job="big"'
+    out.extend(f"ckpt_alert{{{labels}}} 1 {int(t)}\n" for t in ts
+               if T_END - 5 * DAY <= t <= T_END - 5 * DAY + 7200)
     out.append("# EOF\n")
     return "".join(out)
 
@@ -313,6 +325,12 @@ class ReportPrometheus(unittest.TestCase):
         self.assertGreaterEqual(alerts[0]["duration_seconds"], ALERT_FOR - 260)
         self.assertLessEqual(alerts[0]["duration_seconds"], ALERT_FOR + 300 + 2 * 260)
         self.assertTrue(any("rapid fills in 70" in f for f in doc["findings"]), doc["findings"])
+        partial = [a for a in doc["alerts"] if a["tier"] == "shared"]
+        self.assertEqual([(a["alertname"], a["job"]) for a in partial],
+                         [("CheckpointPartial", "big")])
+        self.assertGreaterEqual(partial[0]["duration_seconds"], 7200 - 260)
+        self.assertLessEqual(partial[0]["duration_seconds"], 7200 + 300 + 2 * 260)
+        self.assertEqual(len(doc["alerts"]), 2, doc["alerts"])  # not NodeDiskFull
 
     def test_state_dir_gives_the_same_numbers(self):
         prom, _ = self.report("--prometheus", self.url, "--tier", "rapid")
@@ -377,7 +395,8 @@ class ReportPrometheus(unittest.TestCase):
         self.assertLessEqual(rapid["span_seconds"], 7 * DAY)
         self.assertGreater(rapid["span_seconds"], 7 * DAY - 600)
         self.assertWithin(rapid["growth_bytes_per_day"], RAPID_GROWTH, 0.01)
-        self.assertEqual(doc["alerts"], [])  # it fired 10 days ago
+        # rapid's alert fired 10 days ago; shared's 5 days ago.
+        self.assertEqual([a["alertname"] for a in doc["alerts"]], ["CheckpointPartial"])
 
     def test_bad_sources_exit_2_naming_the_source(self):
         port = harness.free_port()
