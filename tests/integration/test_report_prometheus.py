@@ -422,14 +422,15 @@ class ReportPrometheus(unittest.TestCase):
             threading.Thread(target=srv.serve_forever, daemon=True).start()
             try:
                 url = f"http://127.0.0.1:{srv.server_address[1]}"
-                r = ckptmon("report", "--prometheus", url)
+                runs = {cmd: ckptmon(cmd, "--prometheus", url) for cmd in ("report", "plan")}
             finally:
                 srv.shutdown()
                 srv.server_close()
-            self.assertEqual(r.returncode, 2, mode)
-            self.assertIn(f"ckptmon report: --prometheus {url}: ", r.stderr)
-            self.assertIn(want, r.stderr)
-            self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+            for cmd, r in runs.items():
+                self.assertEqual(r.returncode, 2, (cmd, mode))
+                self.assertIn(f"ckptmon {cmd}: --prometheus {url}: ", r.stderr)
+                self.assertIn(want, r.stderr)
+                self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
 
 
 class PlanPrometheus(unittest.TestCase):
