@@ -1,7 +1,8 @@
 #pragma once
 // `ckptmon plan` and GET /api/v1/plan: the sizing rule term by term per tier
 // (rules/plan.hpp), from a running daemon (--from), its state directory
-// (--state-dir, read-only) or a one-shot scan of a configuration's tiers
+// (--state-dir, read-only), the fleet's Prometheus (--prometheus, the
+// newest samples of ckptmon's series) or a one-shot scan of a configuration's tiers
 // (--config.file), with what-ifs. The JSON of /api/v1/plan and of
 // `plan --format json` is one shape (docs/rules.md#plan).
 
