@@ -153,6 +153,8 @@ int cli_main(int argc, char** argv) {
   auto* plan = app.add_subcommand(
       "plan", "Size storage by the sizing rule, term by term per tier, with what-ifs");
   plan->add_option("--from", plan_opts.from, "A running ckptmon: http://host:port");
+  plan->add_option("--prometheus", plan_opts.prometheus,
+                   "A Prometheus that scraped ckptmon: http://host:9090 (the fleet)");
   plan->add_option("--state-dir", plan_opts.state_dir,
                    "The daemon's state directory, opened read-only");
   plan->add_option("--config.file", plan_opts.config_file,
@@ -197,6 +199,8 @@ int cli_main(int argc, char** argv) {
   ReportCommandOptions report_opts;
   auto* report = app.add_subcommand("report", "Capacity trend review of a daemon's history");
   report->add_option("--from", report_opts.from, "A running ckptmon: http://host:port");
+  report->add_option("--prometheus", report_opts.prometheus,
+                     "A Prometheus that scraped ckptmon: http://host:9090 (the fleet)");
   report->add_option("--state-dir", report_opts.state_dir,
                      "The daemon's state directory, opened read-only");
   report->add_option("--config.file", report_opts.config_file,

@@ -10,6 +10,7 @@
 #include "collectors/tree_scan.hpp"
 #include "config/config.hpp"
 #include "daemon/http_get.hpp"
+#include "daemon/report_prometheus.hpp"
 #include "daemon/rules_cycle.hpp"
 #include "store/history.hpp"
 #include "store/store.hpp"
@@ -637,6 +638,23 @@ bool from_scan(const PlanCommandOptions& o, double now, Source* src, std::string
   return true;
 }
 
+// The fleet's series, with the policy of --config.file (daemon/report_prometheus.cpp).
+bool from_prometheus(const PlanCommandOptions& o, double now, Source* src, std::string* error,
+                     std::ostream& err) {
+  std::optional<Config> cfg;
+  if (!o.config_file.empty() && !load_policy(o.config_file, &cfg, error)) return false;
+  const RulesPolicy policy = cfg ? rules_policy(*cfg) : RulesPolicy{};
+  std::vector<std::string> notes;
+  if (!prometheus_plan_inputs("--prometheus", o.prometheus, now, o.timeout_seconds, policy,
+                              &src->inputs, &notes, error)) {
+    return false;
+  }
+  for (const std::string& n : notes)
+    err << "ckptmon plan: --prometheus " << o.prometheus << ": " << n << "\n";
+  src->evaluated_at = now;
+  return true;
+}
+
 }  // namespace
 
 std::optional<std::vector<PlanInputs>> plan_inputs_from_state_dir(const std::string& state_dir,
@@ -658,15 +676,17 @@ int run_plan_command(const PlanCommandOptions& o, const Clock& clock, std::ostre
     err << "ckptmon plan: " << error << "\n";
     return 2;
   }
-  const int sources = (o.from.empty() ? 0 : 1) + (o.state_dir.empty() ? 0 : 1);
+  const int sources =
+      (o.from.empty() ? 0 : 1) + (o.state_dir.empty() ? 0 : 1) + (o.prometheus.empty() ? 0 : 1);
   if (sources > 1 || (!o.from.empty() && !o.config_file.empty())) {
-    err << "ckptmon plan: give one source: --from URL, --state-dir DIR (with an optional "
-           "--config.file for the policy) or --config.file alone (a one-shot scan)\n";
+    err << "ckptmon plan: give one source: --from URL, --state-dir DIR or --prometheus URL (both "
+           "with an optional --config.file for the policy) or --config.file alone (a one-shot "
+           "scan)\n";
     return 2;
   }
   if (sources == 0 && o.config_file.empty()) {
-    err << "ckptmon plan: no source: give --from http://host:port, --state-dir DIR or "
-           "--config.file FILE\n";
+    err << "ckptmon plan: no source: give --from http://host:port, --state-dir DIR, "
+           "--prometheus http://host:9090 or --config.file FILE\n";
     return 2;
   }
   const double now = o.now.value_or(clock.now());
@@ -674,6 +694,8 @@ int run_plan_command(const PlanCommandOptions& o, const Clock& clock, std::ostre
   bool ok = false;
   if (!o.from.empty()) {
     ok = from_daemon(o, &src, &error);
+  } else if (!o.prometheus.empty()) {
+    ok = from_prometheus(o, now, &src, &error, err);
   } else if (!o.state_dir.empty()) {
     ok = from_state_dir(o, now, &src, &error);
   } else {

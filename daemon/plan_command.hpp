@@ -1,7 +1,8 @@
 #pragma once
 // `ckptmon plan` and GET /api/v1/plan: the sizing rule term by term per tier
 // (rules/plan.hpp), from a running daemon (--from), its state directory
-// (--state-dir, read-only) or a one-shot scan of a configuration's tiers
+// (--state-dir, read-only), the fleet's Prometheus (--prometheus, the
+// newest samples of ckptmon's series) or a one-shot scan of a configuration's tiers
 // (--config.file), with what-ifs. The JSON of /api/v1/plan and of
 // `plan --format json` is one shape (docs/rules.md#plan).
 
@@ -48,6 +49,7 @@ bool parse_plan_flags(const PlanFlags& flags, PlanWhatIfs* out, std::string* err
 struct PlanCommandOptions {
   std::string from;                // http://host:port of a running daemon
   std::string state_dir;           // the daemon's state directory, read-only
+  std::string prometheus;          // http://host:9090 of a Prometheus that scraped ckptmon
   std::string config_file;         // policy (with state_dir) or tiers to scan (alone)
   std::vector<std::string> tiers;  // only these; empty = all
   std::string format = "table";    // table | json | markdown

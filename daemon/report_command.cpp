@@ -15,6 +15,7 @@
 #include "daemon/http_get.hpp"
 #include "daemon/plan_command.hpp"
 #include "daemon/report_render.hpp"
+#include "daemon/report_prometheus.hpp"
 #include "daemon/web.hpp"
 #include "model/checkpoint.hpp"
 #include "rules/alerts.hpp"
@@ -103,6 +104,10 @@ struct TierReport {
   std::optional<double> required_bytes;        // the sizing rule now
   std::optional<double> headroom_bytes;        // size - required
   bool partial = false;                        // a shard's jobs only
+  // Only where the source has their history (--prometheus); unknown otherwise.
+  std::optional<double> cleanup_pending_bytes, cleanup_pending_peak_bytes;
+  std::optional<double> cleanup_oldest_age_peak_seconds;
+  std::optional<double> partial_bytes, partial_peak_bytes;
   struct Job {
     std::string job;
     std::optional<double> first_bytes, last_bytes, peak_bytes;
@@ -123,6 +128,7 @@ struct TierReport {
     std::size_t gpu_known = 0, gpu_unknown = 0;
     std::vector<HistoryPoint> sizes;            // (commit time, bytes)
     std::vector<HistoryPoint> optimizer_share;  // (commit time, optimizer / bytes)
+    std::optional<double> checkpoint_first_bytes, checkpoint_last_bytes;  // --prometheus
   };
   std::vector<Job> jobs;
   std::vector<HistoryPoint> used_points, avail_points;  // for the charts
@@ -228,9 +234,35 @@ void fill_tiers(Report& r, const std::vector<HistorySeries>& series, double now,
         t.used = trend_of(s.points, now, o.min_history_seconds);
         t.used_points = s.points;
       }
-    } else if (wanted(o.jobs, s.job)) {
-      TierReport::Job j;
-      j.job = s.job;
+      auto peak_of = [&] {
+        double peak = s.points.front().v;
+        for (const HistoryPoint& p : s.points) peak = std::max(peak, p.v);
+        return peak;
+      };
+      if (s.series == "cleanup_pending_bytes") {
+        t.cleanup_pending_bytes = last;
+        t.cleanup_pending_peak_bytes = peak_of();
+      }
+      if (s.series == "cleanup_oldest_age_seconds") t.cleanup_oldest_age_peak_seconds = peak_of();
+      if (s.series == "partial_bytes") {
+        t.partial_bytes = last;
+        t.partial_peak_bytes = peak_of();
+      }
+    } else if (s.series == "checkpoint_bytes" && wanted(o.jobs, s.job)) {
+      auto it = std::find_if(t.jobs.begin(), t.jobs.end(),
+                             [&](const TierReport::Job& x) { return x.job == s.job; });
+      if (it == t.jobs.end()) it = t.jobs.insert(t.jobs.end(), TierReport::Job{.job = s.job});
+      it->checkpoint_first_bytes = s.points.front().v;
+      it->checkpoint_last_bytes = s.points.back().v;
+      // The latest checkpoint's size over time: the same size trend the
+      // checkpoint history gives --state-dir.
+      it->sizes = s.points;
+      it->size_trend = trend_of(s.points, now, o.min_history_seconds);
+    } else if (s.series == "stored_bytes" && wanted(o.jobs, s.job)) {
+      auto it = std::find_if(t.jobs.begin(), t.jobs.end(),
+                             [&](const TierReport::Job& x) { return x.job == s.job; });
+      if (it == t.jobs.end()) it = t.jobs.insert(t.jobs.end(), TierReport::Job{.job = s.job});
+      TierReport::Job& j = *it;
       j.first_bytes = s.points.front().v;
       j.last_bytes = s.points.back().v;
       double peak = 0;
@@ -238,7 +270,6 @@ void fill_tiers(Report& r, const std::vector<HistorySeries>& series, double now,
       j.peak_bytes = peak;
       j.stored = trend_of(s.points, now, o.min_history_seconds);
       j.stored_points = s.points;
-      t.jobs.push_back(std::move(j));
     }
   }
   for (auto& [name, t] : tiers) r.tiers.push_back(std::move(t));
@@ -489,6 +520,32 @@ bool from_daemon(const ReportCommandOptions& o, Report& r, double now, std::stri
   return true;
 }
 
+// The fleet's Prometheus: the same history, alert transitions and required
+// capacity, from range queries (daemon/report_prometheus.cpp).
+bool from_prometheus(const ReportCommandOptions& o, Report& r, double now, std::string* error,
+                     std::ostream& err) {
+  PrometheusHistory h;
+  if (!prometheus_history("--prometheus", o.prometheus, r.since, r.until, o.timeout_seconds, &h,
+                          error)) {
+    return false;
+  }
+  if (!h.missing_rules.empty()) {
+    err << "ckptmon report: --prometheus " << o.prometheus
+        << ": recording rules not loaded (deploy/prometheus/ckptmon-recording-rules.yml):";
+    for (const std::string& m : h.missing_rules) err << " " << m;
+    err << "; using the raw series they are recorded from\n";
+  }
+  fill_tiers(r, h.series, now, o);
+  fill_alerts(r, h.transitions, o);
+  for (TierReport& t : r.tiers) {
+    auto it = h.required_bytes.find(t.tier);
+    if (it == h.required_bytes.end()) continue;
+    t.required_bytes = it->second;  // a sharded tier's shards summed: the whole tier
+    if (t.size_bytes) t.headroom_bytes = *t.size_bytes - it->second;
+  }
+  return true;
+}
+
 // ---- rendering ----
 
 json quantiles_json(const Quantiles& q, bool known) {
@@ -554,6 +611,8 @@ json to_json(const Report& r, bool with_series = false) {
                  {"growth_stderr_bytes_per_day", opt(j.stored.slope_stderr_per_day)},
                  {"checkpoints_committed", k ? json(j.committed) : json()},
                  {"checkpoint_bytes", quantiles_json(j.size, k)},
+                 {"checkpoint_first_bytes", opt(j.checkpoint_first_bytes)},
+                 {"checkpoint_last_bytes", opt(j.checkpoint_last_bytes)},
                  {"checkpoint_size_growth_bytes_per_day", opt(j.size_trend.slope_per_day)},
                  {"save_duration_seconds", quantiles_json(j.duration, k)},
                  {"completion_skew_seconds", quantiles_json(j.skew, k)},
@@ -580,6 +639,11 @@ json to_json(const Report& r, bool with_series = false) {
                      {"required_capacity_bytes", opt(t.required_bytes)},
                      {"size_minus_required_bytes", opt(t.headroom_bytes)},
                      {"partial", t.partial},
+                     {"cleanup_pending_bytes", opt(t.cleanup_pending_bytes)},
+                     {"cleanup_pending_peak_bytes", opt(t.cleanup_pending_peak_bytes)},
+                     {"cleanup_oldest_age_peak_seconds", opt(t.cleanup_oldest_age_peak_seconds)},
+                     {"partial_bytes", opt(t.partial_bytes)},
+                     {"partial_peak_bytes", opt(t.partial_peak_bytes)},
                      {"jobs", std::move(jobs)}});
     if (with_series) {
       tiers.back()["series"] = {{"used_bytes", points_json(t.used_points)},
@@ -826,8 +890,11 @@ std::string to_markdown(const json& j) {
 int run_report_command(const ReportCommandOptions& o, const Clock& clock, std::ostream& out,
                        std::ostream& err) {
   const double now = o.now.value_or(clock.now());
-  if (o.from.empty() == o.state_dir.empty()) {
-    err << "ckptmon report: give one source: --from http://host:port or --state-dir DIR\n";
+  const int sources =
+      (o.from.empty() ? 0 : 1) + (o.state_dir.empty() ? 0 : 1) + (o.prometheus.empty() ? 0 : 1);
+  if (sources != 1) {
+    err << "ckptmon report: give one source: --from http://host:port, --state-dir DIR or "
+           "--prometheus http://host:9090\n";
     return 2;
   }
   if (o.format != "markdown" && o.format != "csv" && o.format != "json" && o.format != "html") {
@@ -849,11 +916,14 @@ int run_report_command(const ReportCommandOptions& o, const Clock& clock, std::o
   }
   r.since = *since;
   r.until = now;
-  r.source = o.from.empty() ? "state directory " + o.state_dir : o.from;
+  r.source = !o.from.empty()         ? o.from
+             : !o.prometheus.empty() ? "Prometheus " + o.prometheus
+                                     : "state directory " + o.state_dir;
   if (o.progress) err << "ckptmon report: reading " << r.source << " ...\r" << std::flush;
   std::string error;
-  const bool ok =
-      o.from.empty() ? from_state_dir(o, r, now, &error) : from_daemon(o, r, now, &error);
+  const bool ok = !o.from.empty()         ? from_daemon(o, r, now, &error)
+                  : !o.prometheus.empty() ? from_prometheus(o, r, now, &error, err)
+                                          : from_state_dir(o, r, now, &error);
   if (o.progress) err << std::string(60, ' ') << "\r" << std::flush;
   if (!ok) {
     err << "ckptmon report: " << error << "\n";

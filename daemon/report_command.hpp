@@ -1,7 +1,8 @@
 #pragma once
 // `ckptmon report`: the capacity trend review of one daemon's history, from
 // its state directory (read-only, beside the running daemon) or from the
-// daemon itself (GET /api/v1/history, GET /api/v1/plan): per tier used and
+// daemon itself (GET /api/v1/history, GET /api/v1/plan) or from the fleet's
+// Prometheus (range queries, daemon/report_prometheus.hpp): per tier used and
 // available bytes, growth by least squares with its spread, time to full,
 // required capacity against size; per job stored bytes and growth; the
 // alerts that fired, with durations; findings in words; per job, from the
@@ -22,6 +23,7 @@ namespace ckptmon {
 struct ReportCommandOptions {
   std::string from;         // http://host:port of a running daemon
   std::string state_dir;    // the daemon's state directory, read-only
+  std::string prometheus;   // http://host:9090 of a Prometheus that scraped ckptmon
   std::string config_file;  // policy for the required capacity (with state_dir)
   std::string since = "30d";
   std::vector<std::string> tiers;   // only these; empty = all

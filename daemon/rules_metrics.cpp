@@ -79,6 +79,11 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
   FamilyBuilder job_next_fits = gauge("ckpt_job_next_checkpoint_fits",
                                       "1 when the job's next checkpoint fits in the tier's "
                                       "available space.");
+  // What `plan --prometheus` needs besides the terms: the retained versions
+  // of each job (keep_last, max_age and milestones applied).
+  FamilyBuilder job_retained = gauge("ckpt_job_retained_versions",
+                                     "Versions of the job the sizing rule retains on the tier "
+                                     "(keep_last, fewer under max_age, plus milestones kept).");
   for (const CapacityFigures& c : figures.capacity) {
     const Labels l{{"tier", c.tier}};
     required.add(l, c.required_bytes);
@@ -95,11 +100,13 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
     for (const JobCapacity& j : c.jobs) {
       const Labels jl{{"tier", c.tier}, {kTrainingJobLabel, j.job}};
       job_next_bytes.add(jl, j.next_checkpoint_bytes);
+      job_retained.add(jl, j.retained_versions);
       if (j.next_fits) job_next_fits.add(jl, *j.next_fits ? 1 : 0);
     }
   }
-  for (FamilyBuilder* b : {&required, &retained, &temp, &residue, &growth, &needed, &headroom, &ttf,
-                           &concurrent, &next_bytes, &next_fits, &job_next_bytes, &job_next_fits}) {
+  for (FamilyBuilder* b :
+       {&required, &retained, &temp, &residue, &growth, &needed, &headroom, &ttf, &concurrent,
+        &next_bytes, &next_fits, &job_next_bytes, &job_next_fits, &job_retained}) {
     append(out, std::move(*b));
   }
 
@@ -109,13 +116,18 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
   FamilyBuilder bw_obs = gauge("ckpt_tier_observed_write_bandwidth_bytes_per_second",
                                "Bytes of recent committed checkpoints divided by the time the "
                                "tier spent writing them.");
+  FamilyBuilder bw_writers = gauge("ckpt_tier_concurrent_writers",
+                                   "Jobs assumed to write checkpoints at the same time, for the "
+                                   "bandwidth rule (observed or configured).");
   for (const BandwidthFigures& b : figures.bandwidth) {
     const Labels l{{"tier", b.tier}};
     bw_req.add(l, b.required_bytes_per_second);
+    bw_writers.add(l, static_cast<double>(b.concurrent_writers));
     if (b.observed_bytes_per_second) bw_obs.add(l, *b.observed_bytes_per_second);
   }
   append(out, std::move(bw_req));
   append(out, std::move(bw_obs));
+  append(out, std::move(bw_writers));
 
   FamilyBuilder cl_bytes = gauge("ckpt_cleanup_pending_bytes",
                                  "Bytes of checkpoints the retention policy says should be gone "

@@ -70,6 +70,10 @@ TEST(RulesMetrics, RendersTheFiguresWithTheirLabels) {
   EXPECT_TRUE(
       has("ckpt_alert{alertname=\"CheckpointTierDown\",severity=\"critical\",tier=\"rapid\"} 1"));
   EXPECT_TRUE(has("ckptmon_alertmanager_post_errors_total 1"));
+  // What `plan --prometheus` redoes the rule from: llama keeps keep_last (3,
+  // the default) versions on staging; one job writes there at a time.
+  EXPECT_TRUE(has("ckpt_job_retained_versions{tier=\"staging\",training_job=\"llama\"} 3")) << text;
+  EXPECT_TRUE(has("ckpt_tier_concurrent_writers{tier=\"staging\"} 1")) << text;
   // rapid has no history and one sample: no trend, no sample.
   EXPECT_EQ(text.find("ckpt_tier_time_to_full_seconds{tier=\"rapid\"}"), std::string::npos);
 }
