@@ -66,6 +66,13 @@ void append(std::vector<prometheus::MetricFamily>& out, FamilyBuilder&& b) {
   if (!b.empty()) out.push_back(b.take());
 }
 
+void append_scalar(std::vector<prometheus::MetricFamily>& out, std::string name, std::string help,
+                   prometheus::MetricType type, double value) {
+  FamilyBuilder b(std::move(name), std::move(help), type);
+  b.add({}, value);
+  append(out, std::move(b));
+}
+
 std::vector<prometheus::MetricFamily> state_families(const State& state) {
   using prometheus::MetricType;
   std::vector<prometheus::MetricFamily> out;
