@@ -31,18 +31,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Root {
-  explicit Root(const std::string& path) {
-    fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    struct stat st {};
-    ::fstat(fd, &st);
-    dev = st.st_dev;
-  }
-  ~Root() { ::close(fd); }
-  int fd;
-  dev_t dev;
-};
-
 // Field-by-field equality of two trees, with the first difference named.
 ::testing::AssertionResult same_tree(const DirNode& a, const DirNode& b, const std::string& at) {
   auto fail = [&](const std::string& what) {
@@ -103,7 +91,7 @@ TEST(TreeWalkConcurrent, SameTreeAndCountersAtConcurrency1And16) {
   testing::TempDir tmp;
   const std::string tier = make_layouts_tree(tmp);
   ASSERT_FALSE(tier.empty());
-  Root root(tier);
+  testing::RootDir root(tier);
 
   WalkStats serial_stats;
   DirNode serial;
@@ -337,7 +325,7 @@ TEST(TreeWalkConcurrent, RecentlyChangedFilesOfAReusedListingAreStatedAgain) {
   testing::TempDir t;
   t.write("job/step-1/__0_0.distcp", 10);
   t.write("job/step-1/__1_0.distcp", 10);
-  Root root(t.str());
+  testing::RootDir root(t.str());
   // The listing is taken "now": both files changed just now, so they are
   // not settled and a reuse of the listing must stat them again.
   WalkMemory memory;
@@ -374,7 +362,7 @@ TEST(TreeWalkConcurrent, EntriesVanishingOrMovingMidWalkAreCountedTheSameAtAnyCo
     t.write("job/gone-dir/x", 1);
     t.write("job/moved-dir/x", 1);
     t.write("job/z/f", 1);
-    Root root(t.str());
+    testing::RootDir root(t.str());
     std::unique_ptr<WalkSlots> slots;
     WalkOptions o;
     if (c > 0) {
@@ -467,7 +455,7 @@ std::string walk_as_nobody(const std::string& root, int concurrency) {
     std::string res = "setuid failed";
     if (::setgroups(0, nullptr) == 0 && ::setresgid(65534, 65534, 65534) == 0 &&
         ::setresuid(65534, 65534, 65534) == 0) {
-      Root r(root);
+      testing::RootDir r(root);
       std::unique_ptr<WalkSlots> slots;
       WalkOptions o;
       if (concurrency > 0) {
