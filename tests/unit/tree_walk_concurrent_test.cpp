@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -248,12 +249,35 @@ TEST(TreeWalkConcurrent, AWalkWhoseCallsStopReturningIsGivenUpAndTheSlotStaysHel
   a.set_call_hook([gate](std::string_view op, const std::string& rel) {
     if (op == "list" && rel == "job/step-1") gate->block();
   });
-  // The stall timeout is the only wall-clock wait here: the walk gives up
-  // when no call has returned for it, and reports why.
+  // The stall timeout counts on the scanner's clock: the walk gives up once
+  // the test has moved it 50 ms past the last call that returned, and
+  // reports why. Nothing waits on real time.
+  auto clock = std::make_shared<FakeClock>();
+  a.set_clock(clock);
   a.set_stall_timeout(std::chrono::milliseconds(50));
   // A change so step-1 is listed again (its mtime moves).
   hung.write("job/step-1/__1_0.distcp", 10);
-  ScanOutcome given_up = a.scan(1700000000);
+  auto walk = std::async(std::launch::async, [&a] { return a.scan(1700000000); });
+  gate->wait_entered();
+  // Every other call of the walk has returned: only the stuck one is in
+  // flight. Each call that returns restarts the timeout, so the clock moves
+  // 50 ms at a time until the walk gives up (one move, unless a call of the
+  // batch was still on its way back). The cap only turns a bug into a
+  // failure instead of a hang.
+  const auto cap = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  bool capped = false;
+  while (a.live()->inflight.load() != 1 && !capped) {
+    capped = std::chrono::steady_clock::now() > cap;
+    std::this_thread::yield();
+  }
+  while (walk.wait_for(std::chrono::seconds(0)) != std::future_status::ready && !capped) {
+    clock->advance(0.050);
+    capped = walk.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready &&
+             std::chrono::steady_clock::now() > cap;
+  }
+  if (capped) gate->release();  // let the walk end so the test fails instead of hanging
+  ASSERT_FALSE(capped) << "the walk was not given up";
+  ScanOutcome given_up = walk.get();
   EXPECT_FALSE(given_up.root_ok);
   EXPECT_TRUE(given_up.stalled);
   EXPECT_NE(given_up.error.find("no metadata call returned"), std::string::npos) << given_up.error;
