@@ -16,6 +16,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "daemon/gpu_metrics.hpp"
+#include "model/checkpoint_skew.hpp"
 #include "util/label.hpp"
 #include "util/metric_labels.hpp"
 
@@ -322,8 +323,7 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
         // The event log knows shard end times and the save's start and commit
         // exactly; file mtimes are the fallback.
         const EventStep* ev = state.event_step(c);
-        const auto ev_skew = ev != nullptr ? ev->completion_skew() : std::nullopt;
-        last_skew.add(tj, ev_skew ? *ev_skew : c.completion_skew());
+        last_skew.add(tj, completion_skew(c, ev));
         last_ts.add(tj, c.marker_time > 0 ? c.marker_time : c.last_write);
         if (c.save_end > c.save_start && c.save_start > 0) {
           last_duration.add(tj, c.save_end - c.save_start);

@@ -14,6 +14,7 @@
 
 #include "daemon/http_server.hpp"
 #include "daemon/rules_cycle.hpp"
+#include "model/checkpoint_skew.hpp"
 #include "rules/recovery.hpp"
 #include "util/duration.hpp"
 #include "util/label.hpp"
@@ -284,7 +285,7 @@ nlohmann::json checkpoint_json(const Checkpoint& c, const State* state) {
   if (state != nullptr) {
     if (const EventStep* ev = state->event_step(c)) {
       j["events"] = event_step_json(*ev);
-      if (auto skew = ev->completion_skew()) j["completion_skew_seconds"] = *skew;
+      j["completion_skew_seconds"] = completion_skew(c, ev);
       if (!j.contains("save_duration_seconds")) {
         if (auto d = ev->duration()) j["save_duration_seconds"] = *d;
       }

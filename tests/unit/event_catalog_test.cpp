@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 #include "daemon/rules_cycle.hpp"
+#include "rules/alerts.hpp"
+#include "rules/evaluate.hpp"
 #include "rules/recovery.hpp"
 
 #include "daemon/metrics.hpp"
@@ -343,6 +345,52 @@ TEST(EventMerge, LatestCheckpointFiguresComeFromItsEventsWhenPresent) {
   nlohmann::json without = checkpoint_json(scanned(10), &st);
   EXPECT_DOUBLE_EQ(without["completion_skew_seconds"].get<double>(), 30.0);
   EXPECT_FALSE(without.contains("events"));
+}
+
+// Step 20's mtimes are 30 s apart, its shards' end times (events) 2.5 s
+// (2012.5 - 2010.0): the rule used to judge the mtimes while the gauge and
+// the API showed the events' skew. One definition now: the events' where they
+// have the shards, the mtimes otherwise.
+TEST(EventMerge, SkewAlertGaugeAndApiUseOneDefinition) {
+  State st = state_with_events();
+  RulesPolicy policy;
+  policy.alerting.rules.completion_skew_high.max_skew_seconds = 10;
+  policy.alerting.rules.completion_skew_high.clear_skew_seconds = 5;
+  const auto& cps = st.catalogs.at("rapid").checkpoints;
+  auto skew_alert = [&](const RuleFigures& f) -> std::optional<AlertCondition> {
+    for (const auto& c : alert_conditions(f, st.tiers, policy.alerting)) {
+      if (c.labels.alertname == "CheckpointCompletionSkewHigh") return c;
+    }
+    return std::nullopt;
+  };
+
+  RuleFigures with =
+      evaluate_rules(st.tiers, cps, RulesHistory{}, {}, policy, 3000, {}, st.events.get());
+  ASSERT_EQ(with.job_tiers.size(), 1u);
+  EXPECT_DOUBLE_EQ(with.job_tiers[0].last_completion_skew_seconds, 2.5);
+  std::optional<AlertCondition> a = skew_alert(with);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->signal, Signal::kClear);  // 2.5 s is under 10 s
+  EXPECT_DOUBLE_EQ(a->value, 2.5);
+  EXPECT_TRUE(has_sample(
+      serialize(state_families(st)),
+      "ckpt_last_checkpoint_completion_skew_seconds{tier=\"rapid\",training_job=\"llama\"} 2.5"));
+  EXPECT_DOUBLE_EQ(checkpoint_json(scanned(20), &st)["completion_skew_seconds"].get<double>(), 2.5);
+
+  // No event log: the mtimes (30 s) for the rule and the gauge alike.
+  st.events = nullptr;
+  RuleFigures without =
+      evaluate_rules(st.tiers, cps, RulesHistory{}, {}, policy, 3000, {}, st.events.get());
+  ASSERT_EQ(without.job_tiers.size(), 1u);
+  EXPECT_DOUBLE_EQ(without.job_tiers[0].last_completion_skew_seconds, 30.0);
+  a = skew_alert(without);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->signal, Signal::kFire);
+  EXPECT_TRUE(has_sample(
+      serialize(state_families(st)),
+      "ckpt_last_checkpoint_completion_skew_seconds{tier=\"rapid\",training_job=\"llama\"} 30"));
+  EXPECT_DOUBLE_EQ(checkpoint_json(scanned(20), &st)["completion_skew_seconds"].get<double>(),
+                   30.0);
 }
 
 // The recovery point is the rules' (rules/recovery.hpp); what the verifier
