@@ -393,6 +393,57 @@ TEST(EventMerge, SkewAlertGaugeAndApiUseOneDefinition) {
                    30.0);
 }
 
+// /api/v1/jobs lists a job the event log names before any checkpoint of it
+// is on disk: with what the log knows, zero on disk once the tier was walked,
+// unknown (null) before its first walk.
+TEST(EventMerge, JobsKnownOnlyFromEventsAreListed) {
+  Snapshot snap;
+  snap.state = state_with_events();
+  auto cat = std::make_shared<EventCatalog>(*snap.state.events);
+  Feed feed(*cat);
+  feed(ev("checkpoint_start", 2100.0, ",\"step\":5", "gpt") +
+       ev("checkpoint_failed", 2140.0, ",\"step\":5,\"reason\":\"oom\"", "gpt") +
+       ev("checkpoint_start", 2200.0, ",\"step\":6", "gpt"));
+  snap.state.events = cat;
+
+  nlohmann::json jobs = nlohmann::json::parse(render_jobs_json(snap));
+  ASSERT_EQ(jobs.size(), 2u) << jobs.dump(2);
+  const nlohmann::json& gpt = jobs[0];  // sorted by tier, then job
+  EXPECT_EQ(gpt["tier"], "rapid");
+  EXPECT_EQ(gpt["job"], "gpt");
+  EXPECT_EQ(gpt["on_disk"], false);
+  EXPECT_EQ(gpt["checkpoints"], 0);  // rapid was walked: none on disk
+  EXPECT_EQ(gpt["committed"], 0);
+  EXPECT_EQ(gpt["stored_bytes"], 0);
+  EXPECT_TRUE(gpt["latest_committed_step"].is_null());
+  EXPECT_EQ(gpt["events"]["steps"], 2);
+  EXPECT_EQ(gpt["events"]["committed_steps"], 0);
+  EXPECT_EQ(gpt["events"]["latest_step"], 6);
+  EXPECT_DOUBLE_EQ(gpt["events"]["last_event_ts"].get<double>(), 2200.0);
+  EXPECT_EQ(gpt["events"]["failures"], 1);
+
+  const nlohmann::json& llama = jobs[1];  // on disk (steps 10, 20) and in the log (20)
+  EXPECT_EQ(llama["job"], "llama");
+  EXPECT_EQ(llama["on_disk"], true);
+  EXPECT_EQ(llama["checkpoints"], 2);
+  EXPECT_EQ(llama["latest_committed_step"], 20);
+  EXPECT_EQ(llama["events"]["steps"], 1);
+  EXPECT_EQ(llama["events"]["committed_steps"], 1);
+  EXPECT_EQ(llama["events"]["latest_step"], 20);
+
+  // Before the tier's first walk nothing is known about the disk.
+  snap.state.catalogs.at("rapid").scanned = false;
+  snap.state.catalogs.at("rapid").checkpoints.clear();
+  snap.state.catalogs.at("rapid").jobs.clear();
+  jobs = nlohmann::json::parse(render_jobs_json(snap));
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_TRUE(jobs[0]["checkpoints"].is_null());
+  EXPECT_TRUE(jobs[0]["unreadable"].is_null());
+  EXPECT_EQ(jobs[1]["job"], "llama");
+  EXPECT_TRUE(jobs[1]["checkpoints"].is_null());
+  EXPECT_EQ(jobs[1]["events"]["steps"], 1);
+}
+
 // The recovery point is the rules' (rules/recovery.hpp); what the verifier
 // found reaches them through verifications_of().
 std::int64_t recovery_step(const State& st) {
