@@ -374,27 +374,23 @@ TEST_F(CollectorRunnerTest, PeriodicRunsFollowTheClock) {
   // FakeCollector's interval is one hour of clock time, however long it takes.
   fake_->targets_ = {"a"};
   fake_->jobs["a"] = []() -> Update { return nullptr; };
+  // Moves the clock, lets the loop act on it (a due run is prepared there and
+  // then) and waits for the job; returns the runs so far.
+  auto runs_after = [&](double seconds) {
+    clock_->advance(seconds);
+    io_.poll();
+    EXPECT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+    return fake_->prepared["a"];
+  };
   runner_->start();
-  EXPECT_EQ(fake_->prepared["a"], 1);  // at start
-  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
-  clock_->advance(3599);
-  io_.poll();
-  EXPECT_EQ(fake_->prepared["a"], 1);
-  clock_->advance(1);
-  ASSERT_TRUE(run_until([&] { return fake_->prepared["a"] == 2; }));
-  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
-  // A wall clock stepped forward is not time passing.
-  clock_->jump_wall(7200);
-  io_.poll();
-  EXPECT_EQ(fake_->prepared["a"], 2);
-  clock_->advance(3600);
-  ASSERT_TRUE(run_until([&] { return fake_->prepared["a"] == 3; }));
-  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
-  // Stopped: no more runs however far the clock moves.
-  runner_->stop();
-  clock_->advance(36000);
-  io_.poll();
-  EXPECT_EQ(fake_->prepared["a"], 3);
+  EXPECT_EQ(runs_after(0), 1);  // at start
+  EXPECT_EQ(runs_after(3599), 1);
+  EXPECT_EQ(runs_after(1), 2);
+  clock_->jump_wall(7200);  // a wall clock stepped forward is not time passing
+  EXPECT_EQ(runs_after(0), 2);
+  EXPECT_EQ(runs_after(3600), 3);
+  runner_->stop();  // no more runs however far the clock moves
+  EXPECT_EQ(runs_after(36000), 3);
 }
 
 // A small pool shared by several collectors, as in the daemon, for the
