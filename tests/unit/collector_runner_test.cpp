@@ -24,6 +24,18 @@ using namespace std::chrono_literals;
 
 using testing::Gate;
 
+// Runs `io` on this thread until `pred` holds. The cap only turns a bug into
+// a failure instead of a hang; nothing is asserted about how long it took.
+template <typename Pred>
+bool run_loop_until(boost::asio::io_context& io, Pred pred) {
+  const auto cap = std::chrono::steady_clock::now() + 10s;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > cap) return false;
+    io.run_one_for(10ms);
+  }
+  return true;
+}
+
 // A collector whose jobs the test scripts target by target. Loop thread only,
 // like the real ones.
 class FakeCollector final : public Collector {
@@ -75,16 +87,9 @@ class CollectorRunnerTest : public ::testing::Test {
     io_.poll();
   }
 
-  // Runs the loop until `pred` holds. The cap only turns a bug into a failure
-  // instead of a hang; nothing is asserted about how long it took.
   template <typename Pred>
   bool run_until(Pred pred) {
-    const auto cap = std::chrono::steady_clock::now() + 10s;
-    while (!pred()) {
-      if (std::chrono::steady_clock::now() > cap) return false;
-      io_.run_one_for(10ms);
-    }
-    return true;
+    return run_loop_until(io_, pred);
   }
 
   const CollectorStatus& status() { return state_.collectors["fake"]; }
@@ -433,12 +438,7 @@ class StarvationTest : public ::testing::Test {
 
   template <typename Pred>
   bool run_until(Pred pred) {
-    const auto cap = std::chrono::steady_clock::now() + 10s;
-    while (!pred()) {
-      if (std::chrono::steady_clock::now() > cap) return false;
-      io_.run_one_for(10ms);
-    }
-    return true;
+    return run_loop_until(io_, pred);
   }
 
   boost::asio::io_context io_;
