@@ -173,11 +173,13 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
   // The concurrency comes from the configuration or the file-system type in
   // mountinfo: no call on the tier itself, which may hang.
   std::chrono::milliseconds stall_timeout;
+  std::shared_ptr<const Clock> clock;
   std::string proc_path;
   WalkCallHook hook;
   {
     std::lock_guard lock(slots_mu_);
     stall_timeout = stall_timeout_;
+    clock = clock_;
     proc_path = proc_path_;
     hook = hook_;
   }
@@ -251,7 +253,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
                                                    .count()));
       live->inflight.fetch_sub(1);
     }};
-    if (!run_tasks(slots.get(), t, stall_timeout)) {
+    if (!run_tasks(slots.get(), t, stall_timeout, *clock)) {
       out.root_ok = false;
       out.stalled = true;
       out.error = stall_error;
@@ -275,6 +277,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
   opts.now = now;
   opts.settle_seconds = to_seconds(cfg_.partial_after);
   opts.stall_timeout = stall_timeout;
+  opts.clock = clock.get();
   opts.hook = hook;
   TreeWalker walker(root, ro->dev, &memory_, stats, opts);
   std::unordered_map<std::string, std::shared_ptr<const DirListing>> listings;
@@ -438,6 +441,7 @@ void TreeScanCollector::configure(const Config& cfg) {
     scanner->set_stall_timeout(
         std::chrono::duration_cast<std::chrono::milliseconds>(cfg.global.scan_timeout));
     scanner->set_proc_path(cfg.global.proc_path);
+    scanner->set_clock(clock_);
   }
   scanners_ = std::move(next);
 }

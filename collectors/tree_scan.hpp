@@ -42,6 +42,12 @@ class TierScanner {
     std::lock_guard lock(slots_mu_);
     proc_path_ = std::move(p);
   }
+  // The clock whose monotonic reading the stall timeout counts on (default:
+  // the real one). Thread-safe like set_stall_timeout.
+  void set_clock(std::shared_ptr<const Clock> clock) {
+    std::lock_guard lock(slots_mu_);
+    clock_ = std::move(clock);
+  }
   // Tests: called before every metadata call (see WalkCallHook).
   void set_call_hook(WalkCallHook hook) {
     std::lock_guard lock(slots_mu_);
@@ -67,6 +73,7 @@ class TierScanner {
   WalkMemory memory_;
   std::map<std::string, int> unreadable_;  // path -> errno, of the last complete walk
   std::chrono::milliseconds stall_timeout_ = std::chrono::minutes(10);
+  std::shared_ptr<const Clock> clock_ = std::make_shared<SystemClock>();
   std::string proc_path_ = "/proc";
   WalkCallHook hook_;
   // Guards slots_ (read by live() from the loop thread) and the settings

@@ -478,7 +478,7 @@ struct Batch {
 }  // namespace
 
 bool run_tasks(WalkSlots* slots, std::vector<std::function<void()>>& tasks,
-               std::chrono::milliseconds stall) {
+               std::chrono::milliseconds stall, const Clock& clock) {
   if (slots == nullptr) {
     for (auto& t : tasks) t();
     return true;
@@ -498,22 +498,41 @@ bool run_tasks(WalkSlots* slots, std::vector<std::function<void()>>& tasks,
       batch->cv.notify_one();
     });
   }
+  // A clock that moves only when told (a test's) wakes the wait when it moves.
+  auto wake = std::make_shared<const ClockListener>([batch] {
+    { std::lock_guard lock(batch->mu); }
+    batch->cv.notify_all();
+  });
+  clock.listen(wake);
+  const double stall_seconds = std::chrono::duration<double>(stall).count();
   std::unique_lock lock(batch->mu);
   std::uint64_t seen = batch->done;
+  double last_return = clock.monotonic();
   while (batch->remaining > 0) {
-    if (!batch->cv.wait_for(lock, stall,
-                            [&] { return batch->remaining == 0 || batch->done != seen; })) {
+    const double left = last_return + stall_seconds - clock.monotonic();
+    if (left <= 0) {
       batch->cancelled = true;  // calls stopped returning: give the walk up
       return false;
     }
-    seen = batch->done;
+    // Real time for a real clock; a test's clock wakes it by moving.
+    batch->cv.wait_for(lock, std::chrono::duration<double>(left), [&] {
+      return batch->remaining == 0 || batch->done != seen ||
+             clock.monotonic() >= last_return + stall_seconds;
+    });
+    if (batch->done != seen) {
+      seen = batch->done;
+      last_return = clock.monotonic();
+    }
   }
   return true;
 }
 
 bool TreeWalker::run_all(std::vector<std::function<void()>>& tasks) {
   if (stalled_) return false;
-  if (!run_tasks(options_.slots, tasks, options_.stall_timeout)) stalled_ = true;
+  if (!run_tasks(options_.slots, tasks, options_.stall_timeout,
+                 options_.clock != nullptr ? *options_.clock : system_clock())) {
+    stalled_ = true;
+  }
   return !stalled_;
 }
 

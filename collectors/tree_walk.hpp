@@ -33,6 +33,7 @@
 #include "model/checkpoint.hpp"
 #include "model/dir_tree.hpp"
 #include "model/walk_live.hpp"
+#include "util/clock.hpp"
 
 namespace ckptmon {
 
@@ -103,11 +104,11 @@ class WalkSlots {
 };
 
 // Runs `tasks` on `slots` (on the calling thread when null) and waits for
-// them. False when none of them returned for `stall`: they are given up
-// (tasks not started yet are skipped; a stuck one holds its slot until its
-// call returns). Tasks must own what they touch.
+// them. False when none of them returned for `stall` of `clock`'s monotonic
+// time: they are given up (tasks not started yet are skipped; a stuck one
+// holds its slot until its call returns). Tasks must own what they touch.
 bool run_tasks(WalkSlots* slots, std::vector<std::function<void()>>& tasks,
-               std::chrono::milliseconds stall);
+               std::chrono::milliseconds stall, const Clock& clock = system_clock());
 
 // Called before each metadata call with its kind ("open", "list", "stat",
 // "readlink", "read") and the tier-relative path it is about. Tests use it to
@@ -119,8 +120,10 @@ struct WalkOptions {
   bool dont_sync_files = false;  // statx AT_STATX_DONT_SYNC for non-directories (NFS)
   double now = 0;                // unix seconds: decides which listings are settled
   double settle_seconds = 1800;  // files changed this recently are stat'ed again on reuse
-  // A walk in which no call returned for this long is abandoned (stalled()).
+  // A walk in which no call returned for this long is abandoned (stalled()),
+  // on this clock's monotonic reading (null: the real one).
   std::chrono::milliseconds stall_timeout = std::chrono::minutes(10);
+  const Clock* clock = nullptr;
   WalkCallHook hook;
 };
 

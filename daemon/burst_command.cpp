@@ -19,6 +19,7 @@
 
 #include "daemon/burst.hpp"
 #include "daemon/burst_expect.hpp"
+#include "daemon/columns.hpp"
 #include "util/duration.hpp"
 #include "util/text.hpp"
 
@@ -293,22 +294,6 @@ nlohmann::json to_json(const burst::CheckpointResult& c) {
   return j;
 }
 
-void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> width(rows[0].size(), 0);
-  for (const auto& r : rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  }
-  for (const auto& r : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      line += r[i];
-      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out << line << "\n";
-  }
-}
-
 std::string plain_line(const burst::CheckpointResult& c) {
   std::string s = "checkpoint " + c.path + " " + std::string(burst::outcome_name(c.outcome)) +
                   " files=" + std::to_string(c.files) + " bytes=" + std::to_string(c.bytes) +
@@ -532,7 +517,7 @@ int run_burst_command(const BurstArgs& a, const Clock& clock, bool tty, std::ost
                         rate(c.throughput()), ops,
                         c.window_met ? (*c.window_met ? "met" : "missed") : "-"});
       }
-      print_table(out, rows);
+      out << text_columns(rows);
       for (const auto& c : r.checkpoints) {
         if (!c.reason.empty()) out << "  " << c.path << ": " << c.reason << "\n";
       }
@@ -544,7 +529,7 @@ int run_burst_command(const BurstArgs& a, const Clock& clock, bool tty, std::ost
                         secs(x.locate_seconds), secs(x.read_seconds), secs(x.total_seconds),
                         rate(x.throughput())});
         }
-        print_table(out, rr);
+        out << text_columns(rr);
       }
     } else {
       for (const auto& x : r.restores) {

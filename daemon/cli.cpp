@@ -4,6 +4,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 #include <CLI/CLI.hpp>
@@ -16,11 +17,29 @@
 #include "daemon/report_command.hpp"
 #include "daemon/scan_command.hpp"
 #include "events/commands.hpp"
+#include "util/duration.hpp"
 #include "util/log.hpp"
 #include "util/version.hpp"
 
 namespace ckptmon {
 namespace {
+
+// The value of a duration flag of `command`, or nullopt after one line on
+// stderr naming the command, the flag, what it expects and what it got.
+std::optional<Duration> duration_flag(const char* command, const char* flag,
+                                      const std::string& text,
+                                      Duration at_least = Duration::zero()) {
+  auto d = parse_duration(text);
+  if (d && *d >= at_least) return d;
+  std::cerr << "ckptmon " << command << ": " << flag << ": expected a duration ";
+  if (at_least > Duration::zero()) {
+    std::cerr << "of at least " << format_duration(at_least);
+  } else {
+    std::cerr << "such as 500ms, 30s, 5m or 1h30m";
+  }
+  std::cerr << ", got \"" << text << "\"\n";
+  return std::nullopt;
+}
 
 int cmd_serve(ServeOptions opts) {
   Daemon daemon(opts, std::make_shared<SystemClock>());
@@ -273,42 +292,24 @@ int cli_main(int argc, char** argv) {
     opts.config_file = config_file;
     opts.listen_address = listen;
     opts.web_config_file = web_config_file;
-    auto d = parse_duration(config_read_timeout);
-    if (!d || *d < std::chrono::milliseconds(10)) {
-      std::cerr << "ckptmon serve: --config.read-timeout: expected a duration of at least 10ms, "
-                   "got \""
-                << config_read_timeout << "\"\n";
-      return 2;
-    }
-    opts.config_read_timeout = *d;
     for (auto [flag, text, out] :
-         {std::tuple{"--web.read-header-timeout", &header_timeout, &limits.header_timeout},
+         {std::tuple{"--config.read-timeout", &config_read_timeout, &opts.config_read_timeout},
+          std::tuple{"--web.read-header-timeout", &header_timeout, &limits.header_timeout},
           std::tuple{"--web.read-timeout", &read_timeout, &limits.read_timeout}}) {
-      auto t = parse_duration(*text);
-      if (!t || *t < std::chrono::milliseconds(10)) {
-        std::cerr << "ckptmon serve: " << flag << ": expected a duration of at least 10ms, got \""
-                  << *text << "\"\n";
-        return 2;
-      }
+      auto t = duration_flag("serve", flag, *text, std::chrono::milliseconds(10));
+      if (!t) return 2;
       *out = *t;
     }
     opts.limits = limits;
-    auto watch = parse_duration(config_watch);
-    if (!watch) {
-      std::cerr << "ckptmon: --config.watch-interval: not a duration: \"" << config_watch << "\"\n";
-      return 2;
-    }
+    auto watch = duration_flag("serve", "--config.watch-interval", config_watch);
+    if (!watch) return 2;
     opts.config_watch_interval = *watch;
     return cmd_serve(std::move(opts));
   }
   if (*check) return cmd_check_config(check_file);
   if (*scan) {
-    auto d = parse_duration(scan_partial_after);
-    if (!d) {
-      std::cerr << "ckptmon scan: --partial-after: expected a duration such as 30m, got \""
-                << scan_partial_after << "\"\n";
-      return 2;
-    }
+    auto d = duration_flag("scan", "--partial-after", scan_partial_after);
+    if (!d) return 2;
     scan_opts.partial_after = *d;
     if (scan->count("--now") > 0) scan_opts.now = scan_now;
     SystemClock clock;
@@ -338,12 +339,8 @@ int cli_main(int argc, char** argv) {
   }
   if (*demo) {
     if (!exit_after.empty()) {
-      auto d = parse_duration(exit_after);
-      if (!d) {
-        std::cerr << "ckptmon demo: --exit-after: expected a duration such as 30s, got \""
-                  << exit_after << "\"\n";
-        return 2;
-      }
+      auto d = duration_flag("demo", "--exit-after", exit_after);
+      if (!d) return 2;
       demo_opts.exit_after = *d;
     }
     return run_demo(demo_opts);

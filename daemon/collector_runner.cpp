@@ -11,18 +11,21 @@
 namespace ckptmon {
 
 CollectorRunner::CollectorRunner(boost::asio::io_context& io, WorkerPool& pool, State& state,
+                                 std::shared_ptr<const Clock> clock,
                                  std::function<void()> on_change)
     : io_(io),
       pool_(pool),
       state_(state),
+      clock_(std::move(clock)),
       on_change_(std::move(on_change)),
-      inbox_(std::make_shared<Inbox>()) {
+      inbox_(std::make_shared<Inbox>()),
+      clock_timers_(io, clock_) {
   inbox_->io = &io_;
 }
 
 CollectorRunner::~CollectorRunner() {
   stop();
-  for (auto& [_, f] : flights_) f.timer->cancel();
+  for (auto& [_, f] : flights_) clock_timers_.cancel(f.timer);
   std::lock_guard lock(inbox_->mu);
   inbox_->io = nullptr;
 }
@@ -43,24 +46,21 @@ bool CollectorRunner::all_reported() const {
 
 void CollectorRunner::start() {
   stop();
+  timers_.assign(collectors_.size(), 0);
   for (std::size_t i = 0; i < collectors_.size(); ++i) {
-    timers_.push_back(std::make_unique<boost::asio::steady_timer>(io_));
     run(collectors_[i]);
     arm(i);
   }
 }
 
 void CollectorRunner::stop() {
-  for (auto& t : timers_) t->cancel();
+  for (ClockTimers::Id t : timers_) clock_timers_.cancel(t);
   timers_.clear();
 }
 
 void CollectorRunner::arm(std::size_t index) {
-  auto& timer = *timers_[index];
-  timer.expires_after(collectors_[index]->interval());
-  timer.async_wait([this, index, t = &timer](const boost::system::error_code& ec) {
-    // A restart replaces the timers: a cancelled one must not touch the new ones.
-    if (ec || index >= timers_.size() || timers_[index].get() != t) return;
+  // stop() cancels it: a cancelled timer is never called.
+  timers_[index] = clock_timers_.after(collectors_[index]->interval(), [this, index] {
     run(collectors_[index]);
     arm(index);
   });
@@ -126,11 +126,10 @@ void CollectorRunner::launch(const std::shared_ptr<Collector>& c, const std::str
   Flight f;
   f.collector = c;
   f.target = target;
-  f.start = std::chrono::steady_clock::now();
+  f.start = clock_->monotonic();
   f.deadline = deadline;
   f.id = next_id_++;
-  f.started = std::make_shared<std::atomic<std::int64_t>>(0);
-  f.timer = std::make_unique<boost::asio::steady_timer>(io_);
+  f.started = std::make_shared<Pickup>();
   const std::uint64_t id = f.id;
   auto started = f.started;
   auto& counter = stuck_[target];
@@ -138,41 +137,37 @@ void CollectorRunner::launch(const std::shared_ptr<Collector>& c, const std::str
   f.target_stuck = counter;
   state_.collectors[std::string(c->name())].targets[target].in_flight = true;
   Flight& placed = flights_.emplace(key, std::move(f)).first->second;
-  arm_deadline(key, placed, deadline);
+  arm_deadline(key, placed, to_seconds(deadline));
 
-  placed.ticket = pool_.post(
-      [job = std::move(job), inbox = inbox_, key, id, started, stuck = counter, this]() mutable {
-        started->store(
-            std::max<std::int64_t>(1, std::chrono::steady_clock::now().time_since_epoch().count()));
-        Result r;
-        try {
-          if (stuck->load() > 0) {
-            r.not_run = true;  // it would only tie up one more worker on the hung mount
-          } else {
-            r.update = job();
-          }
-        } catch (const std::exception& e) {
-          r.error = e.what();
-        } catch (...) {
-          r.error = "unknown exception";
-        }
-        job = nullptr;
-        std::lock_guard lock(inbox->mu);
-        if (inbox->io == nullptr) return;  // the runner is gone: drop the result
-        boost::asio::post(*inbox->io, [this, inbox, key, id, r = std::move(r)]() mutable {
-          if (inbox->io == nullptr) return;  // closed on this (the loop) thread meanwhile
-          finish(key, id, std::move(r));
-        });
-      });
+  placed.ticket = pool_.post([job = std::move(job), inbox = inbox_, key, id, started,
+                              stuck = counter, clock = clock_, this]() mutable {
+    started->at.store(clock->monotonic());
+    started->picked.store(true);
+    Result r;
+    try {
+      if (stuck->load() > 0) {
+        r.not_run = true;  // it would only tie up one more worker on the hung mount
+      } else {
+        r.update = job();
+      }
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    } catch (...) {
+      r.error = "unknown exception";
+    }
+    job = nullptr;
+    std::lock_guard lock(inbox->mu);
+    if (inbox->io == nullptr) return;  // the runner is gone: drop the result
+    boost::asio::post(*inbox->io, [this, inbox, key, id, r = std::move(r)]() mutable {
+      if (inbox->io == nullptr) return;  // closed on this (the loop) thread meanwhile
+      finish(key, id, std::move(r));
+    });
+  });
 }
 
-void CollectorRunner::arm_deadline(const std::string& key, Flight& f,
-                                   std::chrono::steady_clock::duration after) {
-  f.timer->expires_after(after);
+void CollectorRunner::arm_deadline(const std::string& key, Flight& f, double after_seconds) {
   const std::uint64_t id = f.id;
-  f.timer->async_wait([this, key, id](const boost::system::error_code& ec) {
-    if (!ec) expire(key, id);
-  });
+  f.timer = clock_timers_.after(after_seconds, [this, key, id] { expire(key, id); });
 }
 
 bool CollectorRunner::target_stuck(const std::string& target) const {
@@ -197,17 +192,13 @@ void CollectorRunner::finish(const std::string& key, std::uint64_t id, Result re
   std::shared_ptr<Collector> collector = it->second.collector;
   const std::string target = it->second.target;
   // From when a worker picked it up (the job's own duration), not from queueing.
-  const std::int64_t began = it->second.started->load();
-  const auto from =
-      began == 0
-          ? it->second.start
-          : std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(began));
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+  const Pickup& p = *it->second.started;
+  const double from = p.picked.load() ? p.at.load() : it->second.start;
+  const double seconds = std::max(0.0, clock_->monotonic() - from);
   const bool was_late = it->second.timed_out;
   const bool said_not_started = it->second.not_started_reported;
   if (was_late) --*it->second.target_stuck;
-  it->second.timer->cancel();
+  clock_timers_.cancel(it->second.timer);
   flights_.erase(it);
   if (result.not_run) {
     state_.collectors[std::string(collector->name())].targets[target].in_flight = false;
@@ -259,22 +250,20 @@ void CollectorRunner::expire(const std::string& key, std::uint64_t id) {
   auto it = flights_.find(key);
   if (it == flights_.end() || it->second.id != id || it->second.timed_out) return;
   Flight& f = it->second;
-  const auto now = std::chrono::steady_clock::now();
-  const std::int64_t started = f.started->load();
-  if (started == 0) {
+  const double now = clock_->monotonic();
+  if (!f.started->picked.load()) {
     // Still queued: no worker has run it, so nothing is known about the
     // target. Said once; the deadline counts again once a worker takes it.
     if (!f.not_started_reported) {
       f.not_started_reported = true;
       not_started(*f.collector, f.target, "not probed: all workers busy with stuck jobs");
     }
-    arm_deadline(key, f, f.deadline);
+    arm_deadline(key, f, to_seconds(f.deadline));
     return;
   }
-  const auto began =
-      std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(started));
-  if (now < began + f.deadline) {
-    arm_deadline(key, f, began + f.deadline - now);
+  const double began = f.started->at.load();
+  if (now < began + to_seconds(f.deadline)) {
+    arm_deadline(key, f, began + to_seconds(f.deadline) - now);
     return;
   }
   f.timed_out = true;
@@ -285,7 +274,7 @@ void CollectorRunner::expire(const std::string& key, std::uint64_t id) {
   ++status.timeouts;
   auto& t = status.targets[f.target];
   t.success = false;
-  t.duration_seconds = std::chrono::duration<double>(now - began).count();
+  t.duration_seconds = now - began;
   log::warn("collector run passed its deadline; still waiting for it in the background",
             {{"collector", f.collector->name()}, {"target", f.target}});
   try {

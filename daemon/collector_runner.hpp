@@ -14,6 +14,9 @@
 // one per collector per interval). Results come back to the loop thread through an
 // inbox that is closed at destruction, so a job that returns after the
 // runner is gone is dropped instead of touching freed memory.
+// Intervals, deadlines and durations follow the injected clock's monotonic
+// reading (ClockTimers): with a FakeClock, tests advance time instead of
+// sleeping.
 // Loop thread only (except the inbox, which is internally locked).
 
 #include <atomic>
@@ -27,11 +30,12 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "collectors/collector.hpp"
+#include "daemon/clock_timers.hpp"
 #include "daemon/worker_pool.hpp"
 #include "model/state.hpp"
+#include "util/clock.hpp"
 
 namespace ckptmon {
 
@@ -39,7 +43,7 @@ class CollectorRunner {
  public:
   // `on_change` is called on the loop thread after State changed.
   CollectorRunner(boost::asio::io_context& io, WorkerPool& pool, State& state,
-                  std::function<void()> on_change);
+                  std::shared_ptr<const Clock> clock, std::function<void()> on_change);
   ~CollectorRunner();
   CollectorRunner(const CollectorRunner&) = delete;
   CollectorRunner& operator=(const CollectorRunner&) = delete;
@@ -70,18 +74,23 @@ class CollectorRunner {
     std::mutex mu;
     boost::asio::io_context* io = nullptr;
   };
+  // When a worker picked the job up (the clock's monotonic reading), set
+  // by the worker, read on the loop.
+  struct Pickup {
+    std::atomic<bool> picked{false};
+    std::atomic<double> at{0};
+  };
   struct Flight {
     std::shared_ptr<Collector> collector;
     std::string target;
-    std::chrono::steady_clock::time_point start;
-    std::unique_ptr<boost::asio::steady_timer> timer;
+    double start = 0;  // monotonic, when queued
+    ClockTimers::Id timer = 0;
     Duration deadline{};
     bool timed_out = false;
     bool not_started_reported = false;
     std::uint64_t id = 0;
     std::uint64_t ticket = 0;  // the pool's, for mark_stuck
-    // steady_clock ticks when a worker picked the job up; 0 while queued.
-    std::shared_ptr<std::atomic<std::int64_t>> started;
+    std::shared_ptr<Pickup> started;
     // Stuck jobs of this target (all collectors), shared with queued jobs so
     // that one taken by a worker after its target got stuck does not run.
     std::shared_ptr<std::atomic<int>> target_stuck;
@@ -97,7 +106,7 @@ class CollectorRunner {
   void launch(const std::shared_ptr<Collector>& c, const std::string& target, Duration deadline);
   void finish(const std::string& key, std::uint64_t id, Result result);
   void expire(const std::string& key, std::uint64_t id);
-  void arm_deadline(const std::string& key, Flight& f, std::chrono::steady_clock::duration after);
+  void arm_deadline(const std::string& key, Flight& f, double after_seconds);
   // A job for `target` (any collector) is past its deadline and still running.
   bool target_stuck(const std::string& target) const;
   void not_started(Collector& collector, const std::string& target, const std::string& why);
@@ -107,12 +116,14 @@ class CollectorRunner {
   boost::asio::io_context& io_;
   WorkerPool& pool_;
   State& state_;
+  std::shared_ptr<const Clock> clock_;
   std::function<void()> on_change_;
   std::shared_ptr<Inbox> inbox_;
+  ClockTimers clock_timers_;
   std::vector<std::shared_ptr<Collector>> collectors_;
-  std::vector<std::unique_ptr<boost::asio::steady_timer>> timers_;  // one per collector
-  std::map<std::string, Flight> flights_;                           // key: collector "/" target
-  std::map<std::string, bool> reported_;                            // key -> has reported once
+  std::vector<ClockTimers::Id> timers_;    // one per collector, while started
+  std::map<std::string, Flight> flights_;  // key: collector "/" target
+  std::map<std::string, bool> reported_;   // key -> has reported once
   std::map<std::string, std::shared_ptr<std::atomic<int>>> stuck_;  // target -> its stuck jobs
   std::uint64_t next_id_ = 1;
 };

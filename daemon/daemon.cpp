@@ -143,7 +143,7 @@ bool Daemon::start(std::string* error) {
         {{"db", store_->path()}, {"corrupt_copy", store_->moved_aside()}});
   }
   pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
-  runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, [this] { changed(); });
+  runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, clock_, [this] { changed(); });
   runner_->set_collectors(make_collectors(CollectorEnv{clock_, store_, make_http_fetch()}));
   for (const auto& c : runner_->collectors()) {
     auto w = std::make_unique<WakeWatch>(io_, c, *runner_, state_);

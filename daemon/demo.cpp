@@ -33,21 +33,29 @@ namespace {
 // after 5-10 s instead of 5-30 minutes, so that within two minutes alerts
 // fire for a partial checkpoint, a growing drain backlog and a tier that fills.
 struct Timeline {
-  double scan_interval = 2;
-  double partial_after = 6;
-  double partial_for = 5;
-  double backlog_for = 10;
-  double too_slow_for = 10;
-  double too_slow_pending_age = 20;
-  double fill_for = 5;
-  double rate_window = 20;
-  double trend_window = 120;
-  double min_trend_span = 20;
-  double dcp_interval = 4;
-  double hf_interval = 6;
-  double megatron_interval = 3;
-  std::uint64_t dcp_drain_rate = 192 * 1024;  // 2 MiB saves every 4 s: the backlog grows
-  std::uint64_t hf_drain_rate = 1 << 20;
+  explicit Timeline(double speed_factor) : speed(speed_factor) {}
+  double speed;
+  // A time of the speed-1 timeline at this speed, and a rate.
+  double at(double seconds) const { return seconds / speed; }
+  std::uint64_t rate(double per_second) const {
+    return static_cast<std::uint64_t>(per_second * speed);
+  }
+
+  double scan_interval = at(2);
+  double partial_after = at(6);
+  double partial_for = at(5);
+  double backlog_for = at(10);
+  double too_slow_for = at(10);
+  double too_slow_pending_age = at(20);
+  double fill_for = at(5);
+  double rate_window = at(20);
+  double trend_window = at(120);
+  double min_trend_span = at(20);
+  double dcp_interval = at(4);
+  double hf_interval = at(6);
+  double megatron_interval = at(3);
+  std::uint64_t dcp_drain_rate = rate(192 * 1024);  // 2 MiB saves every 4 s: the backlog grows
+  std::uint64_t hf_drain_rate = rate(1 << 20);
 };
 
 std::string dur(double seconds) {
@@ -137,15 +145,7 @@ int run_demo(const DemoOptions& opts) {
     return 1;
   }
   const double speed = std::clamp(opts.speed, 1.0, 20.0);
-  Timeline t;
-  for (double* v :
-       {&t.scan_interval, &t.partial_after, &t.partial_for, &t.backlog_for, &t.too_slow_for,
-        &t.too_slow_pending_age, &t.fill_for, &t.rate_window, &t.trend_window, &t.min_trend_span,
-        &t.dcp_interval, &t.hf_interval, &t.megatron_interval}) {
-    *v /= speed;
-  }
-  t.dcp_drain_rate = static_cast<std::uint64_t>(static_cast<double>(t.dcp_drain_rate) * speed);
-  t.hf_drain_rate = static_cast<std::uint64_t>(static_cast<double>(t.hf_drain_rate) * speed);
+  const Timeline t(speed);
 
   std::string tmpl = (fs::temp_directory_path() / "ckptmon-demo-XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr) {

@@ -10,22 +10,16 @@ void gpu_families(const State& state, std::vector<prometheus::MetricFamily>& out
   if (!state.config || !state.config->gpu.enabled()) return;
   const GpuState empty;
   const GpuState& g = state.gpu ? *state.gpu : empty;
-  FamilyBuilder up("ckptmon_gpu_source_up",
-                   "1 when the last poll of the GPU source (gpu.source) succeeded.",
-                   MetricType::Gauge);
-  up.add({}, g.up ? 1 : 0);
-  append(out, std::move(up));
-  FamilyBuilder errors("ckptmon_gpu_source_errors_total",
-                       "Failed polls and failed calls of the GPU source (each logged once).",
-                       MetricType::Counter);
-  errors.add({}, static_cast<double>(g.errors));
-  append(out, std::move(errors));
-  FamilyBuilder mapping("ckptmon_gpu_job_mapping_errors_total",
-                        "Job mapping files (gpu.job_mapping_dir) rejected: empty, binary, too "
-                        "large, too many jobs, unreadable.",
-                        MetricType::Counter);
-  mapping.add({}, static_cast<double>(g.mapping_errors));
-  append(out, std::move(mapping));
+  append_scalar(out, "ckptmon_gpu_source_up",
+                "1 when the last poll of the GPU source (gpu.source) succeeded.", MetricType::Gauge,
+                g.up ? 1 : 0);
+  append_scalar(out, "ckptmon_gpu_source_errors_total",
+                "Failed polls and failed calls of the GPU source (each logged once).",
+                MetricType::Counter, static_cast<double>(g.errors));
+  append_scalar(out, "ckptmon_gpu_job_mapping_errors_total",
+                "Job mapping files (gpu.job_mapping_dir) rejected: empty, binary, too "
+                "large, too many jobs, unreadable.",
+                MetricType::Counter, static_cast<double>(g.mapping_errors));
 
   FamilyBuilder util("ckpt_gpu_utilization_ratio",
                      "Share of the last sample period the GPU was busy (NVML gpu utilisation, "

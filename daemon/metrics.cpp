@@ -17,6 +17,7 @@
 
 #include "daemon/gpu_metrics.hpp"
 #include "daemon/io_metrics.hpp"
+#include "model/checkpoint_skew.hpp"
 #include "util/label.hpp"
 #include "util/metric_labels.hpp"
 
@@ -65,6 +66,13 @@ FamilyBuilder& FamilyBuilder::add_histogram(const Labels& labels, const Histogra
 
 void append(std::vector<prometheus::MetricFamily>& out, FamilyBuilder&& b) {
   if (!b.empty()) out.push_back(b.take());
+}
+
+void append_scalar(std::vector<prometheus::MetricFamily>& out, std::string name, std::string help,
+                   prometheus::MetricType type, double value) {
+  FamilyBuilder b(std::move(name), std::move(help), type);
+  b.add({}, value);
+  append(out, std::move(b));
 }
 
 std::vector<prometheus::MetricFamily> state_families(const State& state) {
@@ -317,8 +325,7 @@ void catalog_families(const State& state, std::vector<prometheus::MetricFamily>&
         // The event log knows shard end times and the save's start and commit
         // exactly; file mtimes are the fallback.
         const EventStep* ev = state.event_step(c);
-        const auto ev_skew = ev != nullptr ? ev->completion_skew() : std::nullopt;
-        last_skew.add(tj, ev_skew ? *ev_skew : c.completion_skew());
+        last_skew.add(tj, completion_skew(c, ev));
         last_ts.add(tj, c.marker_time > 0 ? c.marker_time : c.last_write);
         if (c.save_end > c.save_start && c.save_start > 0) {
           last_duration.add(tj, c.save_end - c.save_start);

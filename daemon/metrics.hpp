@@ -32,6 +32,10 @@ class FamilyBuilder {
 // Appends the family to `out` unless it has no samples.
 void append(std::vector<prometheus::MetricFamily>& out, FamilyBuilder&& b);
 
+// Appends a family of one unlabelled sample.
+void append_scalar(std::vector<prometheus::MetricFamily>& out, std::string name, std::string help,
+                   prometheus::MetricType type, double value);
+
 // Domain and collector metrics for everything in `state`.
 std::vector<prometheus::MetricFamily> state_families(const State& state);
 

@@ -9,6 +9,7 @@
 #include "collectors/tier_stats.hpp"
 #include "collectors/tree_scan.hpp"
 #include "config/config.hpp"
+#include "daemon/columns.hpp"
 #include "daemon/http_get.hpp"
 #include "daemon/report_prometheus.hpp"
 #include "daemon/rules_cycle.hpp"
@@ -377,25 +378,6 @@ std::vector<TermRow> term_rows(const TierPlan& p) {
   return rows;
 }
 
-std::string columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent) {
-  std::vector<std::size_t> width;
-  for (const auto& r : rows) {
-    width.resize(std::max(width.size(), r.size()), 0);
-    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  }
-  std::string out;
-  for (const auto& r : rows) {
-    std::string line = indent;
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      line += r[i];
-      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
-}
-
 std::vector<std::vector<std::string>> job_rows(const TierPlan& p) {
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < p.jobs.size(); ++i) {
@@ -439,11 +421,11 @@ std::string render_table(const std::vector<TierPlan>& plans) {
       out += "  (no jobs)\n";
     } else {
       jobs.insert(jobs.begin(), {"JOB", "LATEST", "P90", "RETAINED", "REQUIRED"});
-      out += columns(jobs, "  ");
+      out += text_columns(jobs, "  ");
     }
     std::vector<std::vector<std::string>> terms;
     for (const TermRow& r : term_rows(p)) terms.push_back({r.term, r.value, r.how});
-    out += columns(terms, "  ");
+    out += text_columns(terms, "  ");
   }
   if (plans.empty()) out += "(no tiers)\n";
   return out;

@@ -257,7 +257,7 @@ void RulesCycle::evaluate() {
 
     RuleFigures figures =
         evaluate_rules(state_.tiers, checkpoints, history_, verifications_of(state_, checkpoints),
-                       policy_, now, drained_totals_of(state_));
+                       policy_, now, drained_totals_of(state_), state_.events.get());
     apply_monotonic_ages(figures.drain, pending_anchors_, now, mono);
     {
       std::vector<TierPlan> plans;

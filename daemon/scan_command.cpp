@@ -8,6 +8,7 @@
 
 #include "collectors/tree_scan.hpp"
 #include "config/config.hpp"
+#include "daemon/columns.hpp"
 #include "daemon/web.hpp"
 #include "util/text.hpp"
 
@@ -90,19 +91,7 @@ int run_scan_command(const ScanCommandOptions& opts, const Clock& clock, std::os
                     std::string(to_string(c.state)), std::to_string(c.files),
                     human_bytes(static_cast<double>(c.bytes)), skew, c.path, c.reason});
   }
-  std::vector<std::size_t> width(rows[0].size(), 0);
-  for (const auto& r : rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  }
-  for (const auto& r : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      line += r[i];
-      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out << line << "\n";
-  }
+  out << text_columns(rows);
   if (all.empty()) out << "(no checkpoints found)\n";
   return rc;
 }

@@ -14,6 +14,7 @@
 
 #include "daemon/http_server.hpp"
 #include "daemon/rules_cycle.hpp"
+#include "model/checkpoint_skew.hpp"
 #include "rules/recovery.hpp"
 #include "util/duration.hpp"
 #include "util/label.hpp"
@@ -284,7 +285,7 @@ nlohmann::json checkpoint_json(const Checkpoint& c, const State* state) {
   if (state != nullptr) {
     if (const EventStep* ev = state->event_step(c)) {
       j["events"] = event_step_json(*ev);
-      if (auto skew = ev->completion_skew()) j["completion_skew_seconds"] = *skew;
+      j["completion_skew_seconds"] = completion_skew(c, ev);
       if (!j.contains("save_duration_seconds")) {
         if (auto d = ev->duration()) j["save_duration_seconds"] = *d;
       }
@@ -357,8 +358,40 @@ bool render_findings_json(const Snapshot& snap, const std::map<std::string, std:
   return true;
 }
 
+namespace {
+
+// What the event log knows of (tier, job): its kept steps, the newest, how
+// many committed, the last event and the failures; null when it names none.
+nlohmann::json job_events_json(const EventCatalog* events, const std::string& tier,
+                               const std::string& job) {
+  if (events == nullptr) return nullptr;
+  std::uint64_t steps = 0, committed = 0;
+  std::optional<std::int64_t> latest;
+  double last_ts = 0;
+  for (auto it = events->steps.lower_bound(
+           StepKeyLess::View{tier, job, std::numeric_limits<std::int64_t>::min()});
+       it != events->steps.end() && it->first.tier == tier && it->first.job == job; ++it) {
+    ++steps;
+    if (it->second.committed) ++committed;
+    latest = std::max(latest.value_or(it->first.step), it->first.step);
+    last_ts = std::max(last_ts, it->second.last_event_ts);
+  }
+  auto j = events->jobs.find({tier, job});
+  if (steps == 0 && j == events->jobs.end()) return nullptr;
+  return {{"steps", steps},
+          {"committed_steps", committed},
+          {"latest_step", latest ? nlohmann::json(*latest) : nlohmann::json()},
+          {"last_event_ts", last_ts > 0 ? nlohmann::json(last_ts) : nlohmann::json()},
+          {"failures", j != events->jobs.end() ? j->second.failures : 0}};
+}
+
+}  // namespace
+
 std::string render_jobs_json(const Snapshot& snap) {
-  nlohmann::json arr = nlohmann::json::array();
+  // By (tier, job): the jobs of the catalogs, then those only the event log
+  // names (no checkpoint on disk yet, or the tier not walked yet).
+  std::map<std::pair<std::string, std::string>, nlohmann::json> rows;
+  const EventCatalog* events = snap.state.events.get();
   for (const auto& [tier, cat] : snap.state.catalogs) {
     for (const auto& [job, r] : summarize_jobs(cat)) {
       const std::int64_t step = r.latest_committed_step();
@@ -370,22 +403,53 @@ std::string render_jobs_json(const Snapshot& snap) {
       o["stored_bytes"] = r.stored_bytes;
       o["unreadable"] = r.unreadable;
       o["latest_committed_step"] = step >= 0 ? nlohmann::json(step) : nlohmann::json();
-      if (snap.rules) {
-        if (auto g = snap.rules->gpu_jobs.find(job); g != snap.rules->gpu_jobs.end()) {
-          auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
-          o["gpu"] = {{"gpus", g->second.gpus},
-                      {"idle_gpu_seconds_total", g->second.lost_total},
-                      {"checkpoints_joined", g->second.joined},
-                      {"checkpoints_unknown", g->second.unknown},
-                      {"last_step", opt(g->second.last_step)},
-                      {"last_idle_gpu_seconds", opt(g->second.last_lost)},
-                      {"last_utilization_ratio", opt(g->second.last_during)},
-                      {"last_baseline_utilization_ratio", opt(g->second.last_baseline)},
-                      {"last_drop_ratio", opt(g->second.last_drop)}};
-        }
-      }
-      arr.push_back(std::move(o));
+      o["on_disk"] = true;
+      o["events"] = job_events_json(events, tier, job);
+      rows.emplace(std::pair{tier, job}, std::move(o));
     }
+  }
+  if (events != nullptr) {
+    std::set<std::pair<std::string, std::string>> named;
+    for (const auto& [key, _] : events->steps) named.emplace(key.tier, key.job);
+    for (const auto& [key, _] : events->jobs) named.insert(key);
+    for (const auto& [tier, job] : named) {
+      if (rows.contains({tier, job})) continue;
+      // Nothing of it on disk: zero where the tier's last walk is known,
+      // unknown (null) before its first walk.
+      auto c = snap.state.catalogs.find(tier);
+      const bool walked = c != snap.state.catalogs.end() && c->second.scanned;
+      const nlohmann::json zero = walked ? nlohmann::json(0) : nlohmann::json();
+      nlohmann::json o{{"tier", tier},
+                       {"job", display_name(job)},
+                       {"job_label", label_value(job)},
+                       {"checkpoints", zero}};
+      for (CkptState s : kAllCkptStates) o[std::string(to_string(s))] = zero;
+      o["stored_bytes"] = zero;
+      o["unreadable"] = walked ? nlohmann::json(false) : nlohmann::json();
+      o["latest_committed_step"] = nullptr;
+      o["on_disk"] = false;
+      o["events"] = job_events_json(events, tier, job);
+      rows.emplace(std::pair{tier, job}, std::move(o));
+    }
+  }
+  nlohmann::json arr = nlohmann::json::array();
+  for (auto& [key, o] : rows) {
+    const std::string& job = key.second;
+    if (snap.rules) {
+      if (auto g = snap.rules->gpu_jobs.find(job); g != snap.rules->gpu_jobs.end()) {
+        auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+        o["gpu"] = {{"gpus", g->second.gpus},
+                    {"idle_gpu_seconds_total", g->second.lost_total},
+                    {"checkpoints_joined", g->second.joined},
+                    {"checkpoints_unknown", g->second.unknown},
+                    {"last_step", opt(g->second.last_step)},
+                    {"last_idle_gpu_seconds", opt(g->second.last_lost)},
+                    {"last_utilization_ratio", opt(g->second.last_during)},
+                    {"last_baseline_utilization_ratio", opt(g->second.last_baseline)},
+                    {"last_drop_ratio", opt(g->second.last_drop)}};
+      }
+    }
+    arr.push_back(std::move(o));
   }
   return arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }

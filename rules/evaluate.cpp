@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "model/checkpoint_skew.hpp"
+
 namespace ckptmon {
 
 std::string_view to_string(Severity s) {
@@ -25,7 +27,8 @@ const TierPolicy& RulesPolicy::for_tier(const std::string& tier) const {
 RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
                            std::span<const Checkpoint> checkpoints, const RulesHistory& history,
                            const Verifications& verified, const RulesPolicy& policy, double now,
-                           const std::map<DrainKey, double>& drained_totals) {
+                           const std::map<DrainKey, double>& drained_totals,
+                           const EventCatalog* events) {
   RuleFigures out;
   out.now = now;
   std::set<std::string> deletion_tiers;
@@ -63,7 +66,7 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
         j.has_committed = true;
         j.last_step = last.step;
         j.last_commit_time = commit_time(last);
-        j.last_completion_skew_seconds = last.completion_skew();
+        j.last_completion_skew_seconds = completion_skew(last, events);
       }
       out.job_tiers.push_back(std::move(j));
     }

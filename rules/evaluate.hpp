@@ -57,9 +57,12 @@ struct RuleFigures {
 // `tiers` is State::tiers (configuration, up/down, statfs figures).
 // Checkpoints on tiers not in `tiers` are ignored. `drained_totals`: the
 // event log's cumulative drained bytes (shard_drained) by drain, where known.
+// `events`: the event log's aggregates (State::events), for what it knows
+// better than the files (a checkpoint's skew); null without one.
 RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
                            std::span<const Checkpoint> checkpoints, const RulesHistory& history,
                            const Verifications& verified, const RulesPolicy& policy, double now,
-                           const std::map<DrainKey, double>& drained_totals = {});
+                           const std::map<DrainKey, double>& drained_totals = {},
+                           const EventCatalog* events = nullptr);
 
 }  // namespace ckptmon

@@ -246,9 +246,9 @@ class Process:
 class Ckptmon(Process):
     """`ckptmon serve` on 127.0.0.1:0; `port` is read back from its log."""
 
-    def __init__(self, config_file, extra_args=()):
+    def __init__(self, config_file, extra_args=(), serve_args=()):
         super().__init__([BIN, *extra_args, "serve", "--config.file", config_file,
-                          "--web.listen-address", "127.0.0.1:0"])
+                          "--web.listen-address", "127.0.0.1:0", *serve_args])
         try:
             m = self.wait_line(r"msg=listening .*\bport=(\d+)")
         except BaseException:
@@ -395,3 +395,15 @@ class Workspace:
             shutil.rmtree(self.dir, ignore_errors=True)
         if errors:
             raise errors[0]
+
+
+class TwoTierTest(unittest.TestCase):
+    """A test case with a workspace (self.ws, closed after the test) holding
+    two empty tier directories, self.a and self.b."""
+
+    def setUp(self):
+        require_binary()
+        self.ws = Workspace()
+        self.addCleanup(self.ws.close)
+        self.a = self.ws.mkdir("a")
+        self.b = self.ws.mkdir("b")

@@ -263,6 +263,30 @@ class Demo(unittest.TestCase):
         p.proc.send_signal(signal.SIGINT)
         self.assertEqual(p.wait(timeout=30), 0)
 
+    def test_bad_duration_flags_name_the_flag_and_value(self):
+        # One line each: command, flag, what it expects, the value given; exit 2.
+        such_as = "expected a duration such as 500ms, 30s, 5m or 1h30m"
+        at_least = "expected a duration of at least 10ms"
+        cases = [
+            (["serve", "--config.read-timeout", "5ms"], "serve", "--config.read-timeout",
+             at_least, "5ms"),
+            (["serve", "--web.read-header-timeout", "x"], "serve", "--web.read-header-timeout",
+             at_least, "x"),
+            (["serve", "--web.read-timeout", "9ms"], "serve", "--web.read-timeout", at_least,
+             "9ms"),
+            (["serve", "--config.watch-interval", "soon"], "serve", "--config.watch-interval",
+             such_as, "soon"),
+            (["scan", "--partial-after", "1 h", "/nonexistent"], "scan", "--partial-after",
+             such_as, "1 h"),
+            (["demo", "--web.listen-address", "127.0.0.1:0", "--exit-after", "soon"], "demo",
+             "--exit-after", such_as, "soon"),
+        ]
+        for args, command, flag, expects, value in cases:
+            with self.subTest(flag=flag):
+                r = ckptmon(*args)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(r.stderr, f'ckptmon {command}: {flag}: {expects}, got "{value}"\n')
+
     def test_bad_exit_after(self):
         r = ckptmon("demo", "--web.listen-address", "127.0.0.1:0", "--exit-after", "soon")
         self.assertEqual(r.returncode, 2)

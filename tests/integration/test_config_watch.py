@@ -39,31 +39,14 @@ class ConfigMapVolume:
                 os.symlink(os.path.join("..data", name), link)
 
 
-class Watching(harness.Ckptmon):
-    """`ckptmon serve --config.watch-interval=100ms` on 127.0.0.1:0."""
-
-    def __init__(self, config_file):
-        harness.Process.__init__(self, [
-            harness.BIN, "serve", "--config.file", config_file, "--config.watch-interval=100ms",
-            "--web.listen-address", "127.0.0.1:0"])
-        try:
-            self.port = int(self.wait_line(r"msg=listening .*\bport=(\d+)").group(1))
-        except BaseException:
-            self.stop()
-            raise
-
-
-class ConfigWatch(unittest.TestCase):
+class ConfigWatch(harness.TwoTierTest):
     def setUp(self):
-        harness.require_binary()
-        self.ws = harness.Workspace()
-        self.addCleanup(self.ws.close)
-        self.a = self.ws.mkdir("a")
-        self.b = self.ws.mkdir("b")
+        super().setUp()
         self.vol = ConfigMapVolume(self.ws.path("configmap"))
         self.state = self.ws.mkdir("state")
         self.vol.update({"ckptmon.yml": self.config([harness.tier_yaml("a", self.a)])})
-        self.ck = self.ws.start(Watching(os.path.join(self.vol.root, "ckptmon.yml")))
+        self.ck = self.ws.start(harness.Ckptmon(os.path.join(self.vol.root, "ckptmon.yml"),
+                                                serve_args=["--config.watch-interval=100ms"]))
         self.ck.wait_ready()
 
     def config(self, tiers):

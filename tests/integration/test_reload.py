@@ -13,13 +13,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 
-class Reload(unittest.TestCase):
+class Reload(harness.TwoTierTest):
     def setUp(self):
-        harness.require_binary()
-        self.ws = harness.Workspace()
-        self.addCleanup(self.ws.close)
-        self.a = self.ws.mkdir("a")
-        self.b = self.ws.mkdir("b")
+        super().setUp()
         self.cfg_text = harness.config_yaml([harness.tier_yaml("a", self.a)])
         self.ck = self.ws.ckptmon(self.cfg_text)
         self.cfg = self.ws.path("ckptmon.yml")

@@ -24,6 +24,18 @@ using namespace std::chrono_literals;
 
 using testing::Gate;
 
+// Runs `io` on this thread until `pred` holds. The cap only turns a bug into
+// a failure instead of a hang; nothing is asserted about how long it took.
+template <typename Pred>
+bool run_loop_until(boost::asio::io_context& io, Pred pred) {
+  const auto cap = std::chrono::steady_clock::now() + 10s;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > cap) return false;
+    io.run_one_for(10ms);
+  }
+  return true;
+}
+
 // A collector whose jobs the test scripts target by target. Loop thread only,
 // like the real ones.
 class FakeCollector final : public Collector {
@@ -64,7 +76,8 @@ class CollectorRunnerTest : public ::testing::Test {
  protected:
   CollectorRunnerTest()
       : guard_(boost::asio::make_work_guard(io_)),
-        runner_(std::make_unique<CollectorRunner>(io_, pool_, state_, [this] { ++changes_; })) {
+        runner_(
+            std::make_unique<CollectorRunner>(io_, pool_, state_, clock_, [this] { ++changes_; })) {
     fake_ = std::make_shared<FakeCollector>();
     runner_->set_collectors({fake_});
   }
@@ -74,16 +87,9 @@ class CollectorRunnerTest : public ::testing::Test {
     io_.poll();
   }
 
-  // Runs the loop until `pred` holds. The cap only turns a bug into a failure
-  // instead of a hang; nothing is asserted about how long it took.
   template <typename Pred>
   bool run_until(Pred pred) {
-    const auto cap = std::chrono::steady_clock::now() + 10s;
-    while (!pred()) {
-      if (std::chrono::steady_clock::now() > cap) return false;
-      io_.run_one_for(10ms);
-    }
-    return true;
+    return run_loop_until(io_, pred);
   }
 
   const CollectorStatus& status() { return state_.collectors["fake"]; }
@@ -97,6 +103,8 @@ class CollectorRunnerTest : public ::testing::Test {
   WorkerPool pool_{4};
   State state_;
   int changes_ = 0;
+  // Deadlines and intervals follow it: the tests move it, nothing sleeps.
+  std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
   std::unique_ptr<CollectorRunner> runner_;
   std::shared_ptr<FakeCollector> fake_;
 };
@@ -191,11 +199,19 @@ TEST_F(CollectorRunnerTest, DeadlinePassesThenTheLateResultIsApplied) {
   };
   fake_->deadline_ = std::chrono::duration_cast<Duration>(20ms);
   runner_->run_all();
+  // The deadline counts from when a worker took the job, on the clock.
+  ASSERT_TRUE(gate->wait_entered(1));
+  clock_->advance(0.019);
+  io_.poll();
+  EXPECT_EQ(status().timeouts, 0u);
+  EXPECT_TRUE(fake_->deadlines.empty());
+  clock_->advance(0.001);
   ASSERT_TRUE(run_until([&] { return status().timeouts == 1; }));
   EXPECT_EQ(fake_->deadlines, std::vector<std::string>{"a"});
   EXPECT_FALSE(status().targets.at("a").success);
   EXPECT_FALSE(status().success());
-  EXPECT_GT(status().targets.at("a").duration_seconds, 0.0);
+  // 19 ms + 1 ms of clock time since the worker took it.
+  EXPECT_NEAR(status().targets.at("a").duration_seconds, 0.020, 1e-6);
   EXPECT_TRUE(runner_->all_reported());  // a deadline counts as a report
   EXPECT_EQ(marker("a"), "<none>");      // nothing applied yet
   EXPECT_EQ(runner_->in_flight(), 1u);   // still waited for in the background
@@ -206,9 +222,11 @@ TEST_F(CollectorRunnerTest, DeadlinePassesThenTheLateResultIsApplied) {
   EXPECT_EQ(status().skipped, 1u);
   EXPECT_EQ(fake_->prepared["a"], 1);
 
+  clock_->advance(5);  // returns 5 s later: its duration is 5.02 s
   gate->release();
   ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
   EXPECT_EQ(marker("a"), "late result");
+  EXPECT_NEAR(status().targets.at("a").duration_seconds, 5.020, 1e-6);
   EXPECT_TRUE(status().targets.at("a").success);
   EXPECT_TRUE(status().success());
   EXPECT_EQ(status().timeouts, 1u);
@@ -312,8 +330,9 @@ TEST_F(CollectorRunnerTest, ResultsAfterTheRunnerIsGoneAreDropped) {
   runner_->run_all();
   ASSERT_TRUE(gate->wait_entered(1));
   // Past the deadline before the loop runs again: a deadline timer that
-  // survived the runner would fire at the first poll below.
-  std::this_thread::sleep_for(5ms);
+  // survived the runner would fire at the first poll below (the clock's
+  // move has queued a wake-up on the loop already).
+  clock_->advance(0.005);
   runner_.reset();
   const int changes_before = changes_;
   gate->release();
@@ -356,6 +375,29 @@ TEST_F(CollectorRunnerTest, AResultQueuedOnTheLoopBeforeDestructionIsDropped) {
   EXPECT_EQ(token.use_count(), 2);  // the dropped result released it
 }
 
+TEST_F(CollectorRunnerTest, PeriodicRunsFollowTheClock) {
+  // FakeCollector's interval is one hour of clock time, however long it takes.
+  fake_->targets_ = {"a"};
+  fake_->jobs["a"] = []() -> Update { return nullptr; };
+  // Moves the clock, lets the loop act on it (a due run is prepared there and
+  // then) and waits for the job; returns the runs so far.
+  auto runs_after = [&](double seconds) {
+    clock_->advance(seconds);
+    io_.poll();
+    EXPECT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+    return fake_->prepared["a"];
+  };
+  runner_->start();
+  EXPECT_EQ(runs_after(0), 1);  // at start
+  EXPECT_EQ(runs_after(3599), 1);
+  EXPECT_EQ(runs_after(1), 2);
+  clock_->jump_wall(7200);  // a wall clock stepped forward is not time passing
+  EXPECT_EQ(runs_after(0), 2);
+  EXPECT_EQ(runs_after(3600), 3);
+  runner_->stop();  // no more runs however far the clock moves
+  EXPECT_EQ(runs_after(36000), 3);
+}
+
 // A small pool shared by several collectors, as in the daemon, for the
 // starvation cases: tier "a" hangs (its jobs wait on a gate opened only at
 // teardown), tier "b" is healthy.
@@ -371,7 +413,7 @@ class StarvationTest : public ::testing::Test {
 
   void start(std::size_t threads, long spares, const std::vector<std::string>& names) {
     pool_ = std::make_unique<WorkerPool>(threads, spares);
-    runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, [] {});
+    runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, clock_, [] {});
     std::vector<std::shared_ptr<Collector>> all;
     for (const auto& n : names) {
       auto c = std::make_shared<FakeCollector>();
@@ -396,18 +438,15 @@ class StarvationTest : public ::testing::Test {
 
   template <typename Pred>
   bool run_until(Pred pred) {
-    const auto cap = std::chrono::steady_clock::now() + 10s;
-    while (!pred()) {
-      if (std::chrono::steady_clock::now() > cap) return false;
-      io_.run_one_for(10ms);
-    }
-    return true;
+    return run_loop_until(io_, pred);
   }
 
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
   std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
   std::shared_ptr<std::atomic<int>> probed_ = std::make_shared<std::atomic<int>>(0);
+  // The 20 ms deadlines pass when a test moves it past them, never on their own.
+  std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
   State state_;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<CollectorRunner> runner_;
@@ -420,6 +459,13 @@ TEST_F(StarvationTest, AHungTargetDoesNotStarveAHealthyOneAcrossIntervals) {
   start(2, -1, {"stats", "scan"});
   for (int cycle = 1; cycle <= 3; ++cycle) {
     runner_->run_all();
+    if (cycle == 1) {
+      // Both workers hang on tier a; scan's b waits behind them until the
+      // deadlines pass and the pool adds spares for the stuck jobs.
+      ASSERT_TRUE(gate_->wait_entered(2));
+      EXPECT_EQ(probed_->load(), 1);  // stats' b ran between the two
+      clock_->advance(0.020);
+    }
     ASSERT_TRUE(run_until([&] { return probed_->load() == 2 * cycle; })) << "cycle " << cycle;
     ASSERT_TRUE(run_until([&] {
       return !state_.collectors["stats"].targets["b"].in_flight &&
@@ -447,6 +493,8 @@ TEST_F(StarvationTest, AJobThatNeverStartedIsNotProbedNotTimedOut) {
   start(1, 0, {"stats"});
   auto& stats = *fakes_["stats"];
   runner_->run_all();
+  ASSERT_TRUE(gate_->wait_entered(1));
+  clock_->advance(0.020);
   ASSERT_TRUE(run_until([&] {
     return state_.collectors["stats"].timeouts == 1 && state_.collectors["stats"].not_started == 1;
   }));
@@ -472,8 +520,9 @@ TEST_F(StarvationTest, NoCollectorStartsAnotherJobForATargetWithAStuckJob) {
   start(4, 0, {"stats", "scan"});
   auto& scan = *fakes_["scan"];
   ASSERT_TRUE(runner_->run("stats"));
-  ASSERT_TRUE(run_until([&] { return state_.collectors["stats"].timeouts == 1; }));
   ASSERT_TRUE(gate_->wait_entered(1));
+  clock_->advance(0.020);
+  ASSERT_TRUE(run_until([&] { return state_.collectors["stats"].timeouts == 1; }));
 
   // Tier a has a stuck statfs: the walk of the other collector is not started
   // (it would only tie up another worker); tier b is.
@@ -503,6 +552,8 @@ TEST_F(StarvationTest, AQueuedJobForATargetThatGotStuckDoesNotRun) {
   // run (it would hang the spare too and starve b).
   start(1, 1, {"stats", "scan"});
   runner_->run_all();
+  ASSERT_TRUE(gate_->wait_entered(1));
+  clock_->advance(0.020);
   ASSERT_TRUE(run_until([&] { return probed_->load() == 2; }));
   ASSERT_TRUE(run_until([&] { return !state_.collectors["scan"].targets["a"].in_flight; }));
   EXPECT_EQ(gate_->entered_count(), 1);  // only the first job for a reached the mount

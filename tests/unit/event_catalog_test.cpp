@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 #include "daemon/rules_cycle.hpp"
+#include "rules/alerts.hpp"
+#include "rules/evaluate.hpp"
 #include "rules/recovery.hpp"
 
 #include "daemon/metrics.hpp"
@@ -343,6 +345,103 @@ TEST(EventMerge, LatestCheckpointFiguresComeFromItsEventsWhenPresent) {
   nlohmann::json without = checkpoint_json(scanned(10), &st);
   EXPECT_DOUBLE_EQ(without["completion_skew_seconds"].get<double>(), 30.0);
   EXPECT_FALSE(without.contains("events"));
+}
+
+// Step 20's mtimes are 30 s apart, its shards' end times (events) 2.5 s
+// (2012.5 - 2010.0): the rule used to judge the mtimes while the gauge and
+// the API showed the events' skew. One definition now: the events' where they
+// have the shards, the mtimes otherwise.
+TEST(EventMerge, SkewAlertGaugeAndApiUseOneDefinition) {
+  State st = state_with_events();
+  RulesPolicy policy;
+  policy.alerting.rules.completion_skew_high.max_skew_seconds = 10;
+  policy.alerting.rules.completion_skew_high.clear_skew_seconds = 5;
+  const auto& cps = st.catalogs.at("rapid").checkpoints;
+  auto skew_alert = [&](const RuleFigures& f) -> std::optional<AlertCondition> {
+    for (const auto& c : alert_conditions(f, st.tiers, policy.alerting)) {
+      if (c.labels.alertname == "CheckpointCompletionSkewHigh") return c;
+    }
+    return std::nullopt;
+  };
+
+  RuleFigures with =
+      evaluate_rules(st.tiers, cps, RulesHistory{}, {}, policy, 3000, {}, st.events.get());
+  ASSERT_EQ(with.job_tiers.size(), 1u);
+  EXPECT_DOUBLE_EQ(with.job_tiers[0].last_completion_skew_seconds, 2.5);
+  std::optional<AlertCondition> a = skew_alert(with);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->signal, Signal::kClear);  // 2.5 s is under 10 s
+  EXPECT_DOUBLE_EQ(a->value, 2.5);
+  EXPECT_TRUE(has_sample(
+      serialize(state_families(st)),
+      "ckpt_last_checkpoint_completion_skew_seconds{tier=\"rapid\",training_job=\"llama\"} 2.5"));
+  EXPECT_DOUBLE_EQ(checkpoint_json(scanned(20), &st)["completion_skew_seconds"].get<double>(), 2.5);
+
+  // No event log: the mtimes (30 s) for the rule and the gauge alike.
+  st.events = nullptr;
+  RuleFigures without =
+      evaluate_rules(st.tiers, cps, RulesHistory{}, {}, policy, 3000, {}, st.events.get());
+  ASSERT_EQ(without.job_tiers.size(), 1u);
+  EXPECT_DOUBLE_EQ(without.job_tiers[0].last_completion_skew_seconds, 30.0);
+  a = skew_alert(without);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->signal, Signal::kFire);
+  EXPECT_TRUE(has_sample(
+      serialize(state_families(st)),
+      "ckpt_last_checkpoint_completion_skew_seconds{tier=\"rapid\",training_job=\"llama\"} 30"));
+  EXPECT_DOUBLE_EQ(checkpoint_json(scanned(20), &st)["completion_skew_seconds"].get<double>(),
+                   30.0);
+}
+
+// /api/v1/jobs lists a job the event log names before any checkpoint of it
+// is on disk: with what the log knows, zero on disk once the tier was walked,
+// unknown (null) before its first walk.
+TEST(EventMerge, JobsKnownOnlyFromEventsAreListed) {
+  Snapshot snap;
+  snap.state = state_with_events();
+  auto cat = std::make_shared<EventCatalog>(*snap.state.events);
+  Feed feed(*cat);
+  feed(ev("checkpoint_start", 2100.0, ",\"step\":5", "gpt") +
+       ev("checkpoint_failed", 2140.0, ",\"step\":5,\"reason\":\"oom\"", "gpt") +
+       ev("checkpoint_start", 2200.0, ",\"step\":6", "gpt"));
+  snap.state.events = cat;
+
+  nlohmann::json jobs = nlohmann::json::parse(render_jobs_json(snap));
+  ASSERT_EQ(jobs.size(), 2u) << jobs.dump(2);
+  const nlohmann::json& gpt = jobs[0];  // sorted by tier, then job
+  EXPECT_EQ(gpt["tier"], "rapid");
+  EXPECT_EQ(gpt["job"], "gpt");
+  EXPECT_EQ(gpt["on_disk"], false);
+  EXPECT_EQ(gpt["checkpoints"], 0);  // rapid was walked: none on disk
+  EXPECT_EQ(gpt["committed"], 0);
+  EXPECT_EQ(gpt["stored_bytes"], 0);
+  EXPECT_TRUE(gpt["latest_committed_step"].is_null());
+  EXPECT_EQ(gpt["events"]["steps"], 2);
+  EXPECT_EQ(gpt["events"]["committed_steps"], 0);
+  EXPECT_EQ(gpt["events"]["latest_step"], 6);
+  EXPECT_DOUBLE_EQ(gpt["events"]["last_event_ts"].get<double>(), 2200.0);
+  EXPECT_EQ(gpt["events"]["failures"], 1);
+
+  const nlohmann::json& llama = jobs[1];  // on disk (steps 10, 20) and in the log (20)
+  EXPECT_EQ(llama["job"], "llama");
+  EXPECT_EQ(llama["on_disk"], true);
+  EXPECT_EQ(llama["checkpoints"], 2);
+  EXPECT_EQ(llama["latest_committed_step"], 20);
+  EXPECT_EQ(llama["events"]["steps"], 1);
+  EXPECT_EQ(llama["events"]["committed_steps"], 1);
+  EXPECT_EQ(llama["events"]["latest_step"], 20);
+
+  // Before the tier's first walk nothing is known about the disk.
+  snap.state.catalogs.at("rapid").scanned = false;
+  snap.state.catalogs.at("rapid").checkpoints.clear();
+  snap.state.catalogs.at("rapid").jobs.clear();
+  jobs = nlohmann::json::parse(render_jobs_json(snap));
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_TRUE(jobs[0]["checkpoints"].is_null());
+  EXPECT_TRUE(jobs[0]["unreadable"].is_null());
+  EXPECT_EQ(jobs[1]["job"], "llama");
+  EXPECT_TRUE(jobs[1]["checkpoints"].is_null());
+  EXPECT_EQ(jobs[1]["events"]["steps"], 1);
 }
 
 // The recovery point is the rules' (rules/recovery.hpp); what the verifier

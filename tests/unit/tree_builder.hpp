@@ -3,7 +3,12 @@
 // directories and files with sizes, mtimes, optional manifest text, symlinks
 // with their target, and reused stubs. Adding an entry raises its parent
 // directories' mtimes to the entry's (a new entry changes its directory).
-// Not thread-safe.
+// Not thread-safe. Also RootDir: a real directory opened the way the
+// scanner opens a tier root, for the tree walk tests.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -126,6 +131,22 @@ class TreeBuilder {
   }
 
   DirNode root_;
+};
+
+// A directory opened as the scanner opens a tier root (O_DIRECTORY), with
+// its device, closed at the end of the scope.
+struct RootDir {
+  explicit RootDir(const std::string& path) {
+    fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st {};
+    ::fstat(fd, &st);
+    dev = st.st_dev;
+  }
+  ~RootDir() { ::close(fd); }
+  RootDir(const RootDir&) = delete;
+  RootDir& operator=(const RootDir&) = delete;
+  int fd;
+  dev_t dev;
 };
 
 inline const Checkpoint* find_ckpt(const std::vector<Checkpoint>& all, std::string_view path) {

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -30,18 +31,6 @@ namespace ckptmon {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Root {
-  explicit Root(const std::string& path) {
-    fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    struct stat st {};
-    ::fstat(fd, &st);
-    dev = st.st_dev;
-  }
-  ~Root() { ::close(fd); }
-  int fd;
-  dev_t dev;
-};
 
 // Field-by-field equality of two trees, with the first difference named.
 ::testing::AssertionResult same_tree(const DirNode& a, const DirNode& b, const std::string& at) {
@@ -103,7 +92,7 @@ TEST(TreeWalkConcurrent, SameTreeAndCountersAtConcurrency1And16) {
   testing::TempDir tmp;
   const std::string tier = make_layouts_tree(tmp);
   ASSERT_FALSE(tier.empty());
-  Root root(tier);
+  testing::RootDir root(tier);
 
   WalkStats serial_stats;
   DirNode serial;
@@ -260,12 +249,35 @@ TEST(TreeWalkConcurrent, AWalkWhoseCallsStopReturningIsGivenUpAndTheSlotStaysHel
   a.set_call_hook([gate](std::string_view op, const std::string& rel) {
     if (op == "list" && rel == "job/step-1") gate->block();
   });
-  // The stall timeout is the only wall-clock wait here: the walk gives up
-  // when no call has returned for it, and reports why.
+  // The stall timeout counts on the scanner's clock: the walk gives up once
+  // the test has moved it 50 ms past the last call that returned, and
+  // reports why. Nothing waits on real time.
+  auto clock = std::make_shared<FakeClock>();
+  a.set_clock(clock);
   a.set_stall_timeout(std::chrono::milliseconds(50));
   // A change so step-1 is listed again (its mtime moves).
   hung.write("job/step-1/__1_0.distcp", 10);
-  ScanOutcome given_up = a.scan(1700000000);
+  auto walk = std::async(std::launch::async, [&a] { return a.scan(1700000000); });
+  gate->wait_entered();
+  // Every other call of the walk has returned: only the stuck one is in
+  // flight. Each call that returns restarts the timeout, so the clock moves
+  // 50 ms at a time until the walk gives up (one move, unless a call of the
+  // batch was still on its way back). The cap only turns a bug into a
+  // failure instead of a hang.
+  const auto cap = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  bool capped = false;
+  while (a.live()->inflight.load() != 1 && !capped) {
+    capped = std::chrono::steady_clock::now() > cap;
+    std::this_thread::yield();
+  }
+  while (walk.wait_for(std::chrono::seconds(0)) != std::future_status::ready && !capped) {
+    clock->advance(0.050);
+    capped = walk.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready &&
+             std::chrono::steady_clock::now() > cap;
+  }
+  if (capped) gate->release();  // let the walk end so the test fails instead of hanging
+  ASSERT_FALSE(capped) << "the walk was not given up";
+  ScanOutcome given_up = walk.get();
   EXPECT_FALSE(given_up.root_ok);
   EXPECT_TRUE(given_up.stalled);
   EXPECT_NE(given_up.error.find("no metadata call returned"), std::string::npos) << given_up.error;
@@ -337,7 +349,7 @@ TEST(TreeWalkConcurrent, RecentlyChangedFilesOfAReusedListingAreStatedAgain) {
   testing::TempDir t;
   t.write("job/step-1/__0_0.distcp", 10);
   t.write("job/step-1/__1_0.distcp", 10);
-  Root root(t.str());
+  testing::RootDir root(t.str());
   // The listing is taken "now": both files changed just now, so they are
   // not settled and a reuse of the listing must stat them again.
   WalkMemory memory;
@@ -374,7 +386,7 @@ TEST(TreeWalkConcurrent, EntriesVanishingOrMovingMidWalkAreCountedTheSameAtAnyCo
     t.write("job/gone-dir/x", 1);
     t.write("job/moved-dir/x", 1);
     t.write("job/z/f", 1);
-    Root root(t.str());
+    testing::RootDir root(t.str());
     std::unique_ptr<WalkSlots> slots;
     WalkOptions o;
     if (c > 0) {
@@ -467,7 +479,7 @@ std::string walk_as_nobody(const std::string& root, int concurrency) {
     std::string res = "setuid failed";
     if (::setgroups(0, nullptr) == 0 && ::setresgid(65534, 65534, 65534) == 0 &&
         ::setresuid(65534, 65534, 65534) == 0) {
-      Root r(root);
+      testing::RootDir r(root);
       std::unique_ptr<WalkSlots> slots;
       WalkOptions o;
       if (concurrency > 0) {

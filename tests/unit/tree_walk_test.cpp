@@ -7,23 +7,12 @@
 #include <gtest/gtest.h>
 
 #include "temp_dir.hpp"
+#include "tree_builder.hpp"
 
 namespace ckptmon {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Root {
-  explicit Root(const std::string& path) {
-    fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    struct stat st {};
-    ::fstat(fd, &st);
-    dev = st.st_dev;
-  }
-  ~Root() { ::close(fd); }
-  int fd;
-  dev_t dev;
-};
 
 void set_mtime(const fs::path& p, double t) {
   struct timespec ts[2];
@@ -39,7 +28,7 @@ TEST(TreeWalk, ListsFilesAndDirsSortedWithSizesAndMtimes) {
   t.write("job/step-2/a.distcp", 100);
   t.write("job/step-1/a.distcp", 10);
   set_mtime(t.path() / "job/step-2/a.distcp", 1700000000);
-  Root root(t.str());
+  testing::RootDir root(t.str());
   WalkStats stats;
   TreeWalker w(root.fd, root.dev, nullptr, stats);
   DirNode node;
@@ -67,7 +56,7 @@ TEST(TreeWalk, NeverFollowsSymlinks) {
   t.write("job/real.pt", 5);
   fs::create_directory_symlink(outside.path() / "secret", t.path() / "job/linked-dir");
   fs::create_symlink("real.pt", t.path() / "job/last.ckpt");
-  Root root(t.str());
+  testing::RootDir root(t.str());
   WalkStats stats;
   TreeWalker w(root.fd, root.dev, nullptr, stats);
   DirNode node;
@@ -93,7 +82,7 @@ TEST(TreeWalk, UnchangedCommittedCheckpointIsNotListedAgain) {
   t.write("job/step-1/sub/extra", 1);
   set_mtime(t.path() / "job/step-1/sub", 1700000100);
   set_mtime(t.path() / "job/step-1", 1700000200);
-  Root root(t.str());
+  testing::RootDir root(t.str());
 
   WalkMemory memory;
   {
@@ -142,7 +131,7 @@ TEST(TreeWalk, ReadsManifestContentOnlyWhenAsked) {
   testing::TempDir t;
   t.write_text("job/iter/latest_checkpointed_iteration.txt", "1000\n");
   t.write_text("job/iter/notes.txt", "not read");
-  Root root(t.str());
+  testing::RootDir root(t.str());
   WalkStats s;
   TreeWalker w(root.fd, root.dev, nullptr, s);
   DirNode job;
