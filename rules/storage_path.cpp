@@ -44,12 +44,21 @@ StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkp
     CheckpointKey key{c.tier, c.path};
     seen.insert(key);
     CheckpointStoragePath& e = entries_[key];
-    if (e.io) continue;  // settled
+    const EventStep* ev =
+        events != nullptr && c.step >= 0 ? events->find(c.tier, c.job, c.step) : nullptr;
+    if (e.io) {
+      // Settled. A window from a manifest or shard mtimes gives way to the
+      // event log's once it arrives (the tailer may lag the walk).
+      const bool dated_by_events =
+          ev != nullptr && ev->start_ts > 0 && ev->commit_ts >= ev->start_ts;
+      if (e.io->window.source == WindowSource::kEvents || !dated_by_events) continue;
+      std::erase(settled[{c.tier, e.job}], &e);
+      e.io.reset();
+      e.verdict.reset();
+    }
     e.tier = c.tier;
     e.job = c.job;
     e.step = c.step;
-    const EventStep* ev =
-        events != nullptr && c.step >= 0 ? events->find(c.tier, c.job, c.step) : nullptr;
     const auto w = save_window(c, ev);
     if (!w) continue;
     const TierIo* tio = tier_io(io, c.tier);
@@ -96,14 +105,30 @@ StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkp
     e.verdict = classify_slow(in, p);
     e.io = std::move(wio);
     job_settled.push_back(&e);
-    if (e.verdict->slow && commit_time(c) >= count_from_) {
+    if (e.verdict->slow && !e.counted && commit_time(c) >= count_from_) {
       ++counts_[SlowCountKey{c.tier, c.job, e.verdict->cause}];
+      e.counted = true;
     }
   }
   std::erase_if(entries_, [&](const auto& kv) { return !seen.contains(kv.first); });
 
   StoragePathFigures out;
   out.slow_counts = counts_;
+  {
+    std::map<std::string, std::pair<double, double>> sums;  // tier -> (bytes, seconds)
+    for (const auto& [k, e] : entries_) {
+      if (!e.io || !e.io->write_bytes_per_second) continue;
+      const SaveWindow& w = e.io->window;
+      const double observe = policy.for_tier(k.tier).bandwidth.observe_window_seconds;
+      if (w.duration() <= 0 || w.end > now || w.end < now - observe) continue;
+      auto& [b, secs] = sums[k.tier];
+      b += *e.io->write_bytes_per_second * w.duration();
+      secs += w.duration();
+    }
+    for (const auto& [tier, bs] : sums) {
+      out.measured_write_bytes_per_second[tier] = bs.first / bs.second;
+    }
+  }
 
   // Measured restores: each job's last successful one with a duration.
   if (events != nullptr) {

@@ -39,6 +39,9 @@ struct CheckpointStoragePath {
   std::int64_t step = -1;
   std::optional<WindowIo> io;          // nullopt until settled (or when nothing dates the save)
   std::optional<SlowVerdict> verdict;  // set with `io`
+  // Counted in slow_counts already: a checkpoint counts once, even when a
+  // later event log re-dates its window.
+  bool counted = false;
 };
 
 // The verdict of the newest judged committed checkpoint of a (tier, job).
@@ -81,6 +84,15 @@ struct StoragePathFigures {
   std::map<SlowCountKey, std::uint64_t> slow_counts;  // slow checkpoints counted so far
   std::vector<RestoreFigures> restore;             // every (tier, job) with a restorable checkpoint
   std::vector<MeasuredRestore> measured_restores;  // by job
+  // Per tier with a measured source: bytes the tier's counters saw written
+  // during the save windows of the committed checkpoints that ended within
+  // the bandwidth observe window, divided by those windows' total length.
+  // It replaces the mtime-derived observed bandwidth (the rules cycle swaps
+  // it into BandwidthFigures and keeps the old figure below).
+  std::map<std::string, double> measured_write_bytes_per_second;
+  // The mtime-derived observed bandwidth of every tier, as evaluate_bandwidth
+  // gave it (ckpt_tier_mtime_write_bandwidth_bytes_per_second).
+  std::map<std::string, std::optional<double>> mtime_write_bytes_per_second;
 };
 
 class StoragePathTracker {

@@ -408,5 +408,43 @@ TEST(StoragePathTracker, WaitsForTheCountersThenSettlesUnknown) {
   EXPECT_FALSE(out.restore[0].estimate);
 }
 
+TEST(StoragePathTracker, AnEventLogThatArrivesLaterRedatesTheWindowAndCountsOnce) {
+  TrackerFixture f;
+  f.policy.tiers["rapid"].storage_path.checkpoint_window_seconds = 60;
+  f.add(1, 1000, 1300);  // events: a 300 s save; shards 5 s apart
+  EventCatalog none;     // the tailer has not read the log yet
+  StoragePathTracker t;
+  // No I/O source: settled at once, from shard mtimes: 5 s, on time.
+  StoragePathFigures out = t.update(f.cks, f.tiers, {}, &none, nullptr, {}, f.policy, 1310);
+  const CheckpointKey key{"rapid", "llama/step-1"};
+  ASSERT_TRUE(t.checkpoints().at(key).verdict);
+  EXPECT_EQ(t.checkpoints().at(key).io->window.source, WindowSource::kMtimes);
+  EXPECT_FALSE(t.checkpoints().at(key).verdict->slow);
+  // The events arrive: re-judged from their 300 s window, slow, counted once.
+  out = t.update(f.cks, f.tiers, {}, &f.events, nullptr, {}, f.policy, 1320);
+  EXPECT_EQ(t.checkpoints().at(key).io->window.source, WindowSource::kEvents);
+  EXPECT_TRUE(t.checkpoints().at(key).verdict->slow);
+  const SlowCountKey unknown{"rapid", "llama", SlowCause::kUnknown};
+  EXPECT_EQ(out.slow_counts[unknown], 1u);
+  out = t.update(f.cks, f.tiers, {}, &f.events, nullptr, {}, f.policy, 1330);
+  EXPECT_EQ(out.slow_counts[unknown], 1u);
+}
+
+TEST(StoragePathTracker, MeasuredWriteBandwidthOverTheSaveWindows) {
+  TrackerFixture f;
+  f.io.tiers["rapid"] = block_tier(400 * kMiB, 0, 0);
+  f.add(1, 1100, 1200);  // 100 s at 400 MiB/s
+  f.add(2, 1300, 1500);  // 200 s at 400 MiB/s
+  StoragePathTracker t;
+  StoragePathFigures out = t.update(f.cks, f.tiers, {}, &f.events, &f.io, {}, f.policy, 1550);
+  ASSERT_TRUE(out.measured_write_bytes_per_second.contains("rapid"));
+  // (400 x 100 + 400 x 200) MiB / 300 s.
+  EXPECT_DOUBLE_EQ(out.measured_write_bytes_per_second["rapid"], 400 * kMiB);
+  // Outside the observe window: no measured figure.
+  f.policy.tiers["rapid"].bandwidth.observe_window_seconds = 60;
+  out = t.update(f.cks, f.tiers, {}, &f.events, &f.io, {}, f.policy, 1600);
+  EXPECT_FALSE(out.measured_write_bytes_per_second.contains("rapid"));
+}
+
 }  // namespace
 }  // namespace ckptmon
