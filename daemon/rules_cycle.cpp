@@ -402,8 +402,7 @@ void RulesCycle::render(const RuleFigures& figures, const std::vector<AlertInsta
   out->active = active;
   out->alerts_json = alerts_json(out->active);
   out->plan_json = plan_json_;
-  out->storage_path = std::make_shared<const std::map<CheckpointKey, CheckpointStoragePath>>(
-      storage_path_.checkpoints());
+  out->storage_path = storage_path_.snapshot();
   out->evaluated_at = now;
   if (gpu_enabled_) {
     for (const auto& [job, c] : gpu_costs_.jobs()) {

@@ -28,22 +28,33 @@ StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkp
                                               const RulesPolicy& policy, double now) {
   static const std::map<std::string, NetInterfaceIo> kNoInterfaces;
   const auto& interfaces = io != nullptr ? io->interfaces : kNoInterfaces;
-  std::set<CheckpointKey> seen;
+  const std::uint64_t gen = ++generation_;
   // The settled entries by (tier, job): the job's median duration and usual
-  // metadata rate come from its other checkpoints.
-  std::map<std::pair<std::string, std::string>, std::vector<const CheckpointStoragePath*>> settled;
-  for (const auto& [k, e] : entries_) {
-    if (e.io) settled[{k.tier, e.job}].push_back(&e);
-  }
+  // metadata rate come from its other checkpoints. Built when first needed:
+  // in the steady state every entry is settled and nothing needs it.
+  using Settled =
+      std::map<std::pair<std::string, std::string>, std::vector<const CheckpointStoragePath*>>;
+  std::optional<Settled> settled_index;
+  auto settled = [&]() -> Settled& {
+    if (!settled_index) {
+      settled_index.emplace();
+      for (const auto& [k, e] : entries_) {
+        if (e.io) (*settled_index)[{k.tier, e.job}].push_back(&e);
+      }
+    }
+    return *settled_index;
+  };
 
   for (const Checkpoint& c : checkpoints) {
     if (c.state != CkptState::kCommitted || !tiers.contains(c.tier) ||
         deletion_tiers.contains(c.tier)) {
       continue;
     }
-    CheckpointKey key{c.tier, c.path};
-    seen.insert(key);
-    CheckpointStoragePath& e = entries_[key];
+    auto [it, added] = entries_.try_emplace(CheckpointKey{c.tier, c.path});
+    CheckpointStoragePath& e = it->second;
+    e.seen = gen;
+    if (added) changed_ = true;
+    if (e.io && e.io->window.source == WindowSource::kEvents) continue;  // settled for good
     const EventStep* ev =
         events != nullptr && c.step >= 0 ? events->find(c.tier, c.job, c.step) : nullptr;
     if (e.io) {
@@ -51,8 +62,8 @@ StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkp
       // event log's once it arrives (the tailer may lag the walk).
       const bool dated_by_events =
           ev != nullptr && ev->start_ts > 0 && ev->commit_ts >= ev->start_ts;
-      if (e.io->window.source == WindowSource::kEvents || !dated_by_events) continue;
-      std::erase(settled[{c.tier, e.job}], &e);
+      if (!dated_by_events) continue;
+      std::erase(settled()[{c.tier, e.job}], &e);
       e.io.reset();
       e.verdict.reset();
     }
@@ -70,7 +81,7 @@ StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkp
     // The job's other settled checkpoints on the tier: its median duration
     // and usual metadata rate.
     std::vector<double> durations, metadata;
-    auto& job_settled = settled[{c.tier, c.job}];
+    auto& job_settled = settled()[{c.tier, c.job}];
     for (const CheckpointStoragePath* other : job_settled) {
       durations.push_back(other->io->window.duration());
       if (other->io->metadata_ops_per_second) {
@@ -105,12 +116,15 @@ StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkp
     e.verdict = classify_slow(in, p);
     e.io = std::move(wio);
     job_settled.push_back(&e);
+    changed_ = true;
     if (e.verdict->slow && !e.counted && commit_time(c) >= count_from_) {
       ++counts_[SlowCountKey{c.tier, c.job, e.verdict->cause}];
       e.counted = true;
     }
   }
-  std::erase_if(entries_, [&](const auto& kv) { return !seen.contains(kv.first); });
+  if (std::erase_if(entries_, [&](const auto& kv) { return kv.second.seen != gen; }) > 0) {
+    changed_ = true;
+  }
 
   StoragePathFigures out;
   out.slow_counts = counts_;
@@ -192,6 +206,15 @@ StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkp
     }
   }
   return out;
+}
+
+std::shared_ptr<const std::map<CheckpointKey, CheckpointStoragePath>>
+StoragePathTracker::snapshot() {
+  if (changed_ || !snapshot_) {
+    snapshot_ = std::make_shared<const std::map<CheckpointKey, CheckpointStoragePath>>(entries_);
+    changed_ = false;
+  }
+  return snapshot_;
 }
 
 }  // namespace ckptmon

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -42,6 +43,7 @@ struct CheckpointStoragePath {
   // Counted in slow_counts already: a checkpoint counts once, even when a
   // later event log re-dates its window.
   bool counted = false;
+  std::uint64_t seen = 0;  // the tracker's update() that last saw it in the catalog
 };
 
 // The verdict of the newest judged committed checkpoint of a (tier, job).
@@ -111,10 +113,16 @@ class StoragePathTracker {
                             const RulesPolicy& policy, double now);
 
   const std::map<CheckpointKey, CheckpointStoragePath>& checkpoints() const { return entries_; }
+  // An immutable copy of checkpoints() to publish, copied again only after
+  // an update() that changed it.
+  std::shared_ptr<const std::map<CheckpointKey, CheckpointStoragePath>> snapshot();
 
  private:
   double count_from_ = 0;
   std::map<CheckpointKey, CheckpointStoragePath> entries_;
+  std::uint64_t generation_ = 0;
+  bool changed_ = true;
+  std::shared_ptr<const std::map<CheckpointKey, CheckpointStoragePath>> snapshot_;
   std::map<SlowCountKey, std::uint64_t> counts_;
   std::map<std::string, double> best_restore_read_;  // by tier
 };

@@ -291,7 +291,8 @@ INSTANTIATE_TEST_SUITE_P(
              "CheckpointTierAlmostFull, CheckpointNextWontFit, CheckpointPartial, "
              "CheckpointCleanupStalled, CheckpointRecoveryPointStale, "
              "CheckpointCompletionSkewHigh, CheckpointTierDown, CheckpointBandwidthShortfall, "
-             "CkptmonStateWriteFailing, CheckpointStallingGPUs, CheckpointGoodputLow)"}},
+             "CkptmonStateWriteFailing, CheckpointStallingGPUs, CheckpointGoodputLow, "
+             "CheckpointWindowMissed, CheckpointRecoveryTimeObjectiveAtRisk)"}},
         Bad{"unknown_rule_key",
             "rules:\n  CheckpointTierAlmostFull: {used: 0.9}\n",
             {"r.yml:2:30: alerting.rules.CheckpointTierAlmostFull.used: unknown key (expected one "
