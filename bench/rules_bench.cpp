@@ -5,6 +5,7 @@
 
 #include "rules/alerts.hpp"
 #include "rules/evaluate.hpp"
+#include "rules/storage_path.hpp"
 
 namespace ckptmon {
 namespace {
@@ -66,6 +67,50 @@ void BM_EvaluateRules(benchmark::State& state) {
 }
 // jobs, checkpoints per job per tier (4 tiers)
 BENCHMARK(BM_EvaluateRules)
+    ->Args({10, 25})
+    ->Args({100, 25})
+    ->Args({100, 250})
+    ->Unit(benchmark::kMillisecond);
+
+// The storage-path tracker's cycle on the same catalog, in its steady state
+// (every committed checkpoint's window settled), with tier counters of 2880
+// samples (12 h at 15 s) per tier: the per-cycle cost it adds to the rules.
+void BM_StoragePathTracker(benchmark::State& state) {
+  const Catalog c = make(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  RulesPolicy policy;
+  for (const auto& [name, t] : c.tiers) {
+    policy.tiers[name].storage_path.checkpoint_window_seconds = 120;
+    policy.tiers[name].storage_path.recovery_time_objective_seconds = 600;
+  }
+  IoState io;
+  std::set<std::string> names;
+  for (const auto& [name, t] : c.tiers) {
+    names.insert(name);
+    TierIo& tio = io.tiers[name];
+    tio.source = IoSource::kBlock;
+    tio.history.capacity = 2880;
+    for (int s = 0; s < 2880; ++s) {
+      IoSample x;
+      x.time = 1e6 - 600 + s * 15.0;
+      x.counters.written_bytes = s * 1e9;
+      x.counters.read_bytes = s * 5e8;
+      x.counters.metadata_ops[0] = s * 100.0;
+      tio.history.add(x);
+    }
+    tio.best_written_bytes_per_second = 1e9 / 15;
+    tio.best_read_bytes_per_second = 5e8 / 15;
+  }
+  StoragePathTracker tracker;
+  double now = 1e6 + 86400;
+  tracker.update(c.checkpoints, names, {}, nullptr, &io, {}, policy, now);  // settles
+  for (auto _ : state) {
+    StoragePathFigures f = tracker.update(c.checkpoints, names, {}, nullptr, &io, {}, policy, now);
+    benchmark::DoNotOptimize(f);
+    now += 15;
+  }
+  state.counters["checkpoints"] = static_cast<double>(c.checkpoints.size());
+}
+BENCHMARK(BM_StoragePathTracker)
     ->Args({10, 25})
     ->Args({100, 25})
     ->Args({100, 250})

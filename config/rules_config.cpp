@@ -134,6 +134,12 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
                               o.max_lost_ratio, fmt_number);
               }
             });
+  read_rule(m, "CheckpointWindowMissed", r.window_missed, sink,
+            [](YamlMap&, auto&, std::size_t) {});
+  read_rule(m, "CheckpointRecoveryTimeObjectiveAtRisk", r.rto_at_risk, sink,
+            [&](YamlMap& rm, auto& o, std::size_t) {
+              double_key(rm, "clear_ratio", o.clear_ratio, sink, 0, 1);
+            });
   m.finish();
 }
 
@@ -162,6 +168,59 @@ void read_bandwidth(YamlMap& m, BandwidthPolicy& out, ErrorSink& sink) {
   int_key(m, "concurrent_writers", out.concurrent_writers, sink, 0, 1'000'000);
   double_key(m, "overhead_ratio", out.overhead_ratio, sink, 0, 100);
   seconds_key(m, "observe_window", out.observe_window_seconds, sink, 60);
+  m.finish();
+}
+
+namespace {
+
+// A bandwidth in bytes per second, written as a size ("2GiB" = 2 GiB/s); 0 = not stated.
+void bandwidth_key(YamlMap& m, std::string_view key, double& out, ErrorSink& sink) {
+  YamlField f = m.get(key);
+  if (!f.present()) return;
+  if (auto v = read_byte_size(f, sink, 0, std::uint64_t{1} << 60)) out = static_cast<double>(*v);
+}
+
+// The keys of one storage_path mapping (tier or job), without finish().
+void read_storage_path_keys(YamlMap& m, StoragePathPolicy& out, ErrorSink& sink) {
+  seconds_key(m, "checkpoint_window", out.checkpoint_window_seconds, sink, 0);
+  double_key(m, "median_multiple", out.median_multiple, sink, 0, 1000);
+  bandwidth_key(m, "write_bandwidth", out.write_bandwidth, sink);
+  bandwidth_key(m, "read_bandwidth", out.read_bandwidth, sink);
+  double_key(m, "saturation_ratio", out.saturation_ratio, sink, 0.01, 10);
+  double_key(m, "metadata_ops_per_second", out.metadata_ops_per_second, sink, 0, 1e12);
+  double_key(m, "metadata_multiple", out.metadata_multiple, sink, 1, 1000);
+  double_key(m, "straggler_skew_ratio", out.straggler_skew_ratio, sink, 0.01, 1);
+  seconds_key(m, "recovery_time_objective", out.recovery_time_objective_seconds, sink, 0);
+  double_key(m, "restore_metadata_ops_per_second", out.restore_metadata_ops_per_second, sink, 1,
+             1e12);
+}
+
+}  // namespace
+
+void read_storage_path(YamlMap& m, StoragePathPolicy& out,
+                       std::map<std::string, StoragePathPolicy>& jobs, ErrorSink& sink) {
+  read_storage_path_keys(m, out, sink);
+  if (YamlField f = m.get("jobs"); f.present()) {
+    if (!f.value.IsMap()) {
+      sink.add(f.mark(), f.path,
+               "expected a mapping of job name to storage_path keys, got " + describe(f.value));
+    } else {
+      for (YAML::const_iterator it = f.value.begin(); it != f.value.end(); ++it) {
+        const YAML::detail::iterator_value kv = *it;
+        const YAML::Node k = kv.first;
+        if (!k.IsScalar() || k.Scalar().empty()) {
+          sink.add(k.Mark(), f.path, "expected a job name as key, got " + describe(k));
+          continue;
+        }
+        YamlMap jm(kv.second, f.path + "." + k.Scalar(), sink);
+        if (!jm.ok()) continue;
+        StoragePathPolicy job = out;  // the tier's, with the job's keys over it
+        read_storage_path_keys(jm, job, sink);
+        jm.finish();
+        jobs[k.Scalar()] = job;
+      }
+    }
+  }
   m.finish();
 }
 
@@ -339,6 +398,10 @@ void read_tier_policy(YamlMap& tier, TierPolicy& out, ErrorSink& sink) {
   section("sizing", read_sizing, out.sizing);
   section("bandwidth", read_bandwidth, out.bandwidth);
   section("drain", read_drain, out.drain);
+  if (YamlField f = tier.get("storage_path"); f.present()) {
+    YamlMap m(f.value, f.path, sink);
+    if (m.ok()) read_storage_path(m, out.storage_path, out.job_storage_path, sink);
+  }
 }
 
 std::optional<HttpUrl> parse_http_url(std::string_view url, std::string* error) {

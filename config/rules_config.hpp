@@ -6,6 +6,7 @@
 // finish() (unknown keys). Not thread-safe; one loader at a time.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,9 @@ void read_retention(YamlMap& m, RetentionPolicy& out, ErrorSink& sink);
 void read_sizing(YamlMap& m, SizingPolicy& out, ErrorSink& sink);
 void read_bandwidth(YamlMap& m, BandwidthPolicy& out, ErrorSink& sink);
 void read_drain(YamlMap& m, DrainPolicy& out, ErrorSink& sink);
+// `tiers[].storage_path`, with its per-job `jobs: {<job>: {...}}` overrides.
+void read_storage_path(YamlMap& m, StoragePathPolicy& out,
+                       std::map<std::string, StoragePathPolicy>& jobs, ErrorSink& sink);
 void read_history(YamlMap& m, HistoryPolicy& out, ErrorSink& sink);
 void read_alerting(YamlMap& m, AlertingConfig& out, ErrorSink& sink);
 

@@ -178,7 +178,11 @@ int run_demo(const DemoOptions& opts) {
         << "\n    role: staging\n    drains_to: rapid\n    partial_after: " << dur(t.partial_after)
         << "\n    retention: {keep_last: 4, partial_window: 10m}\n"
         << "    sizing: " << sizing << "\n"
-        << "    drain: {rate_window: " << dur(t.rate_window) << "}\n"
+        << "    drain: {rate_window: " << dur(t.rate_window)
+        << "}\n"
+        // Slow-checkpoint verdicts and a restore estimate (docs/rules.md#the-storage-path).
+        << "    storage_path: {checkpoint_window: 1m, read_bandwidth: 1GiB, "
+           "recovery_time_objective: 10m}\n"
         << "  - {name: rapid, path: " << (base / "rapid").string()
         << ", role: rapid, partial_after: " << dur(t.partial_after) << "}\n"
         << "  - {name: capacity, path: " << (base / "capacity").string()

@@ -193,9 +193,48 @@ std::vector<PlanInputs> plan_inputs_of(const RuleFigures& figures,
         out.back().shard_count = std::max<std::uint32_t>(1, t->second.config.shard_count);
       }
     }
+    for (const RestoreFigures& r : figures.storage_path.restore) {
+      if (r.tier != out.back().tier || (r.objective_seconds <= 0 && !r.estimate)) continue;
+      PlanRestore pr;
+      pr.job = r.job;
+      pr.step = r.step;
+      pr.bytes = r.bytes;
+      pr.files = r.files;
+      pr.objective_seconds = r.objective_seconds;
+      if (r.estimate) {
+        pr.estimated_seconds = r.estimate->seconds;
+        pr.read_bytes_per_second = r.estimate->read_bytes_per_second;
+        pr.read_source = std::string(to_string(r.estimate->read_source));
+      }
+      out.back().restores.push_back(std::move(pr));
+    }
   }
   return out;
 }
+
+namespace {
+
+json restores_json(const std::vector<PlanRestore>& restores) {
+  json out = json::array();
+  for (const PlanRestore& r : restores) {
+    json o{{"job", r.job},
+           {"step", r.step >= 0 ? json(r.step) : json()},
+           {"bytes", r.bytes},
+           {"files", r.files},
+           {"estimated_seconds", opt_json(r.estimated_seconds)},
+           {"read_bytes_per_second", opt_json(r.read_bytes_per_second)},
+           {"read_source", r.read_source.empty() ? json() : json(r.read_source)},
+           {"objective_seconds", r.objective_seconds > 0 ? json(r.objective_seconds) : json()}};
+    // Whether the estimate meets the objective; null when either is unknown.
+    o["meets_objective"] = r.estimated_seconds && r.objective_seconds > 0
+                               ? json(*r.estimated_seconds <= r.objective_seconds)
+                               : json();
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace
 
 json plan_inputs_json(const PlanInputs& in) {
   json jobs = json::array();
@@ -225,7 +264,8 @@ json plan_inputs_json(const PlanInputs& in) {
           {"observed_write_bytes_per_second", opt_json(in.observed_write_bytes_per_second)},
           {"shard_index", in.shard_index},
           {"shard_count", in.shard_count},
-          {"jobs", std::move(jobs)}};
+          {"jobs", std::move(jobs)},
+          {"restores", restores_json(in.restores)}};
 }
 
 std::optional<PlanInputs> plan_inputs_from_json(const json& j, std::string* error) {
@@ -258,6 +298,20 @@ std::optional<PlanInputs> plan_inputs_from_json(const json& j, std::string* erro
       p.retained_versions = o.at("retained_versions").get<double>();
       p.ranks = o.at("ranks").get<std::uint64_t>();
       in.jobs.push_back(std::move(p));
+    }
+    if (j.contains("restores")) {  // older daemons do not send it
+      for (const json& o : j.at("restores")) {
+        PlanRestore r;
+        r.job = o.at("job").get<std::string>();
+        r.step = o.at("step").is_null() ? -1 : o.at("step").get<std::int64_t>();
+        r.bytes = o.at("bytes").get<double>();
+        r.files = o.at("files").get<double>();
+        r.estimated_seconds = opt_from(o, "estimated_seconds");
+        r.read_bytes_per_second = opt_from(o, "read_bytes_per_second");
+        if (!o.at("read_source").is_null()) r.read_source = o.at("read_source").get<std::string>();
+        r.objective_seconds = opt_from(o, "objective_seconds").value_or(0);
+        in.restores.push_back(std::move(r));
+      }
     }
     return in;
   } catch (const json::exception& e) {
@@ -312,6 +366,7 @@ json tier_plan_json(const TierPlan& p) {
             {"required_write_bytes_per_second_per_node",
              opt_json(p.required_write_bytes_per_second_per_node)},
             {"observed_write_bytes_per_second", opt_json(in.observed_write_bytes_per_second)}}},
+          {"restore", restores_json(in.restores)},
           {"inputs", plan_inputs_json(in)}};
 }
 
@@ -390,6 +445,27 @@ std::vector<std::vector<std::string>> job_rows(const TierPlan& p) {
   return rows;
 }
 
+// Restore time against the objective per job: JOB STEP SIZE ESTIMATE OBJECTIVE VERDICT.
+std::vector<std::vector<std::string>> restore_rows(const TierPlan& p) {
+  auto secs = [](double v) { return fmt(v >= 1 ? "%.1f s" : "%.3g s", v); };
+  std::vector<std::vector<std::string>> rows;
+  for (const PlanRestore& r : p.inputs.restores) {
+    std::string est = "unknown (no read throughput)";
+    if (r.estimated_seconds) {
+      est = secs(*r.estimated_seconds) + " at " + rate(r.read_bytes_per_second.value_or(0)) + " (" +
+            r.read_source + ")";
+    }
+    std::string verdict = "-";
+    if (r.estimated_seconds && r.objective_seconds > 0) {
+      verdict = *r.estimated_seconds <= r.objective_seconds ? "meets" : "MISSES";
+    }
+    rows.push_back({r.job, r.step >= 0 ? std::to_string(r.step) : "-",
+                    human_bytes(r.bytes) + ", " + fmt("%.0f", r.files) + " files", est,
+                    r.objective_seconds > 0 ? secs(r.objective_seconds) : "none", verdict});
+  }
+  return rows;
+}
+
 std::string tier_heading(const TierPlan& p) {
   std::string h = "tier " + p.inputs.tier;
   if (p.inputs.has_stats) {
@@ -426,6 +502,11 @@ std::string render_table(const std::vector<TierPlan>& plans) {
     std::vector<std::vector<std::string>> terms;
     for (const TermRow& r : term_rows(p)) terms.push_back({r.term, r.value, r.how});
     out += text_columns(terms, "  ");
+    if (auto restores = restore_rows(p); !restores.empty()) {
+      restores.insert(restores.begin(),
+                      {"RESTORE", "STEP", "CHECKPOINT", "ESTIMATE", "OBJECTIVE", "VERDICT"});
+      out += text_columns(restores, "  ");
+    }
   }
   if (plans.empty()) out += "(no tiers)\n";
   return out;
@@ -464,6 +545,15 @@ std::string render_markdown(const std::vector<TierPlan>& plans) {
     out += "| term | value | how |\n| --- | ---: | --- |\n";
     for (const TermRow& r : term_rows(p)) {
       out += "| " + r.term + " | " + r.value + " | " + md_cell(r.how) + " |\n";
+    }
+    if (auto restores = restore_rows(p); !restores.empty()) {
+      out +=
+          "\n| restore of job | step | checkpoint | estimate | objective | verdict |\n"
+          "| --- | ---: | ---: | --- | ---: | --- |\n";
+      for (const auto& r : restores) {
+        out += "| " + md_cell(r[0]) + " | " + r[1] + " | " + r[2] + " | " + r[3] + " | " + r[4] +
+               " | " + r[5] + " |\n";
+      }
     }
   }
   return out;
@@ -527,6 +617,16 @@ void evaluate_into(const std::map<std::string, TierState>& tiers,
                    const std::vector<Checkpoint>& checkpoints, const RulesHistory& history,
                    const RulesPolicy& policy, double now, Source* src) {
   RuleFigures figures = evaluate_rules(tiers, checkpoints, history, {}, policy, now);
+  // Restore estimates: without the daemon's event log and counters only a
+  // configured read_bandwidth gives one.
+  std::set<std::string> names, deletion;
+  for (const auto& [name, t] : tiers) {
+    names.insert(name);
+    if (t.config.role == TierRole::kDeletion) deletion.insert(name);
+  }
+  StoragePathTracker tracker;
+  figures.storage_path =
+      tracker.update(checkpoints, names, deletion, nullptr, nullptr, {}, policy, now);
   src->inputs = plan_inputs_of(figures, checkpoints, policy, &tiers);
   src->evaluated_at = now;
 }

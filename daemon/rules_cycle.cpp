@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <set>
 #include <tuple>
 
 #include "config/rules_config.hpp"
@@ -57,7 +58,11 @@ RulesCycle::RulesCycle(boost::asio::io_context& io, std::shared_ptr<const Clock>
       state_(state),
       ready_(std::move(ready)),
       on_evaluated_(std::move(on_evaluated)),
-      timer_(io) {}
+      timer_(io) {
+  // Slow checkpoints committed before this process started were counted by
+  // the previous one (ckpt_slow_checkpoints_total restarts from 0).
+  storage_path_.set_count_from(clock_->now());
+}
 
 RulesCycle::~RulesCycle() { stop(); }
 
@@ -255,10 +260,28 @@ void RulesCycle::evaluate() {
       checkpoints.insert(checkpoints.end(), cat.checkpoints.begin(), cat.checkpoints.end());
     }
 
-    RuleFigures figures =
-        evaluate_rules(state_.tiers, checkpoints, history_, verifications_of(state_, checkpoints),
-                       policy_, now, drained_totals_of(state_), state_.events.get());
+    const Verifications verified = verifications_of(state_, checkpoints);
+    RuleFigures figures = evaluate_rules(state_.tiers, checkpoints, history_, verified, policy_,
+                                         now, drained_totals_of(state_), state_.events.get());
     apply_monotonic_ages(figures.drain, pending_anchors_, now, mono);
+    {
+      std::set<std::string> names, deletion;
+      for (const auto& [name, t] : state_.tiers) {
+        names.insert(name);
+        if (t.config.role == TierRole::kDeletion) deletion.insert(name);
+      }
+      figures.storage_path = storage_path_.update(checkpoints, names, deletion, state_.events.get(),
+                                                  state_.io.get(), verified, policy_, now);
+      // Where the tier's counters measured the save windows, that is the
+      // observed bandwidth; the mtime-derived figure keeps its own name.
+      for (BandwidthFigures& b : figures.bandwidth) {
+        figures.storage_path.mtime_write_bytes_per_second[b.tier] = b.observed_bytes_per_second;
+        auto m = figures.storage_path.measured_write_bytes_per_second.find(b.tier);
+        if (m != figures.storage_path.measured_write_bytes_per_second.end()) {
+          b.observed_bytes_per_second = m->second;
+        }
+      }
+    }
     {
       std::vector<TierPlan> plans;
       for (const PlanInputs& in : plan_inputs_of(figures, checkpoints, policy_, &state_.tiers)) {
@@ -380,6 +403,7 @@ void RulesCycle::render(const RuleFigures& figures, const std::vector<AlertInsta
   out->active = active;
   out->alerts_json = alerts_json(out->active);
   out->plan_json = plan_json_;
+  out->storage_path = storage_path_.snapshot();
   out->evaluated_at = now;
   if (gpu_enabled_) {
     for (const auto& [job, c] : gpu_costs_.jobs()) {

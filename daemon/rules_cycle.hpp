@@ -49,7 +49,9 @@ struct RulesOutput {
   std::vector<AlertInstance> active;              // pending and firing alerts, sorted by labels
   std::string alerts_json;                        // GET /api/v1/alerts body: alerts_json(active)
   std::string plan_json;                          // GET /api/v1/plan body (daemon/plan_command.hpp)
-  double evaluated_at = 0;                        // the injected clock's now of the cycle
+  // Window I/O and slow verdict per catalog entry, for /api/v1/checkpoints.
+  std::shared_ptr<const std::map<CheckpointKey, CheckpointStoragePath>> storage_path;
+  double evaluated_at = 0;  // the injected clock's now of the cycle
 };
 
 // Builds the rules' policy from a configuration.
@@ -131,6 +133,9 @@ class RulesCycle {
   double last_prune_ = 0;
   std::optional<AlertmanagerOptions> alertmanager_options_;
   std::unique_ptr<AlertmanagerClient> alertmanager_;
+
+  // Slow checkpoints and restore estimates (rules/storage_path.hpp).
+  StoragePathTracker storage_path_;
 
   // The GPU join: gpu.job_map, how long a window waits for its samples.
   GpuCostTracker gpu_costs_;

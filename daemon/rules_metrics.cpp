@@ -114,8 +114,13 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
                                "Bytes per checkpoint / allowed window x concurrent writers x (1 + "
                                "overhead).");
   FamilyBuilder bw_obs = gauge("ckpt_tier_observed_write_bandwidth_bytes_per_second",
-                               "Bytes of recent committed checkpoints divided by the time the "
-                               "tier spent writing them.");
+                               "Write throughput of the tier during recent checkpoint saves: "
+                               "measured by its I/O counters where it has a source, else "
+                               "ckpt_tier_mtime_write_bandwidth_bytes_per_second.");
+  FamilyBuilder bw_mtime = gauge("ckpt_tier_mtime_write_bandwidth_bytes_per_second",
+                                 "Bytes of recent committed checkpoints divided by the time the "
+                                 "tier spent writing them (save intervals from mtimes, "
+                                 "manifests or events).");
   FamilyBuilder bw_writers = gauge("ckpt_tier_concurrent_writers",
                                    "Jobs assumed to write checkpoints at the same time, for the "
                                    "bandwidth rule (observed or configured).");
@@ -124,10 +129,60 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
     bw_req.add(l, b.required_bytes_per_second);
     bw_writers.add(l, static_cast<double>(b.concurrent_writers));
     if (b.observed_bytes_per_second) bw_obs.add(l, *b.observed_bytes_per_second);
+    auto m = figures.storage_path.mtime_write_bytes_per_second.find(b.tier);
+    if (m != figures.storage_path.mtime_write_bytes_per_second.end()) {
+      if (m->second) bw_mtime.add(l, *m->second);
+    } else if (b.observed_bytes_per_second) {
+      bw_mtime.add(l, *b.observed_bytes_per_second);
+    }
   }
   append(out, std::move(bw_req));
   append(out, std::move(bw_obs));
   append(out, std::move(bw_writers));
+  append(out, std::move(bw_mtime));
+
+  const StoragePathFigures& sp = figures.storage_path;
+  FamilyBuilder cause = gauge("ckpt_last_checkpoint_slow_cause",
+                              "1 for the cause of the (tier, job)'s latest judged checkpoint "
+                              "when it was slow (missed checkpoint_window or median_multiple), "
+                              "0 for the other causes; all 0 when it was on time.");
+  FamilyBuilder slow_total("ckpt_slow_checkpoints_total",
+                           "Slow checkpoints by cause, counted once per checkpoint committed "
+                           "while this process runs.",
+                           MetricType::Counter);
+  for (const LastSlowFigures& l : sp.last_slow) {
+    for (std::size_t i = 0; i < kSlowCauseCount; ++i) {
+      const auto c = static_cast<SlowCause>(i);
+      const Labels cl{
+          {"tier", l.tier}, {kTrainingJobLabel, l.job}, {"cause", std::string(to_string(c))}};
+      cause.add(cl, l.verdict.slow && l.verdict.cause == c ? 1 : 0);
+      auto n = sp.slow_counts.find(SlowCountKey{l.tier, l.job, c});
+      slow_total.add(cl, n == sp.slow_counts.end() ? 0 : static_cast<double>(n->second));
+    }
+  }
+  append(out, std::move(cause));
+  append(out, std::move(slow_total));
+
+  FamilyBuilder est = gauge("ckpt_estimated_restore_seconds",
+                            "Estimated time to restore the job's newest restorable checkpoint "
+                            "from the tier: bytes / best read throughput + files x 3 / "
+                            "metadata rate. Absent when no read throughput is known.");
+  FamilyBuilder rto = gauge("ckpt_recovery_time_objective_seconds",
+                            "The configured recovery_time_objective of the (tier, job).");
+  for (const RestoreFigures& r : sp.restore) {
+    const Labels l{{"tier", r.tier}, {kTrainingJobLabel, r.job}};
+    if (r.estimate) est.add(l, r.estimate->seconds);
+    if (r.objective_seconds > 0) rto.add(l, r.objective_seconds);
+  }
+  append(out, std::move(est));
+  append(out, std::move(rto));
+  FamilyBuilder restore_rate = gauge("ckpt_last_restore_read_bytes_per_second",
+                                     "Read throughput the job's last successful restore "
+                                     "achieved: its bytes over restore_start to restore_done.");
+  for (const MeasuredRestore& m : sp.measured_restores) {
+    restore_rate.add({{"tier", m.tier}, {kTrainingJobLabel, m.job}}, m.bytes_per_second);
+  }
+  append(out, std::move(restore_rate));
 
   FamilyBuilder cl_bytes = gauge("ckpt_cleanup_pending_bytes",
                                  "Bytes of checkpoints the retention policy says should be gone "

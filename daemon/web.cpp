@@ -297,6 +297,51 @@ nlohmann::json checkpoint_json(const Checkpoint& c, const State* state) {
   return j;
 }
 
+namespace {
+
+// What the storage path carried during the checkpoint's save window and why
+// it was slow (rules/storage_path.hpp); null until the figures are settled
+// (committed, and the counters covered the window or never will). Unknown
+// figures are null, never 0.
+nlohmann::json storage_path_json(const Checkpoint& c, const Snapshot& snap) {
+  if (!snap.rules || !snap.rules->storage_path) return nullptr;
+  auto it = snap.rules->storage_path->find(CheckpointKey{c.tier, c.path});
+  if (it == snap.rules->storage_path->end() || !it->second.io) return nullptr;
+  const WindowIo& io = *it->second.io;
+  auto known = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json();
+  };
+  nlohmann::json j{
+      {"window_start", io.window.start},
+      {"window_end", io.window.end},
+      {"window_source", std::string(to_string(io.window.source))},
+      {"io_source", std::string(to_string(io.source))},
+      {"write_bytes_per_second", known(io.write_bytes_per_second)},
+      {"metadata_ops_per_second", known(io.metadata_ops_per_second)},
+      {"network_utilisation", known(io.network_utilisation)},
+      {"network_interface",
+       io.network_utilisation ? nlohmann::json(io.network_interface) : nlohmann::json()}};
+  nlohmann::json slow = nullptr;
+  if (const auto& v = it->second.verdict; v && v->judged) {
+    slow = {
+        {"slow", v->slow},
+        {"duration_seconds", v->duration_seconds},
+        {"checkpoint_window_seconds",
+         v->window_seconds > 0 ? nlohmann::json(v->window_seconds) : nlohmann::json()},
+        {"median_limit_seconds",
+         v->median_limit_seconds > 0 ? nlohmann::json(v->median_limit_seconds) : nlohmann::json()},
+        {"missed", v->slow ? nlohmann::json(v->missed) : nlohmann::json()},
+        {"cause", v->slow ? nlohmann::json(std::string(to_string(v->cause))) : nlohmann::json()},
+        {"write_ratio", known(v->write_ratio)},
+        {"skew_ratio", known(v->skew_ratio)},
+        {"evidence", v->slow ? nlohmann::json(v->evidence) : nlohmann::json()}};
+  }
+  j["slow"] = std::move(slow);
+  return j;
+}
+
+}  // namespace
+
 bool render_checkpoints_json(const Snapshot& snap, const std::map<std::string, std::string>& query,
                              std::string* body, std::string* error) {
   const std::string tier = query_value(query, "tier");
@@ -319,6 +364,7 @@ bool render_checkpoints_json(const Snapshot& snap, const std::map<std::string, s
       if (!name_matches(c.job, job)) continue;
       if (want && c.state != *want) continue;
       arr.push_back(checkpoint_json(c, &snap.state));
+      arr.back()["storage_path"] = storage_path_json(c, snap);
     }
   }
   *body = arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);

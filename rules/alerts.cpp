@@ -74,6 +74,7 @@ class Conditions {
   template <typename MakeTexts>
   void add(std::string_view name, const AlertRuleCommon& rule, const std::string& tier,
            const std::string& job, Signal signal, double value, MakeTexts&& texts) {
+    last_added_ = false;
     if (!rule.enabled) return;
     AlertCondition c;
     c.labels = {std::string(name), std::string(to_string(rule.severity)), tier, job};
@@ -87,12 +88,20 @@ class Conditions {
       c.runbook_url = config_.runbook_url + "#" + lower(name);
     }
     out_.push_back(std::move(c));
+    last_added_ = true;
+  }
+  // Adds an annotation to the condition the last add() made, unless that
+  // add() made none (rule disabled) or it is clear (nothing reads its texts).
+  void annotate(std::string key, std::string value) {
+    if (!last_added_ || out_.empty() || out_.back().signal == Signal::kClear) return;
+    out_.back().annotations.emplace_back(std::move(key), std::move(value));
   }
   std::vector<AlertCondition> take() { return std::move(out_); }
 
  private:
   const AlertingConfig& config_;
   std::vector<AlertCondition> out_;
+  bool last_added_ = false;
 };
 
 // Fire above `fire`, clear at or below `clear`, hold between.
@@ -391,6 +400,53 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
               });
     }
   }
+  for (const LastSlowFigures& l : figures.storage_path.last_slow) {
+    const SlowVerdict& v = l.verdict;
+    const double limit = v.missed == "median_multiple" ? v.median_limit_seconds : v.window_seconds;
+    out.add(kAlertNames[14], r.window_missed, l.tier, l.job,
+            v.slow ? Signal::kFire : Signal::kClear, v.duration_seconds, [&] {
+              return Texts{"Checkpoint of job " + l.job + " on tier " + l.tier + " took " +
+                               human_seconds(v.duration_seconds) +
+                               " (cause: " + std::string(to_string(v.cause)) + ")",
+                           "The latest committed checkpoint of job " + l.job + " on tier " +
+                               l.tier + " (step " + std::to_string(l.step) + ") took " +
+                               human_seconds(v.duration_seconds) + ", over its " + v.missed +
+                               " limit of " + human_seconds(limit) + ". Cause: " +
+                               std::string(to_string(v.cause)) + " (" + v.evidence + ")."};
+            });
+    out.annotate("cause", std::string(to_string(v.cause)));
+    out.annotate("evidence", v.evidence);
+  }
+  for (const RestoreFigures& f : figures.storage_path.restore) {
+    if (f.objective_seconds <= 0) continue;
+    const auto& rule = r.rto_at_risk;
+    Reading risk;
+    if (f.estimate) {
+      risk = {
+          above(f.estimate->seconds, f.objective_seconds, rule.clear_ratio * f.objective_seconds),
+          f.estimate->seconds};
+    }
+    out.add(kAlertNames[15], rule, f.tier, f.job, risk.signal, risk.value, [&] {
+      if (!f.estimate) {  // held while the estimate is unknown
+        return Texts{"Restore time of job " + f.job + " from tier " + f.tier + " is unknown",
+                     "No read throughput of tier " + f.tier +
+                         " is known this cycle; the alert holds its state."};
+      }
+      const RestoreEstimate& e = *f.estimate;
+      return Texts{"Restoring job " + f.job + " from tier " + f.tier + " would take " +
+                       human_seconds(e.seconds) + ", over its objective of " +
+                       human_seconds(f.objective_seconds),
+                   "The newest restorable checkpoint of job " + f.job + " on tier " + f.tier +
+                       " (step " + std::to_string(f.step) + ", " + bytes(f.bytes) + " in " +
+                       number(f.files) + " files) is estimated to restore in " +
+                       human_seconds(e.seconds) + ": " + human_seconds(e.transfer_seconds) +
+                       " reading at " + human_bytes(e.read_bytes_per_second) + "/s (" +
+                       std::string(to_string(e.read_source)) + ") plus " +
+                       human_seconds(e.metadata_seconds) +
+                       " of metadata operations, over the recovery_time_objective of " +
+                       human_seconds(f.objective_seconds) + "."};
+    });
+  }
   return out.take();
 }
 
@@ -462,6 +518,7 @@ std::vector<AlertTransition> AlertEvaluator::evaluate(std::span<const AlertCondi
     a.summary = c->summary;
     a.description = c->description;
     a.runbook_url = c->runbook_url;
+    a.annotations = c->annotations;
     if (a.state == AlertState::kPending && a.active_for >= a.for_seconds) {
       a.state = AlertState::kFiring;
       a.fired_at = now;
@@ -534,7 +591,10 @@ nlohmann::json labels_json(const AlertLabels& l) {
 }
 
 nlohmann::json annotations_json(const AlertInstance& a) {
-  return {{"summary", a.summary}, {"description", a.description}, {"runbook_url", a.runbook_url}};
+  nlohmann::json j = {
+      {"summary", a.summary}, {"description", a.description}, {"runbook_url", a.runbook_url}};
+  for (const auto& [k, v] : a.annotations) j[k] = v;
+  return j;
 }
 
 }  // namespace

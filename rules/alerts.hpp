@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/state.hpp"
@@ -20,14 +21,15 @@
 
 namespace ckptmon {
 
-inline constexpr std::array<std::string_view, 14> kAlertNames = {
+inline constexpr std::array<std::string_view, 16> kAlertNames = {
     "CheckpointDrainBacklogGrowing", "CheckpointDrainTooSlow",
     "CheckpointTierFillingUp",       "CheckpointTierAlmostFull",
     "CheckpointNextWontFit",         "CheckpointPartial",
     "CheckpointCleanupStalled",      "CheckpointRecoveryPointStale",
     "CheckpointCompletionSkewHigh",  "CheckpointTierDown",
     "CheckpointBandwidthShortfall",  "CkptmonStateWriteFailing",
-    "CheckpointStallingGPUs",        "CheckpointGoodputLow"};
+    "CheckpointStallingGPUs",        "CheckpointGoodputLow",
+    "CheckpointWindowMissed",        "CheckpointRecoveryTimeObjectiveAtRisk"};
 
 // The identity of an alert instance. Empty tier or job: not applicable.
 struct AlertLabels {
@@ -53,6 +55,9 @@ struct AlertCondition {
   std::string summary;
   std::string description;
   std::string runbook_url;
+  // Annotations beyond summary, description and runbook_url (the slow
+  // checkpoint's cause), in order.
+  std::vector<std::pair<std::string, std::string>> annotations;
 };
 
 // How ckptmon itself is doing, for the alerts about it.
@@ -88,6 +93,7 @@ struct AlertInstance {
   std::string summary;
   std::string description;
   std::string runbook_url;
+  std::vector<std::pair<std::string, std::string>> annotations;  // as AlertCondition's
   // Monotonic readings of the moments above (Clock::monotonic); NaN for an
   // instance restored from the history, until the next evaluation.
   double active_mono = std::numeric_limits<double>::quiet_NaN();

@@ -19,6 +19,7 @@
 #include "rules/policy.hpp"
 #include "rules/recovery.hpp"
 #include "rules/retention.hpp"
+#include "rules/storage_path.hpp"
 
 namespace ckptmon {
 
@@ -52,6 +53,9 @@ struct RuleFigures {
   // GPU cost per job with a joined checkpoint; filled by the rules cycle from
   // its GpuCostTracker (evaluate_rules leaves it empty).
   std::vector<GpuJobFigures> gpu_jobs;
+  // Slow checkpoints and restore estimates; filled by the rules cycle from
+  // its StoragePathTracker (evaluate_rules leaves it empty).
+  StoragePathFigures storage_path;
 };
 
 // `tiers` is State::tiers (configuration, up/down, statfs figures).

@@ -31,6 +31,18 @@ struct PlanJob {
   bool hypothetical = false;  // a what-if job (--jobs, --model-params), not measured
 };
 
+// One job's restore time against its recovery objective (rules/storage_path.hpp).
+struct PlanRestore {
+  std::string job;
+  std::int64_t step = -1;  // the newest restorable checkpoint
+  double bytes = 0;
+  double files = 0;
+  std::optional<double> estimated_seconds;  // nullopt: no read throughput known
+  std::optional<double> read_bytes_per_second;
+  std::string read_source;       // restores | counters | configured
+  double objective_seconds = 0;  // recovery_time_objective; 0 = none
+};
+
 // What the plan starts from: the daemon's figures and policy for a tier.
 struct PlanInputs {
   std::string tier;
@@ -53,6 +65,9 @@ struct PlanInputs {
   // shard: i/n of the tier: the jobs are this instance's share only.
   std::uint32_t shard_index = 0;
   std::uint32_t shard_count = 1;
+  // Restore time vs objective per job, where an objective or a read
+  // throughput is known.
+  std::vector<PlanRestore> restores;
 };
 
 // The inputs for one tier from what evaluate_capacity and evaluate_bandwidth

@@ -63,12 +63,48 @@ struct DrainPolicy {
   double rate_window_seconds = 15 * 60;
 };
 
+// The storage path's knobs (YAML `tiers[].storage_path`, docs/rules.md
+// "The storage path"): when a checkpoint counts as slow, how its cause is
+// told, and the restore estimate against the recovery objective.
+struct StoragePathPolicy {
+  // A checkpoint whose save took longer than this missed its window; 0 = no window.
+  double checkpoint_window_seconds = 0;
+  // ... or longer than this multiple of the job's median save duration on the
+  // tier (at least kSlowMedianMinCheckpoints other checkpoints); 0 = off.
+  double median_multiple = 0;
+  // The tier's write and read bandwidth, bytes per second; 0 = not stated
+  // (the best observed is used).
+  double write_bandwidth = 0;
+  double read_bandwidth = 0;
+  // Cause thresholds: tier write throughput (or an interface) at this share of
+  // the reference counts as saturated; metadata ops/s at `metadata_ops_per_second`
+  // (0 = no absolute threshold) or at `metadata_multiple` x the job's usual;
+  // completion skew at `straggler_skew_ratio` of the save duration.
+  double saturation_ratio = 0.8;
+  double metadata_ops_per_second = 0;
+  double metadata_multiple = 3;
+  double straggler_skew_ratio = 0.5;
+  // Restore estimate: the objective (0 = none) and the metadata rate assumed
+  // for the per-file term when the tier's counters never showed a higher one.
+  double recovery_time_objective_seconds = 0;
+  double restore_metadata_ops_per_second = 1000;
+};
+
 // Everything the rules need for one tier.
 struct TierPolicy {
   RetentionPolicy retention;
   SizingPolicy sizing;
   BandwidthPolicy bandwidth;
   DrainPolicy drain;
+  StoragePathPolicy storage_path;
+  // Per-job storage-path policy (`storage_path.jobs.<job>`): the tier's with
+  // the job's keys read over it.
+  std::map<std::string, StoragePathPolicy> job_storage_path;
+
+  const StoragePathPolicy& storage_path_for(const std::string& job) const {
+    auto it = job_storage_path.find(job);
+    return it == job_storage_path.end() ? storage_path : it->second;
+  }
 };
 
 // One resolution step of the history (YAML `history.downsample[]`).
@@ -104,7 +140,7 @@ struct AlertDefaults : AlertRuleCommon {
   }
 };
 
-// Thresholds of the fourteen alerts. Where a rule has a fire and a clear
+// Thresholds of the sixteen alerts. Where a rule has a fire and a clear
 // threshold, the alert fires past the first and resolves only past the second
 // (hysteresis), so a value hovering at the threshold does not flap.
 struct AlertRules {
@@ -177,6 +213,17 @@ struct AlertRules {
     double max_lost_ratio = 0.05;
     double clear_lost_ratio = 0.04;
   } goodput_low;
+  // The latest committed checkpoint of a (tier, job) took longer than its
+  // checkpoint_window or median_multiple (StoragePathPolicy); the cause is in
+  // the annotations. Clears when a later checkpoint is on time.
+  struct WindowMissed : AlertDefaults<0, Severity::kWarning> {
+  } window_missed;
+  // The estimated restore time of the newest restorable checkpoint of a
+  // (tier, job) exceeds its recovery_time_objective; resolves at or below
+  // clear_ratio x the objective.
+  struct RtoAtRisk : AlertDefaults<300, Severity::kWarning> {
+    double clear_ratio = 0.9;
+  } rto_at_risk;
 };
 
 // YAML `alerting`.

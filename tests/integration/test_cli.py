@@ -64,7 +64,7 @@ class CheckConfig(unittest.TestCase):
                 lambda t: [f"{position(t, 5, 'drain_to')}: tiers[0].drain_to: unknown key "
                            "(expected one of: name, path, role, drains_to, partial_after, "
                            "jobs, shard, watch, walk_concurrency, residency, namespaces, "
-                           "layout, retention, sizing, bandwidth, drain)"]),
+                           "layout, retention, sizing, bandwidth, drain, storage_path)"]),
             "bad_duration": (
                 "global:\n  scan_interval: 15 s\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 lambda t: [f"{position(t, 2, '15 s')}: global.scan_interval: expected a duration "

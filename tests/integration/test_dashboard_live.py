@@ -32,6 +32,16 @@ ONLY_AFTER = {
     "ckpt_tier_time_to_full_seconds": "needs sizing.min_trend_span (30m) of tier samples",
     "ckpt_restore_duration_seconds_bucket": "observed from restore_start/restore_done events",
     "ckpt_last_restore_timestamp_seconds": "set by restore_done events",
+    # The tier I/O collector's counters (docs/metrics.md): only for tiers with
+    # an I/O source (block device, NFS, Lustre; the demo's temporary
+    # directories may sit on tmpfs, which has none) and for the interfaces
+    # named in network.interfaces (the demo names none).
+    "ckpt_tier_written_bytes_total": "needs a tier with an I/O source",
+    "ckpt_tier_read_bytes_total": "needs a tier with an I/O source",
+    "ckpt_tier_metadata_operations_total": "needs a tier with an I/O source",
+    "ckpt_network_receive_bytes_total": "needs network.interfaces",
+    "ckpt_network_transmit_bytes_total": "needs network.interfaces",
+    "ckpt_network_link_speed_bytes_per_second": "needs network.interfaces",
 }
 SCRAPE_NAME = re.compile(r"(?m)^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{| )")
 

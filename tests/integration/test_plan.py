@@ -45,7 +45,9 @@ class Plan(unittest.TestCase):
                 self.latest[job] = total  # step 200 comes last
         self.state = self.ws.mkdir("state")
         tier = harness.tier_yaml("rapid", self.tier).rstrip().rstrip("}") + \
-            ", sizing: {replicas: 2, growth_headroom_ratio: 0.25}}\n"
+            ", sizing: {replicas: 2, growth_headroom_ratio: 0.25}" + \
+            ", storage_path: {read_bandwidth: 1MiB, recovery_time_objective: 10m," + \
+            " jobs: {c: {recovery_time_objective: 10ms}}}}\n"
         self.cfg = self.ws.write("ckptmon.yml", harness.config_yaml([tier], state_dir=self.state))
         self.d = self.ws.start(harness.Ckptmon(self.cfg))
         self.d.wait_ready()
@@ -113,6 +115,35 @@ class Plan(unittest.TestCase):
         r = ckptmon("plan", "--from", self.url)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("temporary-write allowance", r.stdout)
+
+    def test_restore_time_against_the_objective(self):
+        # Each latest checkpoint: its bytes at the configured 1 MiB/s, plus 3
+        # files (two shards and .metadata) x 3 operations / 1000 ops/s.
+        want = {j: b / (1 << 20) + 3 * 3 / 1000 for j, b in self.latest.items()}
+        for j in "abc":
+            got = self.metrics.get("ckpt_estimated_restore_seconds", tier="rapid", training_job=j)
+            self.assertAlmostEqual(got, want[j], delta=1e-9, msg=j)
+        self.assertEqual(self.metrics.get("ckpt_recovery_time_objective_seconds", tier="rapid",
+                                          training_job="c"), 0.01)
+        for args in (["--from", self.url], ["--state-dir", self.state, "--config.file", self.cfg]):
+            p = self.plan_json(*args)
+            rows = {r["job"]: r for r in p["restore"]}
+            self.assertEqual(sorted(rows), ["a", "b", "c"], args)
+            for j in "abc":
+                self.assertAlmostEqual(rows[j]["estimated_seconds"], want[j], delta=1e-9, msg=args)
+                self.assertEqual(rows[j]["read_source"], "configured")
+                self.assertEqual(rows[j]["step"], 200)
+            self.assertEqual(rows["a"]["objective_seconds"], 600)
+            self.assertTrue(rows["a"]["meets_objective"])
+            self.assertFalse(rows["c"]["meets_objective"])  # ~0.03 s against 10 ms
+        r = ckptmon("plan", "--from", self.url)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"RESTORE +STEP +CHECKPOINT +ESTIMATE +OBJECTIVE +VERDICT")
+        self.assertRegex(r.stdout, r"\bc +200 .*\(configured\) +0.01 s +MISSES")
+        self.assertRegex(r.stdout, r"\ba +200 .*\(configured\) +600.0 s +meets")
+        r = ckptmon("plan", "--from", self.url, "--format", "markdown")
+        self.assertIn("| restore of job | step | checkpoint | estimate | objective | verdict |",
+                      r.stdout)
 
     def test_bad_input_exits_2_naming_the_flag_or_source(self):
         r = ckptmon("plan", "--from", self.url, "--replicas", "0")

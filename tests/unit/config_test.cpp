@@ -150,7 +150,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain_to: b\n",
                 {"bad.yml:5:5: tiers[0].drain_to: unknown key (expected one of: name, path, role, "
                  "drains_to, partial_after, jobs, shard, watch, walk_concurrency, residency, "
-                 "namespaces, layout, retention, sizing, bandwidth, drain)"}},
+                 "namespaces, layout, retention, sizing, bandwidth, drain, storage_path)"}},
         BadCase{"bad_duration",
                 "global: {scan_interval: fifteen}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:1:25: global.scan_interval: expected a duration such as 500ms, 15s, 5m, "
@@ -275,7 +275,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointCleanupStalled, CheckpointRecoveryPointStale, "
                  "CheckpointCompletionSkewHigh, CheckpointTierDown, "
                  "CheckpointBandwidthShortfall, CkptmonStateWriteFailing, CheckpointStallingGPUs, "
-                 "CheckpointGoodputLow)"}},
+                 "CheckpointGoodputLow, CheckpointWindowMissed, "
+                 "CheckpointRecoveryTimeObjectiveAtRisk)"}},
         BadCase{"invalid_yaml",
                 "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},

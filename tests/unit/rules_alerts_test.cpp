@@ -238,6 +238,29 @@ struct Scene {
     g.lost_in_window = 2880;
     g.gpu_seconds_in_window = 8 * 3600;
     figs.gpu_jobs.push_back(g);
+    // A 300 s save against a 2m window, with the storage path saturated.
+    LastSlowFigures ls;
+    ls.tier = "rapid";
+    ls.job = "llama";
+    ls.step = 1200;
+    ls.verdict.judged = true;
+    ls.verdict.slow = true;
+    ls.verdict.duration_seconds = 300;
+    ls.verdict.window_seconds = 120;
+    ls.verdict.missed = "checkpoint_window";
+    ls.verdict.cause = SlowCause::kStorageBandwidth;
+    ls.verdict.evidence = "the tier wrote 950.0 MiB/s during the window";
+    figs.storage_path.last_slow.push_back(ls);
+    // 100 GiB at 2 GiB/s + 0.3 s of metadata against a 30 s objective.
+    RestoreFigures rs;
+    rs.tier = "rapid";
+    rs.job = "llama";
+    rs.step = 1200;
+    rs.bytes = 100 * GiB;
+    rs.files = 100;
+    rs.objective_seconds = 30;
+    rs.estimate = RestoreEstimate{2 * GiB, ReadSource::kCounters, 1000, 50, 0.3, 50.3};
+    figs.storage_path.restore.push_back(rs);
   }
   std::vector<AlertCondition> conditions() const {
     return alert_conditions(figs, tiers, cfg, self);
@@ -275,6 +298,11 @@ TEST(AlertConditions, EveryAlertFiresOnItsFigureWithTheFiguresInItsText) {
        "The last 4 writes to /var/lib/ckptmon/ckptmon.db failed (database or disk is full)"},
       {"CheckpointStallingGPUs", "", "llama", "warning", "dropped by 80% of its baseline"},
       {"CheckpointGoodputLow", "", "llama", "warning", "2880 GPU-seconds over the last 1h (10%"},
+      {"CheckpointWindowMissed", "rapid", "llama", "warning",
+       "took 5m, over its checkpoint_window limit of 2m. Cause: storage_bandwidth (the tier "
+       "wrote 950.0 MiB/s"},
+      {"CheckpointRecoveryTimeObjectiveAtRisk", "rapid", "llama", "warning",
+       "restore in 50s: 50s reading at 2.0 GiB/s (counters) plus 0.3s of metadata"},
   };
   ASSERT_EQ(want.size(), kAlertNames.size());
   for (const Want& w : want) {
@@ -392,6 +420,55 @@ TEST(AlertConditions, GrowingQueueFiresWhenANewCheckpointLandsBeforeThePreviousD
   cks.push_back(Ck("rapid", "a", 200).committed(1000, 250, 260));
   EXPECT_FALSE(run(270));
   ASSERT_EQ(ev.resolved().size(), 1u);
+}
+
+TEST(AlertConditions, WindowMissedCarriesTheCauseInItsAnnotations) {
+  Scene s;
+  AlertEvaluator ev;
+  ev.evaluate(s.conditions(), s.figs.now);
+  std::vector<AlertInstance> active = ev.active();
+  const AlertInstance* missed = nullptr;
+  for (const AlertInstance& a : active) {
+    if (a.labels.alertname == "CheckpointWindowMissed") missed = &a;
+  }
+  ASSERT_NE(missed, nullptr);
+  EXPECT_EQ(missed->state, AlertState::kFiring);  // for: 0s
+  const auto doc = nlohmann::json::parse(alerts_json(active));
+  bool found = false;
+  for (const auto& a : doc["data"]["alerts"]) {
+    if (a["labels"]["alertname"] != "CheckpointWindowMissed") continue;
+    found = true;
+    EXPECT_EQ(a["annotations"]["cause"], "storage_bandwidth");
+    EXPECT_EQ(a["annotations"]["evidence"], "the tier wrote 950.0 MiB/s during the window");
+  }
+  EXPECT_TRUE(found);
+
+  // The next checkpoint was on time: the alert clears.
+  s.figs.storage_path.last_slow[0].verdict.slow = false;
+  auto cs = s.conditions();
+  EXPECT_EQ(find(cs, "CheckpointWindowMissed", "rapid", "llama")->signal, Signal::kClear);
+}
+
+TEST(AlertConditions, RecoveryTimeObjectiveHysteresisAndUnknownHolds) {
+  Scene s;
+  auto signal = [&](std::optional<double> estimate) {
+    auto& r = s.figs.storage_path.restore[0];
+    r.estimate.reset();
+    if (estimate)
+      r.estimate = RestoreEstimate{2 * GiB, ReadSource::kCounters, 1000, 0, 0, *estimate};
+    auto cs = s.conditions();
+    return find(cs, "CheckpointRecoveryTimeObjectiveAtRisk", "rapid", "llama")->signal;
+  };
+  // Objective 30 s, clear at 0.9 x 30 = 27 s.
+  EXPECT_EQ(signal(31), Signal::kFire);
+  EXPECT_EQ(signal(30), Signal::kHold);
+  EXPECT_EQ(signal(27.5), Signal::kHold);
+  EXPECT_EQ(signal(27), Signal::kClear);
+  EXPECT_EQ(signal(std::nullopt), Signal::kHold);  // unknown is not "meets the objective"
+  // No objective configured: no condition at all.
+  s.figs.storage_path.restore[0].objective_seconds = 0;
+  auto cs = s.conditions();
+  EXPECT_EQ(find(cs, "CheckpointRecoveryTimeObjectiveAtRisk", "rapid", "llama"), nullptr);
 }
 
 TEST(AlertConditions, EveryAlertHasARunbookSection) {

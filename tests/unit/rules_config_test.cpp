@@ -83,6 +83,69 @@ drain: {rate_window: 5m}
   EXPECT_EQ(p.drain.rate_window_seconds, 300);
 }
 
+TEST(RulesConfig, ReadsStoragePathWithPerJobOverrides) {
+  TierPolicy p;
+  auto e = tier_errors(R"(
+storage_path:
+  checkpoint_window: 2m
+  median_multiple: 2.5
+  write_bandwidth: 10GiB
+  read_bandwidth: 2GiB
+  saturation_ratio: 0.75
+  metadata_ops_per_second: 5000
+  metadata_multiple: 4
+  straggler_skew_ratio: 0.4
+  recovery_time_objective: 10m
+  restore_metadata_ops_per_second: 2000
+  jobs:
+    llama-70b: {checkpoint_window: 5m, recovery_time_objective: 15m}
+)",
+                       &p);
+  ASSERT_TRUE(e.empty()) << e[0];
+  const StoragePathPolicy& t = p.storage_path;
+  EXPECT_EQ(t.checkpoint_window_seconds, 120);
+  EXPECT_EQ(t.median_multiple, 2.5);
+  EXPECT_EQ(t.write_bandwidth, 10.0 * (1ull << 30));
+  EXPECT_EQ(t.read_bandwidth, 2.0 * (1ull << 30));
+  EXPECT_EQ(t.saturation_ratio, 0.75);
+  EXPECT_EQ(t.metadata_ops_per_second, 5000);
+  EXPECT_EQ(t.metadata_multiple, 4);
+  EXPECT_EQ(t.straggler_skew_ratio, 0.4);
+  EXPECT_EQ(t.recovery_time_objective_seconds, 600);
+  EXPECT_EQ(t.restore_metadata_ops_per_second, 2000);
+  // The job: its keys over the tier's.
+  const StoragePathPolicy& j = p.storage_path_for("llama-70b");
+  EXPECT_EQ(j.checkpoint_window_seconds, 300);
+  EXPECT_EQ(j.recovery_time_objective_seconds, 900);
+  EXPECT_EQ(j.read_bandwidth, 2.0 * (1ull << 30));
+  EXPECT_EQ(&p.storage_path_for("other"), &p.storage_path);
+  // Defaults: no window, no objective.
+  TierPolicy d;
+  EXPECT_TRUE(tier_errors("{}", &d).empty());
+  EXPECT_EQ(d.storage_path.checkpoint_window_seconds, 0);
+  EXPECT_EQ(d.storage_path.recovery_time_objective_seconds, 0);
+  EXPECT_EQ(d.storage_path.restore_metadata_ops_per_second, 1000);
+}
+
+TEST(RulesConfig, StoragePathBadValuesNameTheKey) {
+  auto e = tier_errors("storage_path: {checkpoint_window: -1m}");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("tiers[0].storage_path.checkpoint_window"), std::string::npos) << e[0];
+  e = tier_errors("storage_path: {saturation_ratio: 0}");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("saturation_ratio"), std::string::npos) << e[0];
+  e = tier_errors("storage_path: {jobs: {llama: {recovery_time_objectiv: 1m}}}");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("tiers[0].storage_path.jobs.llama.recovery_time_objectiv"), std::string::npos)
+      << e[0];
+  e = tier_errors("storage_path: {jobs: [a, b]}");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("expected a mapping of job name"), std::string::npos) << e[0];
+  e = tier_errors("storage_path: {write_bandwidth: fast}");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("write_bandwidth"), std::string::npos) << e[0];
+}
+
 TEST(RulesConfig, ReadsAlerting) {
   AlertingConfig a;
   auto e = alerting_errors(R"(
@@ -228,7 +291,8 @@ INSTANTIATE_TEST_SUITE_P(
              "CheckpointTierAlmostFull, CheckpointNextWontFit, CheckpointPartial, "
              "CheckpointCleanupStalled, CheckpointRecoveryPointStale, "
              "CheckpointCompletionSkewHigh, CheckpointTierDown, CheckpointBandwidthShortfall, "
-             "CkptmonStateWriteFailing, CheckpointStallingGPUs, CheckpointGoodputLow)"}},
+             "CkptmonStateWriteFailing, CheckpointStallingGPUs, CheckpointGoodputLow, "
+             "CheckpointWindowMissed, CheckpointRecoveryTimeObjectiveAtRisk)"}},
         Bad{"unknown_rule_key",
             "rules:\n  CheckpointTierAlmostFull: {used: 0.9}\n",
             {"r.yml:2:30: alerting.rules.CheckpointTierAlmostFull.used: unknown key (expected one "

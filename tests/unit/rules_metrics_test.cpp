@@ -30,6 +30,30 @@ std::string render() {
   // Samples 100 s apart: no minimum span for this rendering test.
   for (const char* t : {"staging", "rapid"}) p.tiers[t].sizing.min_trend_span_seconds = 0;
   RuleFigures f = evaluate_rules(tiers, cks, h, {}, p, 300);
+  // The storage path: step 200 on staging was slow from the network; a
+  // restore estimate of 12.5 s against a 60 s objective; a measured restore.
+  LastSlowFigures ls;
+  ls.tier = "staging";
+  ls.job = "llama";
+  ls.step = 200;
+  ls.verdict.judged = ls.verdict.slow = true;
+  ls.verdict.cause = SlowCause::kNetwork;
+  f.storage_path.last_slow.push_back(ls);
+  f.storage_path.slow_counts[SlowCountKey{"staging", "llama", SlowCause::kNetwork}] = 2;
+  f.storage_path.slow_counts[SlowCountKey{"staging", "llama", SlowCause::kStraggler}] = 1;
+  RestoreFigures rf;
+  rf.tier = "staging";
+  rf.job = "llama";
+  rf.objective_seconds = 60;
+  rf.estimate = RestoreEstimate{};
+  rf.estimate->seconds = 12.5;
+  f.storage_path.restore.push_back(rf);
+  RestoreFigures unknown = rf;  // no read rate known: no estimate, still the objective
+  unknown.tier = "rapid";
+  unknown.estimate.reset();
+  f.storage_path.restore.push_back(unknown);
+  f.storage_path.measured_restores.push_back({"rapid", "llama", 100, 4e9});
+  f.storage_path.mtime_write_bytes_per_second["staging"] = 5e6;
   AlertInstance a;
   a.labels = {"CheckpointTierDown", "critical", "rapid", ""};
   std::vector<AlertInstance> firing{a};
@@ -74,6 +98,31 @@ TEST(RulesMetrics, RendersTheFiguresWithTheirLabels) {
   // the default) versions on staging; one job writes there at a time.
   EXPECT_TRUE(has("ckpt_job_retained_versions{tier=\"staging\",training_job=\"llama\"} 3")) << text;
   EXPECT_TRUE(has("ckpt_tier_concurrent_writers{tier=\"staging\"} 1")) << text;
+  // The storage path's families.
+  EXPECT_TRUE(
+      has("ckpt_last_checkpoint_slow_cause{tier=\"staging\",training_job=\"llama\","
+          "cause=\"network\"} 1"))
+      << text;
+  EXPECT_TRUE(
+      has("ckpt_last_checkpoint_slow_cause{tier=\"staging\",training_job=\"llama\","
+          "cause=\"storage_bandwidth\"} 0"));
+  EXPECT_TRUE(
+      has("ckpt_slow_checkpoints_total{tier=\"staging\",training_job=\"llama\","
+          "cause=\"network\"} 2"));
+  EXPECT_TRUE(
+      has("ckpt_slow_checkpoints_total{tier=\"staging\",training_job=\"llama\","
+          "cause=\"straggler\"} 1"));
+  EXPECT_TRUE(
+      has("ckpt_slow_checkpoints_total{tier=\"staging\",training_job=\"llama\","
+          "cause=\"unknown\"} 0"));
+  EXPECT_TRUE(has("ckpt_estimated_restore_seconds{tier=\"staging\",training_job=\"llama\"} 12.5"));
+  EXPECT_EQ(text.find("ckpt_estimated_restore_seconds{tier=\"rapid\""), std::string::npos);
+  EXPECT_TRUE(
+      has("ckpt_recovery_time_objective_seconds{tier=\"rapid\",training_job=\"llama\"} 60"));
+  EXPECT_TRUE(
+      has("ckpt_last_restore_read_bytes_per_second{tier=\"rapid\",training_job=\"llama\"} "
+          "4000000000"));
+  EXPECT_TRUE(has("ckpt_tier_mtime_write_bandwidth_bytes_per_second{tier=\"staging\"} 5000000"));
   // rapid has no history and one sample: no trend, no sample.
   EXPECT_EQ(text.find("ckpt_tier_time_to_full_seconds{tier=\"rapid\"}"), std::string::npos);
 }

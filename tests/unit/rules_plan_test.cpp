@@ -166,6 +166,56 @@ TEST(RulesPlan, WithoutWhatIfsThePlanIsTheDaemonsFigures) {
   EXPECT_EQ(make_plan(*back, {}).terms.required_bytes, p.terms.required_bytes);
 }
 
+TEST(RulesPlan, RestoreTimeAgainstTheObjective) {
+  // 100 GiB in 100 files at the configured 2 GiB/s read bandwidth: 50 s +
+  // 100 x 3 / 1000 ops/s = 50.3 s, against objectives of 60 s (job a) and
+  // 30 s (job b, its own override).
+  constexpr double GiB = 1024.0 * 1024 * 1024;
+  Checkpoint a = Ck("rapid", "a", 100).committed(static_cast<std::uint64_t>(100 * GiB), 10, 20);
+  Checkpoint b = Ck("rapid", "b", 100).committed(static_cast<std::uint64_t>(100 * GiB), 10, 20);
+  a.files = b.files = 100;
+  std::vector<Checkpoint> cks{a, b};
+  RulesPolicy policy;
+  TierPolicy& tp = policy.tiers["rapid"];
+  tp.storage_path.read_bandwidth = 2 * GiB;
+  tp.storage_path.recovery_time_objective_seconds = 60;
+  tp.job_storage_path["b"] = tp.storage_path;
+  tp.job_storage_path["b"].recovery_time_objective_seconds = 30;
+  std::map<std::string, TierState> tiers{{"rapid", tier_state("rapid", TierRole::kRapid)}};
+  RuleFigures fig = evaluate_rules(tiers, cks, {}, {}, policy, 1000);
+  StoragePathTracker tracker;
+  fig.storage_path = tracker.update(cks, {"rapid"}, {}, nullptr, nullptr, {}, policy, 1000);
+  const std::vector<PlanInputs> in = plan_inputs_of(fig, cks, policy);
+  ASSERT_EQ(in.size(), 1u);
+  ASSERT_EQ(in[0].restores.size(), 2u);
+  EXPECT_EQ(in[0].restores[0].job, "a");
+  ASSERT_TRUE(in[0].restores[0].estimated_seconds);
+  EXPECT_DOUBLE_EQ(*in[0].restores[0].estimated_seconds, 50.3);
+  EXPECT_EQ(in[0].restores[0].read_source, "configured");
+  EXPECT_EQ(in[0].restores[1].objective_seconds, 30);
+
+  const nlohmann::json j = tier_plan_json(make_plan(in[0], {}));
+  ASSERT_EQ(j["restore"].size(), 2u);
+  EXPECT_EQ(j["restore"][0]["meets_objective"], true);
+  EXPECT_EQ(j["restore"][1]["meets_objective"], false);
+  EXPECT_DOUBLE_EQ(j["restore"][1]["estimated_seconds"].get<double>(), 50.3);
+  // Through the JSON of /api/v1/plan and back (plan --from).
+  std::string error;
+  auto back = plan_inputs_from_json(plan_inputs_json(in[0]), &error);
+  ASSERT_TRUE(back) << error;
+  ASSERT_EQ(back->restores.size(), 2u);
+  EXPECT_EQ(back->restores[1].objective_seconds, 30);
+  EXPECT_DOUBLE_EQ(*back->restores[1].estimated_seconds, 50.3);
+
+  // Without a read bandwidth: unknown, shown as null, not 0.
+  tp.storage_path.read_bandwidth = 0;
+  tp.job_storage_path.clear();
+  fig.storage_path = tracker.update(cks, {"rapid"}, {}, nullptr, nullptr, {}, policy, 1000);
+  const nlohmann::json u = tier_plan_json(make_plan(plan_inputs_of(fig, cks, policy)[0], {}));
+  EXPECT_TRUE(u["restore"][0]["estimated_seconds"].is_null());
+  EXPECT_TRUE(u["restore"][0]["meets_objective"].is_null());
+}
+
 TEST(RulesPlan, BadWhatIfsNameTheFlag) {
   auto error_of = [](PlanFlags f) {
     PlanWhatIfs w;

@@ -1,0 +1,43 @@
+#include "rules/restore_estimate.hpp"
+
+namespace ckptmon {
+
+std::string_view to_string(ReadSource s) {
+  switch (s) {
+    case ReadSource::kRestores:
+      return "restores";
+    case ReadSource::kCounters:
+      return "counters";
+    case ReadSource::kConfigured:
+      break;
+  }
+  return "configured";
+}
+
+std::optional<RestoreEstimate> estimate_restore(const RestoreInputs& in) {
+  RestoreEstimate e;
+  if (in.measured_read_bytes_per_second && *in.measured_read_bytes_per_second > 0) {
+    e.read_bytes_per_second = *in.measured_read_bytes_per_second;
+    e.read_source = ReadSource::kRestores;
+  } else if (in.counter_read_bytes_per_second && *in.counter_read_bytes_per_second > 0) {
+    e.read_bytes_per_second = *in.counter_read_bytes_per_second;
+    e.read_source = ReadSource::kCounters;
+  } else if (in.configured_read_bytes_per_second > 0) {
+    e.read_bytes_per_second = in.configured_read_bytes_per_second;
+    e.read_source = ReadSource::kConfigured;
+  } else {
+    return std::nullopt;
+  }
+  e.metadata_ops_per_second = in.configured_metadata_ops_per_second;
+  if (in.counter_metadata_ops_per_second &&
+      *in.counter_metadata_ops_per_second > e.metadata_ops_per_second) {
+    e.metadata_ops_per_second = *in.counter_metadata_ops_per_second;
+  }
+  if (e.metadata_ops_per_second <= 0) return std::nullopt;
+  e.transfer_seconds = in.bytes / e.read_bytes_per_second;
+  e.metadata_seconds = in.files * kRestoreOpsPerFile / e.metadata_ops_per_second;
+  e.seconds = e.transfer_seconds + e.metadata_seconds;
+  return e;
+}
+
+}  // namespace ckptmon

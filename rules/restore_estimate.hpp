@@ -1,0 +1,50 @@
+#pragma once
+// How long restoring a job's newest restorable checkpoint from a tier would
+// take (docs/rules.md, "Restore estimate"):
+//   transfer  = bytes / read throughput, where the read throughput is the
+//               best measured restore from the tier (restore_start ..
+//               restore_done events), else the best read rate the tier's
+//               counters showed over one sampling interval, else the
+//               configured read_bandwidth;
+//   metadata  = files x kRestoreOpsPerFile / metadata rate, where the rate
+//               is the best the tier's counters showed over one sampling
+//               interval or the configured restore_metadata_ops_per_second,
+//               whichever is higher;
+//   estimate  = transfer + metadata.
+// No read throughput known: no estimate (never 0). Pure; thread-safe.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ckptmon {
+
+// open, stat and close of every file a restore reads.
+inline constexpr double kRestoreOpsPerFile = 3;
+
+enum class ReadSource : std::uint8_t { kRestores, kCounters, kConfigured };
+std::string_view to_string(ReadSource s);
+
+struct RestoreInputs {
+  double bytes = 0;
+  double files = 0;
+  std::optional<double> measured_read_bytes_per_second;  // best measured restore
+  std::optional<double> counter_read_bytes_per_second;   // best over one interval
+  double configured_read_bytes_per_second = 0;           // 0 = none
+  std::optional<double> counter_metadata_ops_per_second;
+  double configured_metadata_ops_per_second = 1000;
+};
+
+struct RestoreEstimate {
+  double read_bytes_per_second = 0;
+  ReadSource read_source = ReadSource::kConfigured;
+  double metadata_ops_per_second = 0;
+  double transfer_seconds = 0;
+  double metadata_seconds = 0;
+  double seconds = 0;  // transfer + metadata
+};
+
+std::optional<RestoreEstimate> estimate_restore(const RestoreInputs& in);
+
+}  // namespace ckptmon

@@ -1,0 +1,220 @@
+#include "rules/storage_path.hpp"
+
+#include <algorithm>
+
+namespace ckptmon {
+namespace {
+
+std::optional<double> median(std::vector<double> v) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+const TierIo* tier_io(const IoState* io, const std::string& tier) {
+  if (io == nullptr) return nullptr;
+  auto it = io->tiers.find(tier);
+  return it == io->tiers.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkpoints,
+                                              const std::set<std::string>& tiers,
+                                              const std::set<std::string>& deletion_tiers,
+                                              const EventCatalog* events, const IoState* io,
+                                              const Verifications& verified,
+                                              const RulesPolicy& policy, double now) {
+  static const std::map<std::string, NetInterfaceIo> kNoInterfaces;
+  const auto& interfaces = io != nullptr ? io->interfaces : kNoInterfaces;
+  const std::uint64_t gen = ++generation_;
+  // The settled entries by (tier, job): the job's median duration and usual
+  // metadata rate come from its other checkpoints. Built when first needed:
+  // in the steady state every entry is settled and nothing needs it.
+  using Settled =
+      std::map<std::pair<std::string, std::string>, std::vector<const CheckpointStoragePath*>>;
+  std::optional<Settled> settled_index;
+  auto settled = [&]() -> Settled& {
+    if (!settled_index) {
+      settled_index.emplace();
+      for (const auto& [k, e] : entries_) {
+        if (e.io) (*settled_index)[{k.tier, e.job}].push_back(&e);
+      }
+    }
+    return *settled_index;
+  };
+
+  for (const Checkpoint& c : checkpoints) {
+    if (c.state != CkptState::kCommitted || !tiers.contains(c.tier) ||
+        deletion_tiers.contains(c.tier)) {
+      continue;
+    }
+    auto [it, added] = entries_.try_emplace(CheckpointKey{c.tier, c.path});
+    CheckpointStoragePath& e = it->second;
+    e.seen = gen;
+    if (added) changed_ = true;
+    if (e.io && e.io->window.source == WindowSource::kEvents) continue;  // settled for good
+    const EventStep* ev =
+        events != nullptr && c.step >= 0 ? events->find(c.tier, c.job, c.step) : nullptr;
+    if (e.io) {
+      // Settled. A window from a manifest or shard mtimes gives way to the
+      // event log's once it arrives (the tailer may lag the walk).
+      const bool dated_by_events =
+          ev != nullptr && ev->start_ts > 0 && ev->commit_ts >= ev->start_ts;
+      if (!dated_by_events) continue;
+      std::erase(settled()[{c.tier, e.job}], &e);
+      e.io.reset();
+      e.verdict.reset();
+    }
+    e.tier = c.tier;
+    e.job = c.job;
+    e.step = c.step;
+    const auto w = save_window(c, ev);
+    if (!w) continue;
+    const TierIo* tio = tier_io(io, c.tier);
+    WindowIo wio = window_io(*w, tio, interfaces);
+    const bool done = wio.write_bytes_per_second.has_value() || !window_io_coverable(*w, tio) ||
+                      now - w->end > kWindowIoGraceSeconds;
+    if (!done) continue;
+
+    // The job's other settled checkpoints on the tier: its median duration
+    // and usual metadata rate.
+    std::vector<double> durations, metadata;
+    auto& job_settled = settled()[{c.tier, c.job}];
+    for (const CheckpointStoragePath* other : job_settled) {
+      durations.push_back(other->io->window.duration());
+      if (other->io->metadata_ops_per_second) {
+        metadata.push_back(*other->io->metadata_ops_per_second);
+      }
+    }
+    const StoragePathPolicy& p = policy.for_tier(c.tier).storage_path_for(c.job);
+    SlowInputs in;
+    in.io = wio;
+    if (durations.size() >= kSlowMedianMinCheckpoints) in.job_median_seconds = median(durations);
+    in.job_usual_metadata_ops_per_second = median(metadata);
+    if (p.write_bandwidth > 0) {
+      in.reference_write_bytes_per_second = p.write_bandwidth;
+      in.reference_configured = true;
+    } else if (tio != nullptr) {
+      in.reference_write_bytes_per_second = tio->best_written_bytes_per_second;
+    }
+    if (ev != nullptr && ev->completion_skew()) {
+      in.completion_skew_seconds = ev->completion_skew();
+    } else if (c.last_write > 0 && c.first_write > 0) {
+      in.completion_skew_seconds = c.completion_skew();
+    }
+    if (ev != nullptr && ev->last_rank >= 0) in.slowest_ranks.push_back(ev->last_rank);
+    if (events != nullptr) {
+      for (const auto& [rank, n] : events->slow_ranks(c.tier, c.job, 3)) {
+        if (std::find(in.slowest_ranks.begin(), in.slowest_ranks.end(), rank) ==
+            in.slowest_ranks.end()) {
+          in.slowest_ranks.push_back(rank);
+        }
+      }
+    }
+    e.verdict = classify_slow(in, p);
+    e.io = std::move(wio);
+    job_settled.push_back(&e);
+    changed_ = true;
+    if (e.verdict->slow && !e.counted && commit_time(c) >= count_from_) {
+      ++counts_[SlowCountKey{c.tier, c.job, e.verdict->cause}];
+      e.counted = true;
+    }
+  }
+  if (std::erase_if(entries_, [&](const auto& kv) { return kv.second.seen != gen; }) > 0) {
+    changed_ = true;
+  }
+
+  StoragePathFigures out;
+  out.slow_counts = counts_;
+  {
+    std::map<std::string, std::pair<double, double>> sums;  // tier -> (bytes, seconds)
+    for (const auto& [k, e] : entries_) {
+      if (!e.io || !e.io->write_bytes_per_second) continue;
+      const SaveWindow& w = e.io->window;
+      const double observe = policy.for_tier(k.tier).bandwidth.observe_window_seconds;
+      if (w.duration() <= 0 || w.end > now || w.end < now - observe) continue;
+      auto& [b, secs] = sums[k.tier];
+      b += *e.io->write_bytes_per_second * w.duration();
+      secs += w.duration();
+    }
+    for (const auto& [tier, bs] : sums) {
+      out.measured_write_bytes_per_second[tier] = bs.first / bs.second;
+    }
+  }
+
+  // Measured restores: each job's last successful one with a duration.
+  if (events != nullptr) {
+    for (const auto& [job, r] : events->restores) {
+      if (!r.last || !r.last->ok || !r.last->duration || *r.last->duration <= 0 ||
+          r.last->bytes == 0 || r.last->tier.empty()) {
+        continue;
+      }
+      const double rate = static_cast<double>(r.last->bytes) / *r.last->duration;
+      out.measured_restores.push_back({r.last->tier, job, r.last->step, rate});
+      double& best = best_restore_read_[r.last->tier];
+      best = std::max(best, rate);
+    }
+  }
+
+  for (const std::string& tier : tiers) {
+    if (deletion_tiers.contains(tier)) continue;
+    const TierIo* tio = tier_io(io, tier);
+    const std::optional<double> best_meta =
+        tio != nullptr ? best_metadata_rate(tio->history) : std::nullopt;
+    for (const auto& [job, mine] : group_by_job(checkpoints, tier)) {
+      const std::vector<const Checkpoint*> committed = committed_oldest_first(mine);
+      // Newest first: the last slow verdict, then the newest restorable one.
+      for (auto it = committed.rbegin(); it != committed.rend(); ++it) {
+        auto e = entries_.find(CheckpointKey{tier, (*it)->path});
+        if (e == entries_.end() || !e->second.verdict || !e->second.verdict->judged) continue;
+        out.last_slow.push_back({tier, job, (*it)->step, (*it)->path, *e->second.verdict});
+        break;
+      }
+      const Checkpoint* newest = nullptr;
+      for (auto it = committed.rbegin(); it != committed.rend(); ++it) {
+        auto v = verified.find(CheckpointKey{tier, (*it)->path});
+        if (v != verified.end() && !v->second) continue;  // failed verification
+        newest = *it;
+        break;
+      }
+      if (newest == nullptr) continue;
+      const StoragePathPolicy& p = policy.for_tier(tier).storage_path_for(job);
+      RestoreFigures f;
+      f.tier = tier;
+      f.job = job;
+      f.step = newest->step;
+      f.path = newest->path;
+      f.bytes = static_cast<double>(newest->bytes);
+      f.files = static_cast<double>(newest->files);
+      f.objective_seconds = p.recovery_time_objective_seconds;
+      RestoreInputs in;
+      in.bytes = f.bytes;
+      in.files = f.files;
+      if (auto b = best_restore_read_.find(tier); b != best_restore_read_.end()) {
+        in.measured_read_bytes_per_second = b->second;
+      }
+      if (tio != nullptr && tio->best_read_bytes_per_second > 0) {
+        in.counter_read_bytes_per_second = tio->best_read_bytes_per_second;
+      }
+      in.configured_read_bytes_per_second = p.read_bandwidth;
+      in.counter_metadata_ops_per_second = best_meta;
+      in.configured_metadata_ops_per_second = p.restore_metadata_ops_per_second;
+      f.estimate = estimate_restore(in);
+      out.restore.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<const std::map<CheckpointKey, CheckpointStoragePath>>
+StoragePathTracker::snapshot() {
+  if (changed_ || !snapshot_) {
+    snapshot_ = std::make_shared<const std::map<CheckpointKey, CheckpointStoragePath>>(entries_);
+    changed_ = false;
+  }
+  return snapshot_;
+}
+
+}  // namespace ckptmon

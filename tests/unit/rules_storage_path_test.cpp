@@ -1,0 +1,450 @@
+// The storage path: window I/O, the slow-cause rule, the restore estimate and
+// the tracker that keeps them per checkpoint. Expected values by hand.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "model/events.hpp"
+#include "model/io.hpp"
+#include "rules/restore_estimate.hpp"
+#include "rules/slow_cause.hpp"
+#include "rules/storage_path.hpp"
+#include "rules/window_io.hpp"
+#include "rules_fixtures.hpp"
+
+namespace ckptmon {
+namespace {
+
+using testing::Ck;
+
+constexpr double kMiB = 1024.0 * 1024;
+constexpr double kGiB = 1024.0 * kMiB;
+
+// Samples every 100 s from t=1000: written grows by `write_rate` x 100 per
+// step, read by `read_rate` x 100, metadata (getattr) by `meta_rate` x 100.
+TierIo block_tier(double write_rate, double read_rate, double meta_rate, int samples = 6) {
+  TierIo t;
+  t.source = IoSource::kBlock;
+  t.ok = true;
+  t.has_totals = true;
+  for (int i = 0; i < samples; ++i) {
+    IoSample s;
+    s.time = 1000 + 100.0 * i;
+    s.counters.written_bytes = write_rate * 100 * i;
+    s.counters.read_bytes = read_rate * 100 * i;
+    s.counters.metadata_ops[static_cast<std::size_t>(MetaOp::kGetattr)] = meta_rate * 100 * i;
+    t.history.add(s);
+  }
+  t.totals = t.history.samples.back().counters;
+  return t;
+}
+
+// Link of `speed` bytes/s; transmit grows by `tx_rate` per second.
+NetInterfaceIo nic(const std::string& name, double speed, double tx_rate) {
+  NetInterfaceIo n;
+  n.name = name;
+  n.ok = true;
+  n.link_speed_bytes_per_second = speed;
+  for (int i = 0; i < 6; ++i) {
+    NetSample s;
+    s.time = 1000 + 100.0 * i;
+    s.transmit_bytes = tx_rate * 100 * i;
+    s.receive_bytes = tx_rate * 10 * i;  // rx a tenth of tx: max() takes tx
+    n.history.push_back(s);
+  }
+  return n;
+}
+
+TEST(SaveWindow, EventsThenManifestThenMtimes) {
+  Checkpoint c = Ck("rapid", "llama", 100).committed(10, 1150, 1190).save(1120, 1200);
+  EventStep ev;
+  ev.start_ts = 1100;
+  ev.commit_ts = 1300;
+  auto w = save_window(c, &ev);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->source, WindowSource::kEvents);
+  EXPECT_DOUBLE_EQ(w->start, 1100);
+  EXPECT_DOUBLE_EQ(w->end, 1300);
+
+  w = save_window(c, nullptr);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->source, WindowSource::kManifest);
+  EXPECT_DOUBLE_EQ(w->duration(), 80);
+
+  c.save_start = c.save_end = 0;
+  EventStep half;  // a start without its commit does not date the save
+  half.start_ts = 1100;
+  w = save_window(c, &half);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->source, WindowSource::kMtimes);
+  EXPECT_DOUBLE_EQ(w->start, 1150);
+  EXPECT_DOUBLE_EQ(w->end, 1190);
+
+  c.first_write = c.last_write = 0;
+  EXPECT_FALSE(save_window(c, nullptr));
+}
+
+TEST(WindowIo, RatesFromTheBracketingSamples) {
+  const TierIo t = block_tier(500 * kMiB, 0, 40);
+  std::map<std::string, NetInterfaceIo> ifs;
+  ifs["eth0"] = nic("eth0", 1000 * kMiB, 300 * kMiB);  // 30 %
+  ifs["ib0"] = nic("ib0", 1000 * kMiB, 700 * kMiB);    // 70 %
+  // [1100, 1300]: samples at 1100 and 1300 bracket it exactly.
+  const WindowIo w = window_io({1100, 1300, WindowSource::kEvents}, &t, ifs);
+  EXPECT_EQ(w.source, IoSource::kBlock);
+  ASSERT_TRUE(w.write_bytes_per_second);
+  EXPECT_DOUBLE_EQ(*w.write_bytes_per_second, 500 * kMiB);
+  ASSERT_TRUE(w.metadata_ops_per_second);
+  EXPECT_DOUBLE_EQ(*w.metadata_ops_per_second, 40);
+  ASSERT_TRUE(w.network_utilisation);
+  EXPECT_DOUBLE_EQ(*w.network_utilisation, 0.7);
+  EXPECT_EQ(w.network_interface, "ib0");
+  EXPECT_TRUE(w.interfaces_configured);
+}
+
+TEST(WindowIo, UnknownIsNotZero) {
+  const TierIo t = block_tier(500 * kMiB, 0, 40);
+  std::map<std::string, NetInterfaceIo> ifs;
+  NetInterfaceIo no_speed = nic("ib0", 1000 * kMiB, 700 * kMiB);
+  no_speed.link_speed_bytes_per_second.reset();  // speed said -1
+  ifs["ib0"] = no_speed;
+  // Ends after the newest sample (1500): not covered yet.
+  WindowIo w = window_io({1400, 1600, WindowSource::kEvents}, &t, ifs);
+  EXPECT_FALSE(w.write_bytes_per_second);
+  EXPECT_FALSE(w.metadata_ops_per_second);
+  EXPECT_FALSE(w.network_utilisation);
+  EXPECT_TRUE(window_io_coverable({1400, 1600, WindowSource::kEvents}, &t));
+  // Starts before the oldest sample: never coverable.
+  EXPECT_FALSE(window_io_coverable({900, 1100, WindowSource::kEvents}, &t));
+  // No source at all.
+  w = window_io({1100, 1300, WindowSource::kEvents}, nullptr, {});
+  EXPECT_EQ(w.source, IoSource::kNone);
+  EXPECT_FALSE(w.write_bytes_per_second);
+  EXPECT_FALSE(w.interfaces_configured);
+  EXPECT_FALSE(window_io_coverable({1100, 1300, WindowSource::kEvents}, nullptr));
+}
+
+TEST(WindowIo, BestMetadataRate) {
+  IoHistory h;
+  EXPECT_FALSE(best_metadata_rate(h));
+  double total = 0;
+  const double per_interval[] = {100, 900, 300};  // over 10 s each
+  IoSample s;
+  s.time = 0;
+  h.add(s);
+  for (int i = 0; i < 3; ++i) {
+    total += per_interval[i];
+    s.time = 10.0 * (i + 1);
+    s.counters.metadata_ops[static_cast<std::size_t>(MetaOp::kOpen)] = total;
+    h.add(s);
+  }
+  ASSERT_TRUE(best_metadata_rate(h));
+  EXPECT_DOUBLE_EQ(*best_metadata_rate(h), 90);
+}
+
+// The slow-cause rule, one case per cause. The base case is a save of 300 s
+// against a 120 s window with every figure known and the storage path idle.
+struct SlowCase {
+  const char* name;
+  std::function<void(SlowInputs&, StoragePathPolicy&)> change;
+  bool slow;
+  SlowCause cause;
+  const char* evidence;  // a piece of the evidence sentence
+};
+
+SlowInputs idle_slow_save() {
+  SlowInputs in;
+  in.io.window = {1000, 1300, WindowSource::kEvents};
+  in.io.source = IoSource::kNfs;
+  in.io.write_bytes_per_second = 100 * kMiB;
+  in.io.metadata_ops_per_second = 50;
+  in.io.network_utilisation = 0.1;
+  in.io.network_interface = "ib0";
+  in.io.interfaces_configured = true;
+  in.reference_write_bytes_per_second = 1000 * kMiB;
+  in.job_usual_metadata_ops_per_second = 40;
+  in.completion_skew_seconds = 10;
+  in.slowest_ranks = {7, 3};
+  return in;
+}
+
+TEST(SlowCauseRule, OneCasePerCause) {
+  const std::vector<SlowCase> cases = {
+      {"application", [](SlowInputs&, StoragePathPolicy&) {}, true, SlowCause::kApplication,
+       "the storage path was idle"},
+      {"storage_bandwidth",
+       [](SlowInputs& in, StoragePathPolicy&) { in.io.write_bytes_per_second = 850 * kMiB; }, true,
+       SlowCause::kStorageBandwidth, "85% of its best observed 1000.0 MiB/s"},
+      {"storage_bandwidth at exactly 80 % of a configured bandwidth",
+       [](SlowInputs& in, StoragePathPolicy&) {
+         in.io.write_bytes_per_second = 800 * kMiB;
+         in.reference_configured = true;
+       },
+       true, SlowCause::kStorageBandwidth, "80% of its configured write_bandwidth"},
+      {"network", [](SlowInputs& in, StoragePathPolicy&) { in.io.network_utilisation = 0.9; }, true,
+       SlowCause::kNetwork, "interface ib0 ran at 90% of its link speed"},
+      {"metadata over the threshold",
+       [](SlowInputs& in, StoragePathPolicy& p) {
+         p.metadata_ops_per_second = 100;
+         in.io.metadata_ops_per_second = 150;
+         in.job_usual_metadata_ops_per_second = 100;  // only 1.5x the usual
+       },
+       true, SlowCause::kMetadata, "150 metadata operations/s during the window (threshold 100)"},
+      {"metadata at 3x the job's usual",
+       [](SlowInputs& in, StoragePathPolicy&) { in.io.metadata_ops_per_second = 120; }, true,
+       SlowCause::kMetadata, "the job's usual 40"},
+      {"straggler", [](SlowInputs& in, StoragePathPolicy&) { in.completion_skew_seconds = 150; },
+       true, SlowCause::kStraggler, "150s after the first (50% of the save); slowest ranks: 7, 3"},
+      {"skew from shard mtimes is the window itself: unknown",
+       [](SlowInputs& in, StoragePathPolicy&) {
+         in.io.window.source = WindowSource::kMtimes;
+         in.completion_skew_seconds = 300;
+       },
+       true, SlowCause::kUnknown, "a save start (only shard mtimes)"},
+      {"unknown without tier counters",
+       [](SlowInputs& in, StoragePathPolicy&) {
+         in.io.write_bytes_per_second.reset();
+         in.io.metadata_ops_per_second.reset();
+       },
+       true, SlowCause::kUnknown, "missing tier write counters, metadata counters"},
+      {"unknown with an interface configured but not measured",
+       [](SlowInputs& in, StoragePathPolicy&) { in.io.network_utilisation.reset(); }, true,
+       SlowCause::kUnknown, "missing network counters"},
+      {"application without any interface configured",
+       [](SlowInputs& in, StoragePathPolicy&) {
+         in.io.network_utilisation.reset();
+         in.io.interfaces_configured = false;
+       },
+       true, SlowCause::kApplication, "no interface configured"},
+      {"unknown without a reference bandwidth",
+       [](SlowInputs& in, StoragePathPolicy&) { in.reference_write_bytes_per_second = 0; }, true,
+       SlowCause::kUnknown, "a reference write bandwidth"},
+      {"on time", [](SlowInputs& in, StoragePathPolicy&) { in.io.window.end = 1120; }, false,
+       SlowCause::kUnknown, ""},
+  };
+  for (const SlowCase& k : cases) {
+    SlowInputs in = idle_slow_save();
+    StoragePathPolicy p;
+    p.checkpoint_window_seconds = 120;
+    k.change(in, p);
+    const SlowVerdict v = classify_slow(in, p);
+    EXPECT_TRUE(v.judged) << k.name;
+    EXPECT_EQ(v.slow, k.slow) << k.name;
+    if (!k.slow) continue;
+    EXPECT_EQ(v.missed, "checkpoint_window") << k.name;
+    EXPECT_EQ(to_string(v.cause), to_string(k.cause)) << k.name;
+    EXPECT_NE(v.evidence.find(k.evidence), std::string::npos) << k.name << ": " << v.evidence;
+    EXPECT_NE(v.evidence.find("took 300s (limit 120s)"), std::string::npos) << v.evidence;
+  }
+}
+
+TEST(SlowCauseRule, MedianMultiple) {
+  SlowInputs in = idle_slow_save();  // 300 s
+  StoragePathPolicy p;
+  EXPECT_FALSE(classify_slow(in, p).judged);  // no limit configured
+  p.median_multiple = 2;
+  EXPECT_FALSE(classify_slow(in, p).judged);  // no median yet
+  in.job_median_seconds = 160;                // limit 320 s
+  SlowVerdict v = classify_slow(in, p);
+  EXPECT_TRUE(v.judged);
+  EXPECT_FALSE(v.slow);
+  EXPECT_DOUBLE_EQ(v.median_limit_seconds, 320);
+  in.job_median_seconds = 100;  // limit 200 s
+  v = classify_slow(in, p);
+  EXPECT_TRUE(v.slow);
+  EXPECT_EQ(v.missed, "median_multiple");
+  EXPECT_EQ(v.cause, SlowCause::kApplication);
+}
+
+TEST(RestoreEstimate, HundredGibAtTwoGibPerSecond) {
+  RestoreInputs in;
+  in.bytes = 100 * kGiB;
+  in.files = 100;
+  in.counter_read_bytes_per_second = 2 * kGiB;
+  in.configured_metadata_ops_per_second = 1000;
+  auto e = estimate_restore(in);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->read_source, ReadSource::kCounters);
+  EXPECT_DOUBLE_EQ(e->transfer_seconds, 50);
+  // Metadata term: 100 files x 3 operations / 1000 ops/s = 0.3 s.
+  EXPECT_DOUBLE_EQ(e->metadata_seconds, 0.3);
+  EXPECT_DOUBLE_EQ(e->seconds, 50.3);
+}
+
+TEST(RestoreEstimate, SourcesInOrderAndUnknownIsNoEstimate) {
+  RestoreInputs in;
+  in.bytes = 10 * kGiB;
+  in.files = 0;
+  EXPECT_FALSE(estimate_restore(in));  // nothing known: no estimate, not 0
+  in.configured_read_bytes_per_second = 1 * kGiB;
+  ASSERT_TRUE(estimate_restore(in));
+  EXPECT_EQ(estimate_restore(in)->read_source, ReadSource::kConfigured);
+  EXPECT_DOUBLE_EQ(estimate_restore(in)->seconds, 10);
+  in.counter_read_bytes_per_second = 2 * kGiB;
+  EXPECT_EQ(estimate_restore(in)->read_source, ReadSource::kCounters);
+  EXPECT_DOUBLE_EQ(estimate_restore(in)->seconds, 5);
+  in.measured_read_bytes_per_second = 4 * kGiB;
+  EXPECT_EQ(estimate_restore(in)->read_source, ReadSource::kRestores);
+  EXPECT_DOUBLE_EQ(estimate_restore(in)->seconds, 2.5);
+  // The counters' metadata rate counts only when above the configured one.
+  in.files = 600;
+  in.counter_metadata_ops_per_second = 300;  // below 1000: 600 x 3 / 1000 = 1.8 s
+  EXPECT_DOUBLE_EQ(estimate_restore(in)->metadata_seconds, 1.8);
+  in.counter_metadata_ops_per_second = 3600;  // 600 x 3 / 3600 = 0.5 s
+  EXPECT_DOUBLE_EQ(estimate_restore(in)->metadata_seconds, 0.5);
+}
+
+// The tracker over a hand-built catalog, events and counters.
+struct TrackerFixture {
+  std::vector<Checkpoint> cks;
+  EventCatalog events;
+  IoState io;
+  RulesPolicy policy;
+  std::set<std::string> tiers{"rapid"};
+
+  void add(std::int64_t step, double start, double commit, double skew = 5) {
+    Checkpoint c = Ck("rapid", "llama", step)
+                       .committed(static_cast<std::uint64_t>(40 * kGiB), commit - skew, commit);
+    c.files = 64;
+    cks.push_back(c);
+    EventStep& s = events.steps[StepKey{"rapid", "llama", step}];
+    s.start_ts = start;
+    s.commit_ts = commit;
+    s.committed = true;
+    s.shards = 64;
+    s.first_shard_end = commit - skew;
+    s.last_shard_end = commit;
+    s.last_rank = 5;
+  }
+};
+
+TEST(StoragePathTracker, CountsEachSlowCheckpointOnceAndKeepsItsWindow) {
+  TrackerFixture f;
+  f.io.tiers["rapid"] = block_tier(900 * kMiB, 2 * kGiB, 10);
+  f.io.tiers["rapid"].best_written_bytes_per_second = 1000 * kMiB;
+  f.io.tiers["rapid"].best_read_bytes_per_second = 2 * kGiB;
+  f.policy.tiers["rapid"].storage_path.checkpoint_window_seconds = 120;
+  f.policy.tiers["rapid"].storage_path.recovery_time_objective_seconds = 60;
+  f.add(1, 1000, 1100);  // on time (100 s)
+  f.add(2, 1200, 1500);  // 300 s at 900 of 1000 MiB/s: storage_bandwidth
+
+  StoragePathTracker t;
+  StoragePathFigures out = t.update(f.cks, f.tiers, {}, &f.events, &f.io, {}, f.policy, 1600);
+  const auto& e = t.checkpoints().at(CheckpointKey{"rapid", "llama/step-2"});
+  ASSERT_TRUE(e.io);
+  ASSERT_TRUE(e.io->write_bytes_per_second);
+  EXPECT_DOUBLE_EQ(*e.io->write_bytes_per_second, 900 * kMiB);
+  ASSERT_TRUE(e.verdict);
+  EXPECT_TRUE(e.verdict->slow);
+  EXPECT_EQ(e.verdict->cause, SlowCause::kStorageBandwidth);
+  EXPECT_FALSE(t.checkpoints().at(CheckpointKey{"rapid", "llama/step-1"}).verdict->slow);
+  const SlowCountKey key{"rapid", "llama", SlowCause::kStorageBandwidth};
+  EXPECT_EQ(out.slow_counts[key], 1u);
+  ASSERT_EQ(out.last_slow.size(), 1u);
+  EXPECT_EQ(out.last_slow[0].step, 2);
+  EXPECT_TRUE(out.last_slow[0].verdict.slow);
+
+  // Later cycles: counted once; the ring moving on does not forget the window.
+  f.io.tiers["rapid"].history.samples.clear();
+  out = t.update(f.cks, f.tiers, {}, &f.events, &f.io, {}, f.policy, 1700);
+  EXPECT_EQ(out.slow_counts[key], 1u);
+  EXPECT_DOUBLE_EQ(
+      *t.checkpoints().at(CheckpointKey{"rapid", "llama/step-2"}).io->write_bytes_per_second,
+      900 * kMiB);
+
+  // Restore: the newest restorable checkpoint, 40 GiB at the counters' 2 GiB/s
+  // = 20 s, plus 64 files x 3 / 1000 ops/s = 0.192 s.
+  ASSERT_EQ(out.restore.size(), 1u);
+  EXPECT_EQ(out.restore[0].step, 2);
+  ASSERT_TRUE(out.restore[0].estimate);
+  EXPECT_DOUBLE_EQ(out.restore[0].estimate->seconds, 20.192);
+  EXPECT_DOUBLE_EQ(out.restore[0].objective_seconds, 60);
+
+  // A measured restore of 40 GiB in 10 s (4 GiB/s) becomes the read rate.
+  EventRestores& r = f.events.restores["llama"];
+  r.last = RestoreRecord{2, "rapid", 1650, static_cast<std::uint64_t>(40 * kGiB), true, 10.0};
+  out = t.update(f.cks, f.tiers, {}, &f.events, &f.io, {}, f.policy, 1700);
+  ASSERT_EQ(out.measured_restores.size(), 1u);
+  EXPECT_DOUBLE_EQ(out.measured_restores[0].bytes_per_second, 4 * kGiB);
+  EXPECT_EQ(out.restore[0].estimate->read_source, ReadSource::kRestores);
+  EXPECT_DOUBLE_EQ(out.restore[0].estimate->transfer_seconds, 10);
+
+  // A failed verification makes step 1 the newest restorable one.
+  Verifications bad{{CheckpointKey{"rapid", "llama/step-2"}, false}};
+  out = t.update(f.cks, f.tiers, {}, &f.events, &f.io, bad, f.policy, 1700);
+  EXPECT_EQ(out.restore[0].step, 1);
+
+  // The checkpoint leaves the catalog: its entry goes.
+  f.cks.pop_back();
+  t.update(f.cks, f.tiers, {}, &f.events, &f.io, {}, f.policy, 1800);
+  EXPECT_FALSE(t.checkpoints().contains(CheckpointKey{"rapid", "llama/step-2"}));
+}
+
+TEST(StoragePathTracker, WaitsForTheCountersThenSettlesUnknown) {
+  TrackerFixture f;
+  f.io.tiers["rapid"] = block_tier(100 * kMiB, 0, 10);  // samples 1000..1500
+  f.policy.tiers["rapid"].storage_path.checkpoint_window_seconds = 60;
+  f.add(1, 1400, 1550);  // ends after the newest sample
+  StoragePathTracker t;
+  t.set_count_from(2000);  // committed before: judged, not counted
+  StoragePathFigures out = t.update(f.cks, f.tiers, {}, &f.events, &f.io, {}, f.policy, 1560);
+  EXPECT_FALSE(t.checkpoints().at(CheckpointKey{"rapid", "llama/step-1"}).io);
+  EXPECT_TRUE(out.last_slow.empty());
+  // Past the grace the figures settle as unknown: the cause is unknown.
+  out = t.update(f.cks, f.tiers, {}, &f.events, &f.io, {}, f.policy,
+                 1550 + kWindowIoGraceSeconds + 1);
+  const auto& e = t.checkpoints().at(CheckpointKey{"rapid", "llama/step-1"});
+  ASSERT_TRUE(e.io);
+  EXPECT_FALSE(e.io->write_bytes_per_second);
+  EXPECT_EQ(e.verdict->cause, SlowCause::kUnknown);
+  EXPECT_TRUE(out.slow_counts.empty());
+  // No read rate anywhere: no restore estimate.
+  ASSERT_EQ(out.restore.size(), 1u);
+  EXPECT_FALSE(out.restore[0].estimate);
+}
+
+TEST(StoragePathTracker, AnEventLogThatArrivesLaterRedatesTheWindowAndCountsOnce) {
+  TrackerFixture f;
+  f.policy.tiers["rapid"].storage_path.checkpoint_window_seconds = 60;
+  f.add(1, 1000, 1300);  // events: a 300 s save; shards 5 s apart
+  EventCatalog none;     // the tailer has not read the log yet
+  StoragePathTracker t;
+  // No I/O source: settled at once, from shard mtimes: 5 s, on time.
+  StoragePathFigures out = t.update(f.cks, f.tiers, {}, &none, nullptr, {}, f.policy, 1310);
+  const CheckpointKey key{"rapid", "llama/step-1"};
+  ASSERT_TRUE(t.checkpoints().at(key).verdict);
+  EXPECT_EQ(t.checkpoints().at(key).io->window.source, WindowSource::kMtimes);
+  EXPECT_FALSE(t.checkpoints().at(key).verdict->slow);
+  // The events arrive: re-judged from their 300 s window, slow, counted once.
+  out = t.update(f.cks, f.tiers, {}, &f.events, nullptr, {}, f.policy, 1320);
+  EXPECT_EQ(t.checkpoints().at(key).io->window.source, WindowSource::kEvents);
+  EXPECT_TRUE(t.checkpoints().at(key).verdict->slow);
+  const SlowCountKey unknown{"rapid", "llama", SlowCause::kUnknown};
+  EXPECT_EQ(out.slow_counts[unknown], 1u);
+  out = t.update(f.cks, f.tiers, {}, &f.events, nullptr, {}, f.policy, 1330);
+  EXPECT_EQ(out.slow_counts[unknown], 1u);
+}
+
+TEST(StoragePathTracker, MeasuredWriteBandwidthOverTheSaveWindows) {
+  TrackerFixture f;
+  f.io.tiers["rapid"] = block_tier(400 * kMiB, 0, 0);
+  f.add(1, 1100, 1200);  // 100 s at 400 MiB/s
+  f.add(2, 1300, 1500);  // 200 s at 400 MiB/s
+  StoragePathTracker t;
+  StoragePathFigures out = t.update(f.cks, f.tiers, {}, &f.events, &f.io, {}, f.policy, 1550);
+  ASSERT_TRUE(out.measured_write_bytes_per_second.contains("rapid"));
+  // (400 x 100 + 400 x 200) MiB / 300 s.
+  EXPECT_DOUBLE_EQ(out.measured_write_bytes_per_second["rapid"], 400 * kMiB);
+  // Outside the observe window: no measured figure.
+  f.policy.tiers["rapid"].bandwidth.observe_window_seconds = 60;
+  out = t.update(f.cks, f.tiers, {}, &f.events, &f.io, {}, f.policy, 1600);
+  EXPECT_FALSE(out.measured_write_bytes_per_second.contains("rapid"));
+}
+
+}  // namespace
+}  // namespace ckptmon
