@@ -1,5 +1,6 @@
 #include "collectors/gpu.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "collectors/gpu_job_mapping.hpp"
@@ -25,13 +26,23 @@ std::size_t GpuCollector::ring_capacity(const GpuConfig& cfg) {
   return static_cast<std::size_t>(std::ceil(span / width)) + 2;
 }
 
+double GpuCollector::fetch_timeout(const GpuConfig& cfg) {
+  const double interval = std::chrono::duration<double>(cfg.interval).count();
+  const double timeout = std::chrono::duration<double>(cfg.timeout).count();
+  return 0.8 * std::min(interval, timeout);
+}
+
 void GpuCollector::configure(const Config& cfg) {
   cfg_ = cfg.gpu;
-  std::string key = std::string(to_string(cfg_.source)) + "|" + cfg_.nvml_library;
+  std::string key = std::string(to_string(cfg_.source)) + "|" + cfg_.nvml_library + "|" +
+                    cfg_.dcgm_url + "|" + std::to_string(fetch_timeout(cfg_));
   if (key == source_key_ && source_) return;
   source_.reset();
   source_key_ = key;
   if (cfg_.source == GpuSourceKind::kNvml) source_ = make_nvml_source(cfg_.nvml_library);
+  if (cfg_.source == GpuSourceKind::kDcgm) {
+    source_ = make_dcgm_source(cfg_.dcgm_url, http_fetch_, fetch_timeout(cfg_));
+  }
 }
 
 std::vector<std::string> GpuCollector::targets() const {
