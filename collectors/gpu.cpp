@@ -13,6 +13,15 @@ namespace {
 // cleared, so a source that invents a new message every poll cannot grow it.
 constexpr std::size_t kMaxRemembered = 256;
 
+// A source that is down reads nothing: the last readings are dropped (the
+// gauges disappear, unknown rather than stale); identities and rings stay.
+void forget_readings(GpuState& g) {
+  for (GpuDevice& d : g.devices) {
+    d.utilization.reset();
+    d.memory_used_bytes.reset();
+  }
+}
+
 void log_once(std::set<std::string>& logged, const std::string& what, const std::string& msg) {
   if (logged.size() >= kMaxRemembered) logged.clear();
   if (logged.insert(what + "\n" + msg).second) log::error(what, {{"err", msg}});
@@ -68,14 +77,11 @@ Job GpuCollector::prepare(const std::string& /*target*/) {
       next->source = std::string(to_string(cfg.source));
       const double width = std::chrono::duration<double>(cfg.interval).count();
       const std::size_t capacity = GpuCollector::ring_capacity(cfg);
-      for (const std::string& e : poll.call_errors) {
-        ++next->errors;
-        log_once(*logged, "GPU source call failed", e);
-      }
       if (!poll.ok) {
         ++next->errors;
         next->up = false;
         next->error = poll.error;
+        forget_readings(*next);
         log_once(*logged, "GPU source down", poll.error);
       } else {
         if (!next->up && !next->error.empty()) {
@@ -110,6 +116,12 @@ Job GpuCollector::prepare(const std::string& /*target*/) {
           return true;
         });
       }
+      // After the up/down handling: a source coming back up forgets what was
+      // logged, and this poll's call errors must not be logged again next poll.
+      for (const std::string& e : poll.call_errors) {
+        ++next->errors;
+        log_once(*logged, "GPU source call failed", e);
+      }
       if (mapping) {
         for (const std::string& e : mapping->errors) {
           ++next->mapping_errors;
@@ -129,6 +141,7 @@ void GpuCollector::down(State& state, const std::string& error) {
   next->source = std::string(to_string(cfg_.source));
   next->up = false;
   next->error = error;
+  forget_readings(*next);
   ++next->errors;
   log_once(*logged_, "GPU source down", error);
   state.gpu = std::move(next);

@@ -115,11 +115,14 @@ GpuPoll dcgm_readings(std::string_view body, double now) {
     const std::string* raw = s.label("gpu");
     auto idx = gpu_index(raw);
     if (!idx) {
+      // The wording leaves the value out: it is logged once per distinct
+      // message, and an exporter inventing values must not make a log storm.
       if (bad_index.empty()) {
-        bad_index =
-            s.name + ": gpu label " +
-            (raw == nullptr ? std::string("missing") : "\"" + gpu_label_value(*raw) + "\"") +
-            " is not a GPU index below " + std::to_string(kMaxIndex) + "; series ignored";
+        bad_index = s.name + ": series " +
+                    (raw == nullptr
+                         ? std::string("without a gpu label")
+                         : "whose gpu label is no GPU index below " + std::to_string(kMaxIndex)) +
+                    " ignored";
       }
       continue;
     }

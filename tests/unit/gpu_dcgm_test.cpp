@@ -78,7 +78,7 @@ TEST(GpuDcgm, BadSeriesAreCallErrorsAndBadTextFailsThePoll) {
   EXPECT_DOUBLE_EQ(*p.gpus[1].utilization, 0.2);  // unknown labels are ignored
   ASSERT_EQ(p.call_errors.size(), 2u);
   EXPECT_EQ(p.call_errors[0],
-            "DCGM_FI_DEV_GPU_UTIL: gpu label \"64\" is not a GPU index below 64; series ignored");
+            "DCGM_FI_DEV_GPU_UTIL: series whose gpu label is no GPU index below 64 ignored");
   EXPECT_NE(p.call_errors[1].find("GPU 0 is named by hosts \"a\" and \"b\""), std::string::npos);
 
   p = dcgm_readings("<html><body>Sign in</body></html>\n", 1.0);
