@@ -44,13 +44,23 @@ double GpuCollector::fetch_timeout(const GpuConfig& cfg) {
 void GpuCollector::configure(const Config& cfg) {
   cfg_ = cfg.gpu;
   std::string key = std::string(to_string(cfg_.source)) + "|" + cfg_.nvml_library + "|" +
-                    cfg_.dcgm_url + "|" + std::to_string(fetch_timeout(cfg_));
+                    cfg_.dcgm_url + "|" + cfg_.prometheus_url + "|" + cfg_.prometheus_selector +
+                    "|" + std::to_string(fetch_timeout(cfg_)) + "|" +
+                    std::to_string(ring_capacity(cfg_));
   if (key == source_key_ && source_) return;
   source_.reset();
   source_key_ = key;
   if (cfg_.source == GpuSourceKind::kNvml) source_ = make_nvml_source(cfg_.nvml_library);
   if (cfg_.source == GpuSourceKind::kDcgm) {
     source_ = make_dcgm_source(cfg_.dcgm_url, http_fetch_, fetch_timeout(cfg_));
+  }
+  if (cfg_.source == GpuSourceKind::kPrometheus) {
+    // The first poll fills the whole ring: windows that ended before the
+    // daemon started are joined too.
+    const double history = static_cast<double>(ring_capacity(cfg_) - 2) *
+                           std::chrono::duration<double>(cfg_.interval).count();
+    source_ = make_prometheus_source(cfg_.prometheus_url, cfg_.prometheus_selector, http_fetch_,
+                                     fetch_timeout(cfg_), history);
   }
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Where GPU readings come from: one GpuSource per configured `gpu.source`
-// (NVML by dlopen, dcgm-exporter over HTTP). poll() blocks and
+// (NVML by dlopen, dcgm-exporter and Prometheus over HTTP). poll() blocks and
 // runs on a worker, one call at a time per source (the collector runner
 // never runs a target twice at once); sources are not thread-safe otherwise.
 
@@ -66,6 +66,18 @@ std::shared_ptr<GpuSource> make_dcgm_source(std::string url, HttpFetch fetch,
 // that a second host names, is a call error.
 inline constexpr std::size_t kDcgmMaxSeries = 20000;
 GpuPoll dcgm_readings(std::string_view body, double now);
+
+// dcgm-exporter's series in a Prometheus (gpu.prometheus.url): each poll one
+// /api/v1/query for the raw samples since the last poll of
+// DCGM_FI_PROF_GR_ENGINE_ACTIVE, DCGM_FI_PROF_SM_ACTIVE and
+// DCGM_FI_DEV_GPU_UTIL matching `selector` (a regex on __name__ plus the
+// selector's matchers); each GPU takes the first field it has. The first
+// poll reaches `history_seconds` back. Each distinct (Hostname, gpu,
+// UUID) gets a local index, first seen first, at most 64. An error, HTML, a
+// timeout or no matching series make the poll fail.
+std::shared_ptr<GpuSource> make_prometheus_source(std::string url, std::string selector,
+                                                  HttpFetch fetch, double timeout_seconds,
+                                                  double history_seconds);
 
 // Every string a GPU source hands over passes here before it can become a
 // label value: valid UTF-8 (bad bytes become U+FFFD), control characters
