@@ -5,15 +5,16 @@ gpu.source dcgm scrapes it every 250 ms.
 
 The endpoint stamps every series with the time it answered (a timestamp the
 exposition format allows and the source honours), and its value follows
-that time: 90 % busy, except 10 % during a 2 s checkpoint pause the test
+that time: 90 % busy, except 10 % during a 5 s checkpoint pause the test
 writes with `ckptmon emit`. GPU 0 reports DCGM_FI_PROF_GR_ENGINE_ACTIVE
 (0.9 / 0.1) next to a DCGM_FI_PROF_SM_ACTIVE that must be ignored (0.5);
 GPU 1 only DCGM_FI_DEV_GPU_UTIL (90 / 10 %). The pause and its baseline are
 aligned to the 250 ms buckets, so the GPU-seconds lost are exactly
-2 GPUs x (0.9 - 0.1) x 2 s = 3.2, worked out by hand. The live scrape
+2 GPUs x (0.9 - 0.1) x 5 s = 8, worked out by hand. The live scrape
 takes the few seconds of the timeline; nothing else waits on wall time.
 
-Bad input: the same endpoint then answers HTML, 100 MB, slower than the
+Bad input: the same endpoint then answers HTML, 100 MB (with and without a
+Content-Length), slower than the
 interval, series with a new unknown label value and bad gpu labels every
 scrape, and finally is down. Each is counted, logged once, the source is down
 (ckptmon_gpu_source_up 0, readings gone, never 0), the tier keeps being
@@ -102,11 +103,13 @@ class Dcgm:
                 h.end_headers()
                 h.wfile.write(body)
                 return
-            if mode == "huge":
+            if mode in ("huge", "stream"):
+                # 100 MB, announced (huge) or only ended by closing (stream).
                 size = 100 * 1000 * 1000
                 h.send_response(200)
                 h.send_header("Content-Type", "text/plain; version=0.0.4")
-                h.send_header("Content-Length", str(size))
+                if mode == "huge":
+                    h.send_header("Content-Length", str(size))
                 h.end_headers()
                 chunk = b"DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 1\n" * 2048
                 sent = 0
@@ -148,10 +151,12 @@ class GpuDcgmEndToEnd(unittest.TestCase):
                 + extra)
 
     def test_dip_costs_gpu_seconds(self):
-        # A 2 s pause starting at a whole second at least 3 s ahead: 2 s of
-        # baseline before it are scraped live first.
-        a = math.ceil(time.time()) + 3.0
-        b = a + 2.0
+        # A 5 s pause starting at a whole second at least 6 s ahead: 5 s of
+        # baseline before it are scraped live first. 20 buckets of 250 ms
+        # each: a poll that slips past a bucket (the runner's period is not
+        # exact) leaves coverage above the join's 90 %.
+        a = math.ceil(time.time()) + 6.0
+        b = a + 5.0
         self.dcgm.dip = (a, b)
         ck = self.ws.ckptmon(self.config())
         ck.wait_ready()
@@ -162,13 +167,20 @@ class GpuDcgmEndToEnd(unittest.TestCase):
 
         def joined():
             m = ck.scrape()
-            return m if m.get("ckpt_checkpoint_gpu_idle_seconds_count", training_job="llama") == 1 else None
-        m = harness.wait_for(joined, timeout=40, interval=0.2, what="the checkpoint joined")
+            # Joined, and a sample after the pause has been read (the join may
+            # come with the pause's last sample still the newest reading).
+            done = m.get("ckpt_checkpoint_gpu_idle_seconds_count", training_job="llama") == 1
+            return m if done and abs((m.get("ckpt_gpu_utilization_ratio", gpu="1") or 0) - 0.9) < 1e-9 else None
+        try:
+            m = harness.wait_for(joined, timeout=40, interval=0.2, what="the checkpoint joined")
+        except AssertionError:
+            print(ck.get("/metrics").text(), file=sys.stderr)
+            raise
         self.assertEqual(m.get("ckptmon_gpu_source_up"), 1)
         self.assertEqual(m.get("ckptmon_gpu_source_errors_total"), 0)
         self.assertEqual(m.get("ckpt_checkpoint_gpu_unknown_total", training_job="llama"), 0)
-        # 2 GPUs x (0.9 - 0.1) x 2 s.
-        self.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_idle_seconds_total", training_job="llama"), 3.2, 6)
+        # 2 GPUs x (0.9 - 0.1) x 5 s.
+        self.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_idle_seconds_total", training_job="llama"), 8, 6)
         self.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_utilization_ratio", training_job="llama"), 0.1, 6)
         self.assertAlmostEqual(
             m.get("ckpt_checkpoint_gpu_baseline_utilization_ratio", training_job="llama"), 0.9, 6)
@@ -199,7 +211,7 @@ class GpuDcgmEndToEnd(unittest.TestCase):
             "down": "",
         }
         seen_errors = ck.scrape().get("ckptmon_gpu_source_errors_total")
-        for mode in ["html", "huge", "slow", "labels", "down"]:
+        for mode in ["html", "huge", "stream", "slow", "labels", "down"]:
             if mode == "down":
                 self.dcgm.close()
             else:
