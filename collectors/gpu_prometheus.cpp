@@ -59,7 +59,10 @@ class PrometheusSource final : public GpuSource {
       out.error = "no HTTP client in this tool";
       return out;
     }
-    const double since = since_ ? *since_ : now - history_;
+    // Never further back than the ring holds: after a long outage the gap
+    // stays a gap (unknown) instead of one huge answer. 10 s of slack for
+    // samples Prometheus ingested after the last poll asked.
+    const double since = since_ ? std::max(*since_, now - history_) : now - history_;
     const auto range = static_cast<long long>(std::ceil(std::max(1.0, now - since))) + 10;
     // One query for the three fields; each GPU then takes the best it has.
     std::string inner = selector_.size() >= 2 ? selector_.substr(1, selector_.size() - 2) : "";

@@ -96,6 +96,15 @@ TEST(GpuPrometheus, ErrorsHtmlAndEmptyAnswersFailThePoll) {
   EXPECT_NE(p.error.find("series match in the last 70 s"), std::string::npos) << p.error;
   api->next.body = R"({"status":"success","data":{"resultType":"vector","result":[]}})";
   EXPECT_EQ(src->poll(104).error, "http://prom:9090: answered a vector, not a matrix");
+  // A long outage later, the question still reaches back no further than
+  // the ring: 60 + 10 s.
+  api->next.body =
+      matrix(R"({"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0"},"values":[[99999,"50"]]})");
+  ASSERT_TRUE(src->poll(100000).ok);
+  api->next.body = matrix(
+      R"({"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0"},"values":[[199999,"50"]]})");
+  ASSERT_TRUE(src->poll(200000).ok);
+  EXPECT_NE(api->urls.back().find(url_encode("[70s]")), std::string::npos) << api->urls.back();
   EXPECT_EQ(make_prometheus_source("http://p", "", HttpFetch{}, 1, 1)->poll(1).error,
             "no HTTP client in this tool");
 }
