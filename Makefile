@@ -11,7 +11,7 @@ BUILD_TSAN ?= build-tsan
 TSAN_FILTER ?= *
 FUZZ_TIME  ?= 300
 FUZZ_TEST_TIME ?= 14
-FUZZ_TARGETS := event_line config_yaml web_config mountinfo http_request mountstats
+FUZZ_TARGETS := event_line config_yaml web_config mountinfo http_request mountstats exposition
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 

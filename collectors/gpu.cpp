@@ -1,5 +1,6 @@
 #include "collectors/gpu.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "collectors/gpu_job_mapping.hpp"
@@ -11,6 +12,15 @@ namespace {
 // Distinct error messages remembered for "log once"; past this the set is
 // cleared, so a source that invents a new message every poll cannot grow it.
 constexpr std::size_t kMaxRemembered = 256;
+
+// A source that is down reads nothing: the last readings are dropped (the
+// gauges disappear, unknown rather than stale); identities and rings stay.
+void forget_readings(GpuState& g) {
+  for (GpuDevice& d : g.devices) {
+    d.utilization.reset();
+    d.memory_used_bytes.reset();
+  }
+}
 
 void log_once(std::set<std::string>& logged, const std::string& what, const std::string& msg) {
   if (logged.size() >= kMaxRemembered) logged.clear();
@@ -25,13 +35,33 @@ std::size_t GpuCollector::ring_capacity(const GpuConfig& cfg) {
   return static_cast<std::size_t>(std::ceil(span / width)) + 2;
 }
 
+double GpuCollector::fetch_timeout(const GpuConfig& cfg) {
+  const double interval = std::chrono::duration<double>(cfg.interval).count();
+  const double timeout = std::chrono::duration<double>(cfg.timeout).count();
+  return 0.8 * std::min(interval, timeout);
+}
+
 void GpuCollector::configure(const Config& cfg) {
   cfg_ = cfg.gpu;
-  std::string key = std::string(to_string(cfg_.source)) + "|" + cfg_.nvml_library;
+  std::string key = std::string(to_string(cfg_.source)) + "|" + cfg_.nvml_library + "|" +
+                    cfg_.dcgm_url + "|" + cfg_.prometheus_url + "|" + cfg_.prometheus_selector +
+                    "|" + std::to_string(fetch_timeout(cfg_)) + "|" +
+                    std::to_string(ring_capacity(cfg_));
   if (key == source_key_ && source_) return;
   source_.reset();
   source_key_ = key;
   if (cfg_.source == GpuSourceKind::kNvml) source_ = make_nvml_source(cfg_.nvml_library);
+  if (cfg_.source == GpuSourceKind::kDcgm) {
+    source_ = make_dcgm_source(cfg_.dcgm_url, http_fetch_, fetch_timeout(cfg_));
+  }
+  if (cfg_.source == GpuSourceKind::kPrometheus) {
+    // The first poll fills the whole ring: windows that ended before the
+    // daemon started are joined too.
+    const double history = static_cast<double>(ring_capacity(cfg_) - 2) *
+                           std::chrono::duration<double>(cfg_.interval).count();
+    source_ = make_prometheus_source(cfg_.prometheus_url, cfg_.prometheus_selector, http_fetch_,
+                                     fetch_timeout(cfg_), history);
+  }
 }
 
 std::vector<std::string> GpuCollector::targets() const {
@@ -57,14 +87,11 @@ Job GpuCollector::prepare(const std::string& /*target*/) {
       next->source = std::string(to_string(cfg.source));
       const double width = std::chrono::duration<double>(cfg.interval).count();
       const std::size_t capacity = GpuCollector::ring_capacity(cfg);
-      for (const std::string& e : poll.call_errors) {
-        ++next->errors;
-        log_once(*logged, "GPU source call failed", e);
-      }
       if (!poll.ok) {
         ++next->errors;
         next->up = false;
         next->error = poll.error;
+        forget_readings(*next);
         log_once(*logged, "GPU source down", poll.error);
       } else {
         if (!next->up && !next->error.empty()) {
@@ -99,6 +126,12 @@ Job GpuCollector::prepare(const std::string& /*target*/) {
           return true;
         });
       }
+      // After the up/down handling: a source coming back up forgets what was
+      // logged, and this poll's call errors must not be logged again next poll.
+      for (const std::string& e : poll.call_errors) {
+        ++next->errors;
+        log_once(*logged, "GPU source call failed", e);
+      }
       if (mapping) {
         for (const std::string& e : mapping->errors) {
           ++next->mapping_errors;
@@ -118,6 +151,7 @@ void GpuCollector::down(State& state, const std::string& error) {
   next->source = std::string(to_string(cfg_.source));
   next->up = false;
   next->error = error;
+  forget_readings(*next);
   ++next->errors;
   log_once(*logged_, "GPU source down", error);
   state.gpu = std::move(next);

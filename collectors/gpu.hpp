@@ -20,7 +20,8 @@ namespace ckptmon {
 // source itself is used by one job at a time.
 class GpuCollector final : public Collector {
  public:
-  explicit GpuCollector(std::shared_ptr<const Clock> clock) : clock_(std::move(clock)) {}
+  explicit GpuCollector(std::shared_ptr<const Clock> clock, HttpFetch http_fetch = {})
+      : clock_(std::move(clock)), http_fetch_(std::move(http_fetch)) {}
   std::string_view name() const override { return "gpu"; }
   void configure(const Config& cfg) override;
   Duration interval() const override { return cfg_.interval; }
@@ -30,6 +31,9 @@ class GpuCollector final : public Collector {
   void on_deadline(const std::string& target, State& state) override;
   void on_failure(const std::string& target, const std::string& error, State& state) override;
 
+  // Deadline of one dcgm scrape: below both gpu.interval and gpu.timeout, so
+  // a slow exporter fails the poll before the next one is due.
+  static double fetch_timeout(const GpuConfig& cfg);
   // Buckets kept per GPU for `cfg`.
   static std::size_t ring_capacity(const GpuConfig& cfg);
 
@@ -37,6 +41,7 @@ class GpuCollector final : public Collector {
   void down(State& state, const std::string& error);
 
   std::shared_ptr<const Clock> clock_;
+  HttpFetch http_fetch_;
   GpuConfig cfg_;
   std::shared_ptr<GpuSource> source_;
   std::string source_key_;  // what source_ was made from

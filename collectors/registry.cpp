@@ -42,7 +42,7 @@ constexpr std::array kCollectors{
           }},
     Entry{"gpu",
           [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
-            return std::make_shared<GpuCollector>(env.clock);
+            return std::make_shared<GpuCollector>(env.clock, env.http_fetch);
           }},
 };
 
