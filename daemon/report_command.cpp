@@ -14,8 +14,8 @@
 
 #include "daemon/http_get.hpp"
 #include "daemon/plan_command.hpp"
-#include "daemon/report_render.hpp"
 #include "daemon/report_prometheus.hpp"
+#include "daemon/report_render.hpp"
 #include "daemon/web.hpp"
 #include "model/checkpoint.hpp"
 #include "rules/alerts.hpp"

@@ -51,9 +51,8 @@ TEST(History, ANewDatabaseIsAtSchemaFiveWithTheHistoryTables) {
   auto store = open_store(dir);
   ASSERT_TRUE(store);
   EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 5);
-  for (const char* t :
-       {"tier_samples", "tier_job_samples", "alert_transitions", "alert_active", "drain_peaks",
-        "checkpoint_gpu_costs"}) {
+  for (const char* t : {"tier_samples", "tier_job_samples", "alert_transitions", "alert_active",
+                        "drain_peaks", "checkpoint_gpu_costs"}) {
     EXPECT_EQ(
         count(*store, std::string("SELECT count(*) FROM sqlite_master WHERE name='") + t + "'"), 1)
         << t;
