@@ -11,6 +11,7 @@
 // backwards (device replaced, module reloaded, 32-bit wrap) counts as a reset,
 // never as a negative rate. So every series in `history` is monotone.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ckptmon {
@@ -85,6 +87,25 @@ struct IoRates {
   double metadata_ops_per_second = 0;
 };
 
+// The samples that bracket [start, end] in a time-ordered ring: the last at
+// or before `start` and the first at or after `end` (binary searches: the
+// rules ask this for every checkpoint). Both null when the ring does not
+// reach both ends or they are the same sample.
+template <typename Ring>
+std::pair<const typename Ring::value_type*, const typename Ring::value_type*> bracket(
+    const Ring& ring, double start, double end) {
+  using Sample = typename Ring::value_type;
+  auto after_start = std::upper_bound(ring.begin(), ring.end(), start,
+                                      [](double t, const Sample& s) { return t < s.time; });
+  auto at_end = std::lower_bound(ring.begin(), ring.end(), end,
+                                 [](const Sample& s, double t) { return s.time < t; });
+  if (after_start == ring.begin() || at_end == ring.end()) return {nullptr, nullptr};
+  const Sample* a = &*std::prev(after_start);
+  const Sample* b = &*at_end;
+  if (b->time <= a->time) return {nullptr, nullptr};
+  return {a, b};
+}
+
 // Bounded ring of samples in time order (oldest first).
 struct IoHistory {
   std::deque<IoSample> samples;
@@ -100,14 +121,9 @@ struct IoHistory {
   // first at or after `end`. Unknown (nullopt) when the samples do not reach
   // both ends of the window, or the span is empty.
   std::optional<IoRates> rates(double start, double end) const {
-    if (samples.size() < 2 || end < start) return std::nullopt;
-    const IoSample* a = nullptr;
-    const IoSample* b = nullptr;
-    for (const auto& s : samples) {
-      if (s.time <= start) a = &s;
-      if (s.time >= end && b == nullptr) b = &s;
-    }
-    if (a == nullptr || b == nullptr || b->time <= a->time) return std::nullopt;
+    if (end < start) return std::nullopt;
+    auto [a, b] = bracket(samples, start, end);
+    if (a == nullptr) return std::nullopt;
     const double dt = b->time - a->time;
     IoRates r;
     r.start = a->time;
@@ -177,13 +193,9 @@ struct NetInterfaceIo {
   // when the samples do not cover the window or the speed is unknown.
   std::optional<double> utilisation(double start, double end) const {
     if (!link_speed_bytes_per_second || *link_speed_bytes_per_second <= 0) return std::nullopt;
-    const NetSample* a = nullptr;
-    const NetSample* b = nullptr;
-    for (const auto& s : history) {
-      if (s.time <= start) a = &s;
-      if (s.time >= end && b == nullptr) b = &s;
-    }
-    if (a == nullptr || b == nullptr || b->time <= a->time) return std::nullopt;
+    if (end < start) return std::nullopt;
+    auto [a, b] = bracket(history, start, end);
+    if (a == nullptr) return std::nullopt;
     const double dt = b->time - a->time;
     const double rx = (b->receive_bytes - a->receive_bytes) / dt;
     const double tx = (b->transmit_bytes - a->transmit_bytes) / dt;
