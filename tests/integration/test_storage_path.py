@@ -2,8 +2,9 @@
 """The storage path end to end in a running daemon: a checkpoint whose save
 window (from its event log) exceeds `storage_path.checkpoint_window` is
 judged slow, shown in /api/v1/checkpoints with its window figures (unknown
-as null, not 0: this tier's file system has no I/O counters the daemon
-reads, so the cause is `unknown` and the evidence says what is missing),
+as null, not 0: the save window ends before the daemon's first sample of
+the tier's I/O counters, whatever source the test machine's file system
+has, so the cause is `unknown` and the evidence says what is missing),
 counted once in ckpt_slow_checkpoints_total, and fires CheckpointWindowMissed
 with the cause in its annotations; the next, on-time checkpoint resolves it.
 The restore estimate of the newest restorable checkpoint at the configured
@@ -82,7 +83,9 @@ class StoragePath(unittest.TestCase):
         self.assertEqual(sp["window_source"], "events")
         self.assertAlmostEqual(sp["window_start"], now - 100, delta=1e-3)
         self.assertAlmostEqual(sp["window_end"], now - 10, delta=1e-3)
-        self.assertEqual(sp["io_source"], "none")
+        # Block device, NFS or none, depending on where the test runs; the
+        # window predates every counter sample either way.
+        self.assertIn(sp["io_source"], ("none", "block", "nfs", "lustre"))
         # Unknown, not zero.
         self.assertIsNone(sp["write_bytes_per_second"])
         self.assertIsNone(sp["metadata_ops_per_second"])
