@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/checksum_algo.hpp"
+
 namespace ckptmon {
 
 // The only schema version this build reads and writes.
@@ -42,8 +44,6 @@ inline constexpr std::array<EventType, 12> kKnownEventTypes = {
 std::string_view event_type_name(EventType type);
 // kUnknown when `name` is not a v1 event type.
 EventType event_type_from_name(std::string_view name);
-
-enum class ChecksumAlgo : std::uint8_t { kNone, kCrc32c, kSha256, kXxh64 };
 
 std::string_view checksum_algo_name(
     ChecksumAlgo algo);  // "crc32c", "sha256", "xxh64"; "" for kNone

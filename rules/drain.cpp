@@ -29,7 +29,7 @@ std::uint64_t bytes_to_copy(const Checkpoint& source, const Checkpoint* target) 
   return source.bytes > target->bytes ? source.bytes - target->bytes : 0;
 }
 
-std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const TierConfig& source,
+std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const DrainRoute& source,
                                          const DrainHistory& history, const DrainPolicy& policy,
                                          double now,
                                          const std::map<DrainKey, double>& drained_totals) {
@@ -51,9 +51,9 @@ std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const 
 
   std::map<std::string, DrainFigures> jobs;
   for (const Checkpoint& c : all) {
-    if (c.tier != source.name || c.state != CkptState::kCommitted) continue;
+    if (c.tier != source.tier || c.state != CkptState::kCommitted) continue;
     DrainFigures& f = jobs[c.job];
-    f.tier = source.name;
+    f.tier = source.tier;
     f.to_tier = source.drains_to;
     f.job = c.job;
     const Checkpoint* target = nullptr;

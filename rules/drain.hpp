@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
 #include "model/checkpoint.hpp"
 #include "rules/inputs.hpp"
 #include "rules/policy.hpp"
@@ -60,11 +59,18 @@ struct DrainFigures {
 // the difference of the totals.
 std::uint64_t bytes_to_copy(const Checkpoint& source, const Checkpoint* target);
 
+// Which tier copies its checkpoints where: the two fields of the tier's
+// configuration the drain rule reads (drains_to empty: it does not drain).
+struct DrainRoute {
+  std::string tier;
+  std::string drains_to;
+};
+
 // One entry per job with a committed checkpoint on the source tier, sorted by
 // job; empty when the tier does not drain. Source and target checkpoints are
 // matched by job and step, or by path when the source has no step.
 // `drained_totals` holds the event log's cumulative drained bytes where known.
-std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const TierConfig& source,
+std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const DrainRoute& source,
                                          const DrainHistory& history, const DrainPolicy& policy,
                                          double now,
                                          const std::map<DrainKey, double>& drained_totals = {});

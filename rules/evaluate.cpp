@@ -38,8 +38,8 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
     if (tier.config.role == TierRole::kDeletion) deletion_tiers.insert(name);
 
     if (!tier.config.drains_to.empty()) {
-      auto d =
-          evaluate_drain(checkpoints, tier.config, history.drain, p.drain, now, drained_totals);
+      auto d = evaluate_drain(checkpoints, DrainRoute{tier.config.name, tier.config.drains_to},
+                              history.drain, p.drain, now, drained_totals);
       for (auto& f : d) out.drain.push_back(std::move(f));
     }
     auto h = history.tiers.find(name);

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "events/event.hpp"
+#include "util/checksum_algo.hpp"
 
 namespace ckptmon {
 

@@ -12,14 +12,7 @@ namespace {
 
 using testing::Ck;
 
-TierConfig staging() {
-  TierConfig t;
-  t.name = "staging";
-  t.path = "/s";
-  t.role = TierRole::kStaging;
-  t.drains_to = "rapid";
-  return t;
-}
+DrainRoute staging() { return DrainRoute{"staging", "rapid"}; }
 
 TEST(RulesDrain, BytesToCopyByRelativePathAndSize) {
   Checkpoint src = Ck("staging", "a", 1)
@@ -50,7 +43,7 @@ TEST(RulesDrain, BytesToCopyFallsBackToTotalsWithoutFileLists) {
 }
 
 TEST(RulesDrain, TierWithoutDrainsToHasNoFigures) {
-  TierConfig t = staging();
+  DrainRoute t = staging();
   t.drains_to.clear();
   std::vector<Checkpoint> cks{Ck("staging", "a", 1).committed(10, 1, 2)};
   EXPECT_TRUE(evaluate_drain(cks, t, {}, DrainPolicy{}, 100).empty());
