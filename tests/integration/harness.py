@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -296,6 +297,22 @@ def config_yaml(tiers, scan_interval="500ms", probe_timeout="2s", state_dir=None
 
 
 # --- mounts and cleanup --------------------------------------------------------
+
+def foreign_state_dirs(ws):
+    """Two state directories `plan` and `report` must refuse: one whose
+    ckptmon.db is not SQLite, one whose schema (99) is newer than any
+    ckptmon. Returns (not_sqlite, newer)."""
+    junk = ws.mkdir("junk")
+    with open(os.path.join(junk, "ckptmon.db"), "wb") as f:
+        f.write(b"this is not sqlite at all, just bytes" * 100)
+    newer = ws.mkdir("newer")
+    db = sqlite3.connect(os.path.join(newer, "ckptmon.db"))
+    db.execute("PRAGMA user_version = 99")
+    db.execute("CREATE TABLE checkpoints(x)")
+    db.commit()
+    db.close()
+    return junk, newer
+
 
 def run(argv, check=True, timeout=60):
     r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

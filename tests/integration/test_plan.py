@@ -8,7 +8,6 @@ unusable sources exit 2 with a message naming the flag or the source."""
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import unittest
@@ -157,18 +156,10 @@ class Plan(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn(f"--from http://127.0.0.1:{port}: cannot connect", r.stderr)
         self.assertNotIn("terminate", r.stderr)
-        junk = self.ws.mkdir("junk")
-        with open(os.path.join(junk, "ckptmon.db"), "wb") as f:
-            f.write(b"this is not sqlite at all, just bytes" * 100)
+        junk, newer = harness.foreign_state_dirs(self.ws)
         r = ckptmon("plan", "--state-dir", junk)
         self.assertEqual(r.returncode, 2)
         self.assertIn("not a ckptmon state database", r.stderr)
-        newer = self.ws.mkdir("newer")
-        db = sqlite3.connect(os.path.join(newer, "ckptmon.db"))
-        db.execute("PRAGMA user_version = 99")
-        db.execute("CREATE TABLE checkpoints(x)")
-        db.commit()
-        db.close()
         r = ckptmon("plan", "--state-dir", newer)
         self.assertEqual(r.returncode, 2)
         self.assertIn("schema 99 is newer than this ckptmon understands", r.stderr)
