@@ -52,7 +52,11 @@ WindowIo window_io(const SaveWindow& w, const TierIo* tier,
 
 bool window_io_coverable(const SaveWindow& w, const TierIo* tier) {
   if (tier == nullptr || tier->source == IoSource::kNone) return false;
-  return tier->history.samples.empty() || tier->history.samples.front().time <= w.start;
+  // A source that has never been read (its device cannot be resolved, its
+  // stats file is unreadable) cannot cover any window until it is: waiting
+  // for it would leave the checkpoint unjudged for good.
+  if (tier->history.samples.empty()) return tier->ok;
+  return tier->history.samples.front().time <= w.start;
 }
 
 std::optional<double> best_metadata_rate(const IoHistory& h) {

@@ -127,6 +127,15 @@ TEST(WindowIo, UnknownIsNotZero) {
   EXPECT_FALSE(w.write_bytes_per_second);
   EXPECT_FALSE(w.interfaces_configured);
   EXPECT_FALSE(window_io_coverable({1100, 1300, WindowSource::kEvents}, nullptr));
+  // A block source never read (its device does not resolve): nothing to
+  // wait for. Read once and empty only because it just started: wait.
+  TierIo unread;
+  unread.source = IoSource::kBlock;
+  unread.ok = false;
+  unread.error = "no block device 8:1";
+  EXPECT_FALSE(window_io_coverable({1100, 1300, WindowSource::kEvents}, &unread));
+  unread.ok = true;
+  EXPECT_TRUE(window_io_coverable({1100, 1300, WindowSource::kEvents}, &unread));
 }
 
 TEST(WindowIo, BestMetadataRate) {
