@@ -2,9 +2,9 @@
 """The storage path end to end in a running daemon: a checkpoint whose save
 window (from its event log) exceeds `storage_path.checkpoint_window` is
 judged slow, shown in /api/v1/checkpoints with its window figures (unknown
-as null, not 0: the save window ends before the daemon's first sample of
-the tier's I/O counters, whatever source the test machine's file system
-has, so the cause is `unknown` and the evidence says what is missing),
+as null, not 0: the daemon reads an empty sysfs, so the tier has no I/O
+counters, and the save window ends before any sample anyway, so the cause is
+`unknown` and the evidence says what is missing),
 counted once in ckpt_slow_checkpoints_total, and fires CheckpointWindowMissed
 with the cause in its annotations; the next, on-time checkpoint resolves it.
 The restore estimate of the newest restorable checkpoint at the configured
@@ -35,7 +35,13 @@ class StoragePath(unittest.TestCase):
         tier = harness.tier_yaml("rapid", self.tier).rstrip().rstrip("}") + \
             ", storage_path: {checkpoint_window: 30s, read_bandwidth: 1MiB," \
             " recovery_time_objective: 1ms}}\n"
-        cfg = harness.config_yaml([tier]) + (
+        # An empty sysfs: whatever file system the test machine has, the
+        # tier's block device cannot be resolved, so no read counters feed
+        # the restore estimate, which then comes from read_bandwidth (the
+        # counters' best read rate would otherwise take precedence).
+        empty_sys = self.ws.mkdir("empty-sysfs")
+        cfg = harness.config_yaml([tier]).replace(
+            "global:\n", f"global:\n  sysfs: {json.dumps(empty_sys)}\n", 1) + (
             "manifests:\n"
             f"  - {{glob: {json.dumps(os.path.join(self.logs, '*.jsonl'))}, tier: rapid}}\n"
             "integrity: {enabled: false}\n"
