@@ -521,6 +521,13 @@ TEST_F(StarvationTest, NoCollectorStartsAnotherJobForATargetWithAStuckJob) {
   auto& scan = *fakes_["scan"];
   ASSERT_TRUE(runner_->run("stats"));
   ASSERT_TRUE(gate_->wait_entered(1));
+  // b is not stuck: let its probe come back before moving the clock, or it
+  // could pass its deadline too (timeouts 2, never 1).
+  ASSERT_TRUE(run_until([&] {
+    auto it = state_.collectors["stats"].targets.find("b");
+    return probed_->load() == 1 && it != state_.collectors["stats"].targets.end() &&
+           !it->second.in_flight;
+  }));
   clock_->advance(0.020);
   ASSERT_TRUE(run_until([&] { return state_.collectors["stats"].timeouts == 1; }));
 
