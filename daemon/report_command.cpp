@@ -101,10 +101,15 @@ struct TierReport {
   Trend used;                                  // growth of use
   Trend avail;                                 // for time to full
   std::optional<double> time_to_full_seconds;  // +Inf: not filling
-  std::optional<double> required_bytes;        // the sizing rule now
-  std::optional<double> headroom_bytes;        // size - required
+  // The sizing rule at the end of the period where the history keeps it
+  // (schema 6 samples, --prometheus), else the sizing rule now.
+  std::optional<double> required_bytes;
+  bool required_from_history = false;
+  std::vector<HistoryPoint> required_points, size_points;
+  std::optional<double> headroom_bytes;  // size - required
   bool partial = false;                        // a shard's jobs only
-  // Only where the source has their history (--prometheus); unknown otherwise.
+  // Where the source has their history (--prometheus; the state database's
+  // samples from schema 6 on); unknown otherwise.
   std::optional<double> cleanup_pending_bytes, cleanup_pending_peak_bytes;
   std::optional<double> cleanup_oldest_age_peak_seconds;
   std::optional<double> partial_bytes, partial_peak_bytes;
@@ -217,7 +222,10 @@ void fill_tiers(Report& r, const std::vector<HistorySeries>& series, double now,
     if (s.points.empty()) continue;
     if (s.job.empty()) {
       const double last = s.points.back().v;
-      if (s.series == "size_bytes") t.size_bytes = last;
+      if (s.series == "size_bytes") {
+        t.size_bytes = last;
+        t.size_points = s.points;
+      }
       if (s.series == "avail_bytes") {
         t.avail_bytes = last;
         t.avail = trend_of(s.points, now, o.min_history_seconds);
@@ -247,6 +255,11 @@ void fill_tiers(Report& r, const std::vector<HistorySeries>& series, double now,
       if (s.series == "partial_bytes") {
         t.partial_bytes = last;
         t.partial_peak_bytes = peak_of();
+      }
+      if (s.series == "required_capacity_bytes") {
+        t.required_bytes = last;
+        t.required_from_history = true;
+        t.required_points = s.points;
       }
     } else if (s.series == "checkpoint_bytes" && wanted(o.jobs, s.job)) {
       auto it = std::find_if(t.jobs.begin(), t.jobs.end(),
@@ -399,11 +412,10 @@ void fill_required(Report& r, const std::vector<PlanInputs>& inputs) {
   for (TierReport& t : r.tiers) {
     for (const PlanInputs& in : inputs) {
       if (in.tier != t.tier) continue;
-      const TierPlan p = make_plan(in, {});
-      t.required_bytes = p.terms.required_bytes;
       t.partial = in.shard_count > 1;
-      if (t.size_bytes) t.headroom_bytes = *t.size_bytes - p.terms.required_bytes;
+      if (!t.required_from_history) t.required_bytes = make_plan(in, {}).terms.required_bytes;
     }
+    if (t.size_bytes && t.required_bytes) t.headroom_bytes = *t.size_bytes - *t.required_bytes;
   }
 }
 
@@ -541,6 +553,7 @@ bool from_prometheus(const ReportCommandOptions& o, Report& r, double now, std::
     auto it = h.required_bytes.find(t.tier);
     if (it == h.required_bytes.end()) continue;
     t.required_bytes = it->second;  // a sharded tier's shards summed: the whole tier
+    t.required_from_history = true;
     if (t.size_bytes) t.headroom_bytes = *t.size_bytes - it->second;
   }
   return true;
@@ -637,6 +650,9 @@ json to_json(const Report& r, bool with_series = false) {
                      {"growth_residual_stddev_bytes", opt(t.used.residual_stddev)},
                      {"time_to_full_seconds", opt(t.time_to_full_seconds)},
                      {"required_capacity_bytes", opt(t.required_bytes)},
+                     {"required_capacity_as_of",
+                      t.required_bytes ? json(t.required_from_history ? "period_end" : "now")
+                                       : json()},
                      {"size_minus_required_bytes", opt(t.headroom_bytes)},
                      {"partial", t.partial},
                      {"cleanup_pending_bytes", opt(t.cleanup_pending_bytes)},
@@ -647,7 +663,9 @@ json to_json(const Report& r, bool with_series = false) {
                      {"jobs", std::move(jobs)}});
     if (with_series) {
       tiers.back()["series"] = {{"used_bytes", points_json(t.used_points)},
-                                {"avail_bytes", points_json(t.avail_points)}};
+                                {"avail_bytes", points_json(t.avail_points)},
+                                {"size_bytes", points_json(t.size_points)},
+                                {"required_capacity_bytes", points_json(t.required_points)}};
     }
   }
   json alerts = json::array();

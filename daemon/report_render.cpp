@@ -303,6 +303,14 @@ std::string report_html(const json& j) {
                           {line_of("used", series.value("used_bytes", json::array())),
                            line_of("available", series.value("avail_bytes", json::array()))},
                           ChartUnit::kBytes, since, until);
+    // The sizing rule over time, where the history keeps it (schema 6).
+    if (!series.value("required_capacity_bytes", json::array()).empty()) {
+      out += svg_time_chart(
+          tier + ": size and required capacity (sizing rule)",
+          {line_of("size", series.value("size_bytes", json::array())),
+           line_of("required", series.value("required_capacity_bytes", json::array()))},
+          ChartUnit::kBytes, since, until);
+    }
     std::vector<ChartLine> sizes, stored, shares;
     bool have_sizes = false;
     for (const json& jb : t["jobs"]) {

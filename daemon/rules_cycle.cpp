@@ -214,6 +214,32 @@ void RulesCycle::sample_tiers(double now, HistoryWrite& write) {
   std::erase_if(sampled_probe_, [&](const auto& kv) { return !state_.tiers.contains(kv.first); });
 }
 
+// The figures of this cycle kept with the tier samples it took (schema 6),
+// for reports over past periods. Only for a walked tier: before its first
+// walk the catalog says nothing of cleanup, partials or the sizing rule.
+void RulesCycle::record_tier_figures(const RuleFigures& figures, HistoryWrite& write) const {
+  for (auto& [name, s] : write.samples) {
+    auto cat = state_.catalogs.find(name);
+    if (cat == state_.catalogs.end() || !cat->second.scanned) continue;
+    double pending = 0, partial = 0;
+    for (const RetentionFigures& r : figures.retention) {
+      if (r.tier == name) pending += static_cast<double>(r.pending_bytes());
+    }
+    for (const JobTierFigures& j : figures.job_tiers) {
+      if (j.tier == name) partial += static_cast<double>(j.partial_bytes);
+    }
+    s.cleanup_pending_bytes = pending;
+    s.partial_bytes = partial;
+    if (auto age = figures.cleanup_oldest_age_seconds.find(name);
+        age != figures.cleanup_oldest_age_seconds.end()) {
+      s.cleanup_oldest_age_seconds = age->second;
+    }
+    for (const CapacityFigures& c : figures.capacity) {
+      if (c.tier == name) s.required_capacity_bytes = c.required_bytes;
+    }
+  }
+}
+
 Verifications verifications_of(const State& state, std::span<const Checkpoint> checkpoints) {
   Verifications out;
   if (!state.integrity) return out;
@@ -289,6 +315,7 @@ void RulesCycle::evaluate() {
       }
       plan_json_ = render_plan_json(plans, now);
     }
+    record_tier_figures(figures, write);
     write.drain = record_drain_samples(history_.drain, figures.drain, now, drain_keep_seconds_);
     SelfHealth self;
     if (store_ != nullptr) {

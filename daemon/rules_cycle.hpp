@@ -108,6 +108,7 @@ class RulesCycle {
  private:
   void arm(Duration after);
   void tick();
+  void record_tier_figures(const RuleFigures& figures, HistoryWrite& write) const;
   void sample_tiers(double now, HistoryWrite& write);
   void render(const RuleFigures& figures, const std::vector<AlertInstance>& active, double now);
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,6 +22,15 @@ struct TierSample {
   double size_bytes = 0;
   double avail_bytes = 0;
   std::map<std::string, double> job_stored_bytes;  // by job
+  // The rules' figures of the cycle that took the sample (schema 6): what
+  // the retention policy says should be gone, how long the oldest of it has
+  // waited, the partial checkpoints' bytes and what the sizing rule asks.
+  // nullopt: not known (the tier had not been walked, or an older ckptmon
+  // wrote the row); reports show null, never 0.
+  std::optional<double> cleanup_pending_bytes;
+  std::optional<double> cleanup_oldest_age_seconds;
+  std::optional<double> partial_bytes;
+  std::optional<double> required_capacity_bytes;
 };
 
 // Identifies one drain: the jobs' checkpoints on `tier` copied to `to_tier`.

@@ -67,6 +67,21 @@ void create_schema5_tables(sql::Db& db) {
   PRIMARY KEY(tier, job, step)) WITHOUT ROWID)");
 }
 
+void add_schema6_columns(sql::Db& db) {
+  for (const char* col : kTierFigureColumns) {
+    if (!has_column(db, "tier_samples", col)) {
+      db.exec(std::string("ALTER TABLE tier_samples ADD COLUMN ") + col + " REAL");
+    }
+  }
+}
+
+bool has_column(sql::Db& db, const char* table, const char* column) {
+  auto st = db.prepare(std::string("SELECT 1 FROM pragma_table_info('") + table +
+                       "') WHERE name=?1");
+  st.bind(1, std::string_view(column));
+  return st.step();
+}
+
 static bool has_table(sql::Db& db, const char* name) {
   auto t = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
   t.bind(1, std::string_view(name));
@@ -78,13 +93,19 @@ void write_history(sql::Db& db, const HistoryWrite& w) {
   sql::Transaction tx(db);
   if (!w.samples.empty()) {
     auto ins = db.prepare(
-        "INSERT OR REPLACE INTO tier_samples(tier, t, size_bytes, avail_bytes) "
-        "VALUES(?1,?2,?3,?4)");
+        "INSERT OR REPLACE INTO tier_samples(tier, t, size_bytes, avail_bytes, "
+        "cleanup_pending_bytes, cleanup_oldest_age_seconds, partial_bytes, "
+        "required_capacity_bytes) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
+    constexpr double kNull = std::numeric_limits<double>::quiet_NaN();  // bound as NULL
     auto clear_jobs = db.prepare("DELETE FROM tier_job_samples WHERE tier=?1 AND t=?2");
     auto ins_job = db.prepare(
         "INSERT OR REPLACE INTO tier_job_samples(tier, t, job, stored_bytes) VALUES(?1,?2,?3,?4)");
     for (const auto& [tier, s] : w.samples) {
       ins.bind(1, std::string_view(tier)).bind(2, s.t).bind(3, s.size_bytes).bind(4, s.avail_bytes);
+      ins.bind(5, s.cleanup_pending_bytes.value_or(kNull))
+          .bind(6, s.cleanup_oldest_age_seconds.value_or(kNull))
+          .bind(7, s.partial_bytes.value_or(kNull))
+          .bind(8, s.required_capacity_bytes.value_or(kNull));
       ins.run();
       clear_jobs.bind(1, std::string_view(tier)).bind(2, s.t);
       clear_jobs.run();
@@ -450,20 +471,23 @@ struct RowsSql {
 };
 
 RowsSql rows_sql(const char* table, const char* columns, const char* key, const HistoryQuery& q,
-                 bool with_job) {
+                 bool with_job, const std::vector<const char*>& nullable = {}) {
   RowsSql r;
   int next = 4;  // ?1 since, ?2 until, ?3 step
   std::string where = std::string(" FROM ") + table + " WHERE t >= ?1 AND t <= ?2" +
                       and_equals("tier", q.tier, &next, &r.binds);
   if (with_job) where += and_equals("job", q.job, &next, &r.binds);
+  // COUNT(col) counts the rows where a nullable column has a value.
+  std::string counts = "COUNT(*)";
+  for (const char* col : nullable) counts += std::string(", COUNT(") + col + ")";
   if (q.step > 0) {
     const std::string group = std::string(" GROUP BY ") + key + ", CAST((t - ?1) / ?3 AS INTEGER)";
     r.select = std::string("SELECT ") + columns + ", MAX(t)" + where + group + " ORDER BY " + key +
                ", MAX(t)";
-    r.count = "SELECT COUNT(*) FROM (SELECT 1" + where + group + ")";
+    r.count = "SELECT " + counts + " FROM (SELECT " + columns + ", MAX(t)" + where + group + ")";
   } else {
     r.select = std::string("SELECT ") + columns + ", t" + where + " ORDER BY " + key + ", t";
-    r.count = "SELECT COUNT(*)" + where;
+    r.count = "SELECT " + counts + where;
   }
   return r;
 }
@@ -474,46 +498,73 @@ void bind_all(sql::Stmt& st, const HistoryQuery& q, const RowsSql& r) {
   for (const auto& [n, v] : r.binds) st.bind(n, std::string_view(v));
 }
 
-std::size_t count_rows(sql::Db& db, const HistoryQuery& q, const RowsSql& r) {
+// Rows, then for each nullable column the rows where it has a value.
+std::vector<std::size_t> count_rows(sql::Db& db, const HistoryQuery& q, const RowsSql& r) {
   auto st = db.prepare(r.count);
   bind_all(st, q, r);
-  return st.step() ? static_cast<std::size_t>(st.int64(0)) : 0;
+  std::vector<std::size_t> out;
+  if (!st.step()) return out;
+  for (int i = 0; i < st.columns(); ++i) out.push_back(static_cast<std::size_t>(st.int64(i)));
+  return out;
 }
 
 }  // namespace
 
 HistoryResult query_history(sql::Db& db, const HistoryQuery& q) {
   HistoryResult out;
-  const bool want_size = q.series.empty() || q.series == "size_bytes";
-  const bool want_avail = q.series.empty() || q.series == "avail_bytes";
-  const bool want_used = q.series.empty() || q.series == "used_bytes";
+  auto wants = [&](const char* name) { return q.series.empty() || q.series == name; };
+  const bool want_size = wants("size_bytes");
+  const bool want_avail = wants("avail_bytes");
+  const bool want_used = wants("used_bytes");
+  // The rules' figures a database written before schema 6 (read read-only
+  // by report and plan) does not have: no such series, not zeros.
+  std::vector<const char*> figures;
+  for (const char* col : kTierFigureColumns) {
+    if (wants(col) && has_column(db, "tier_samples", col)) figures.push_back(col);
+  }
   // A job filter asks about a job: the tier series do not belong to it.
   const std::size_t tier_series =
       q.job.empty() ? (want_size ? 1 : 0) + (want_avail ? 1 : 0) + (want_used ? 1 : 0) : 0;
-  const bool want_jobs = q.series.empty() || q.series == "stored_bytes";
+  if (!q.job.empty()) figures.clear();
+  const bool want_jobs = wants("stored_bytes");
 
-  const RowsSql tiers = rows_sql("tier_samples", "tier, size_bytes, avail_bytes", "tier", q, false);
+  std::string tier_columns = "tier, size_bytes, avail_bytes";
+  for (const char* col : figures) tier_columns += std::string(", ") + col;
+  const RowsSql tiers =
+      rows_sql("tier_samples", tier_columns.c_str(), "tier", q, false, figures);
   const RowsSql jobs =
       rows_sql("tier_job_samples", "tier, job, stored_bytes", "tier, job", q, true);
+  // Points, counted before they are read: a sample without a figure gives
+  // no point in that figure's series.
   std::size_t points = 0;
-  if (tier_series > 0) points += count_rows(db, q, tiers) * tier_series;
-  if (want_jobs) points += count_rows(db, q, jobs);
+  if (tier_series > 0 || !figures.empty()) {
+    const std::vector<std::size_t> n = count_rows(db, q, tiers);
+    for (std::size_t i = 0; i < n.size(); ++i) points += i == 0 ? n[0] * tier_series : n[i];
+  }
+  if (want_jobs) {
+    const std::vector<std::size_t> n = count_rows(db, q, jobs);
+    if (!n.empty()) points += n[0];
+  }
   if (points > q.max_points) {
     out.too_many_points = points;
     return out;
   }
-  out.points = points;
 
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<HistoryPoint>> by_key;
-  if (tier_series > 0) {
+  if (tier_series > 0 || !figures.empty()) {
     auto st = db.prepare(tiers.select);
     bind_all(st, q, tiers);
+    const int t_col = 3 + static_cast<int>(figures.size());
     while (st.step()) {
       const std::string tier = st.text(0);
-      const double size = st.real(1), avail = st.real(2), t = st.real(3);
+      const double size = st.real(1), avail = st.real(2), t = st.real(t_col);
       if (want_size) by_key[{tier, "", "size_bytes"}].push_back({t, size});
       if (want_avail) by_key[{tier, "", "avail_bytes"}].push_back({t, avail});
       if (want_used) by_key[{tier, "", "used_bytes"}].push_back({t, size - avail});
+      for (std::size_t i = 0; i < figures.size(); ++i) {
+        const int col = 3 + static_cast<int>(i);
+        if (!st.is_null(col)) by_key[{tier, "", figures[i]}].push_back({t, st.real(col)});
+      }
     }
   }
   if (want_jobs) {
@@ -524,6 +575,7 @@ HistoryResult query_history(sql::Db& db, const HistoryQuery& q) {
     }
   }
   for (auto& [key, pts] : by_key) {
+    out.points += pts.size();
     out.series.push_back(
         HistorySeries{std::get<0>(key), std::get<1>(key), std::get<2>(key), std::move(pts)});
   }

@@ -66,6 +66,7 @@ class Stmt {
   std::string text(int col) const;
   std::string blob(int col) const;
   bool is_null(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
+  int columns() const { return sqlite3_column_count(st_); }
 
  private:
   sqlite3* db_;

@@ -11,7 +11,7 @@
 namespace ckptmon {
 namespace {
 
-constexpr int kSchemaVersion = 5;
+constexpr int kSchemaVersion = 6;
 
 bool table_exists(sql::Db& db, std::string_view name) {
   auto st = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
@@ -108,6 +108,15 @@ void migrate(sql::Db& db) {
     sql::Transaction tx(db);
     create_schema5_tables(db);
     db.set_user_version(5);
+    tx.commit();
+  }
+  // Version 6: the rules' per-tier figures (cleanup backlog and its oldest
+  // age, partial bytes, required capacity) with each tier sample, so reports
+  // over a past period read them as they were (store/history.hpp).
+  if (v < 6) {
+    sql::Transaction tx(db);
+    add_schema6_columns(db);
+    db.set_user_version(6);
     tx.commit();
   }
 }

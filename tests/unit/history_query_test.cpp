@@ -1,6 +1,8 @@
 // GET /api/v1/history underneath: query_history over a real state database,
 // the parameters it takes, and the bound on the answer.
 
+#include <map>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -112,6 +114,61 @@ TEST(HistoryQuery, AnAnswerPastTheLimitIsCountedNotRead) {
   EXPECT_FALSE(run(*store, q).too_many_points);
 }
 
+// The rules' figures kept with each sample from schema 6 on: a series each,
+// a point only where the sample has the figure (unknown is not 0), thinned
+// by step like the others.
+TEST(HistoryQuery, TheRulesFiguresAreSeriesWithPointsOnlyWhereKnown) {
+  TempDir dir;
+  std::string error;
+  auto store = Store::open(dir.str() + "/state", &error);
+  ASSERT_TRUE(store) << error;
+  HistoryWrite w;
+  for (int i = 0; i < 4; ++i) {
+    TierSample s;
+    s.t = 100.0 * i;
+    s.size_bytes = 1000;
+    s.avail_bytes = 500;
+    if (i >= 1) {  // the first sample was taken before the tier's first walk
+      s.cleanup_pending_bytes = 10.0 * i;
+      s.cleanup_oldest_age_seconds = 60.0 * i;
+      s.partial_bytes = 0;  // known to be none: a point at 0
+      s.required_capacity_bytes = 700.0 + i;
+    }
+    w.samples.emplace_back("a", s);
+  }
+  store->post([w](sql::Db& db) { write_history(db, w); });
+  store->flush();
+
+  HistoryQuery q;
+  q.since = 0;
+  q.until = 1000;
+  const HistoryResult r = run(*store, q);
+  std::map<std::string, std::vector<HistoryPoint>> by;
+  for (const HistorySeries& s : r.series) by[s.series] = s.points;
+  ASSERT_EQ(by.size(), 7u);  // size, avail, used + the four figures
+  for (const char* f : {"cleanup_pending_bytes", "cleanup_oldest_age_seconds", "partial_bytes",
+                        "required_capacity_bytes"}) {
+    ASSERT_EQ(by[f].size(), 3u) << f;
+    EXPECT_EQ(by[f].front().t, 100) << f;
+  }
+  EXPECT_EQ(by["size_bytes"].size(), 4u);
+  EXPECT_EQ(by["cleanup_pending_bytes"].back().v, 30);
+  EXPECT_EQ(by["cleanup_oldest_age_seconds"].back().v, 180);
+  EXPECT_EQ(by["partial_bytes"].back().v, 0);
+  EXPECT_EQ(by["required_capacity_bytes"].back().v, 703);
+  EXPECT_EQ(r.points, 4u * 3 + 3u * 4);  // points returned, not rows counted
+
+  q.series = "required_capacity_bytes";
+  q.step = 200;  // buckets [0,200) [200,400): the newest of each
+  const HistoryResult one = run(*store, q);
+  ASSERT_EQ(one.series.size(), 1u);
+  ASSERT_EQ(one.series[0].points.size(), 2u);
+  EXPECT_EQ(one.series[0].points[0].t, 100);
+  EXPECT_EQ(one.series[0].points[0].v, 701);
+  EXPECT_EQ(one.series[0].points[1].v, 703);
+  EXPECT_TRUE(is_history_series("cleanup_oldest_age_seconds"));
+}
+
 TEST(HistoryQuery, ParametersAreCheckedAndNamed) {
   const HistoryPolicy policy;  // raw 1d, 5m for 30d, 1h for 365d
   const double now = 100 * 86400.0;
@@ -130,8 +187,9 @@ TEST(HistoryQuery, ParametersAreCheckedAndNamed) {
 
   EXPECT_FALSE(parse_history_query({{"series", "bogus"}}, now, policy, &q, &error));
   EXPECT_EQ(error,
-            "series: unknown series \"bogus\"; expected size_bytes, avail_bytes, used_bytes or "
-            "stored_bytes");
+            "series: unknown series \"bogus\"; expected size_bytes, avail_bytes, used_bytes, "
+            "stored_bytes, cleanup_pending_bytes, cleanup_oldest_age_seconds, partial_bytes or "
+            "required_capacity_bytes");
   EXPECT_FALSE(parse_history_query({{"since", "yesterday"}}, now, policy, &q, &error));
   EXPECT_NE(error.find("since: expected a duration"), std::string::npos) << error;
   EXPECT_FALSE(parse_history_query({{"since", std::to_string(now + 60)}}, now, policy, &q, &error));

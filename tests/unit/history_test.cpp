@@ -46,11 +46,11 @@ std::int64_t count(Store& store, const std::string& sql) {
   });
 }
 
-TEST(History, ANewDatabaseIsAtSchemaFiveWithTheHistoryTables) {
+TEST(History, ANewDatabaseIsAtSchemaSixWithTheHistoryTables) {
   TempDir dir;
   auto store = open_store(dir);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 5);
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 6);
   for (const char* t : {"tier_samples", "tier_job_samples", "alert_transitions", "alert_active",
                         "drain_peaks", "checkpoint_gpu_costs"}) {
     EXPECT_EQ(
@@ -72,10 +72,35 @@ TEST(History, ADatabaseAtSchemaOneIsMigratedKeepingItsCatalog) {
   }
   auto store = open_store(dir);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 5);
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 6);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM checkpoints"), 1);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM drain_peaks"), 0);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM tier_samples"), 0);
+}
+
+// Schema 5 to 6: tier_samples gains the four nullable figure columns; the
+// rows already there keep their values and read NULL (not known) in them.
+TEST(History, ADatabaseAtSchemaFiveGainsTheFigureColumnsAsUnknown) {
+  TempDir dir;
+  {
+    auto store = open_store(dir);
+    ASSERT_TRUE(store);
+    store->call<int>([](sql::Db& db) {
+      for (const char* c : kTierFigureColumns) {
+        db.exec(std::string("ALTER TABLE tier_samples DROP COLUMN ") + c);
+      }
+      db.exec("INSERT INTO tier_samples(tier, t, size_bytes, avail_bytes) VALUES('a', 10, 5, 2)");
+      db.set_user_version(5);
+      return 0;
+    });
+  }
+  auto store = open_store(dir);
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 6);
+  EXPECT_EQ(count(*store, "SELECT count(*) FROM tier_samples WHERE size_bytes=5 AND "
+                          "cleanup_pending_bytes IS NULL AND cleanup_oldest_age_seconds IS NULL "
+                          "AND partial_bytes IS NULL AND required_capacity_bytes IS NULL"),
+            1);
 }
 
 TEST(History, SamplesComeBackAfterReopenWithOrWithoutJobs) {

@@ -5,6 +5,8 @@
 #include "daemon/rules_cycle.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -196,6 +198,48 @@ TEST_F(RulesCycleTest, AFiringAlertSurvivesARestartAndResolvesOnceDrained) {
   EXPECT_EQ(last->from, AlertState::kFiring);
   EXPECT_EQ(last->to, AlertState::kInactive);
   EXPECT_EQ(last->at, kT0 + 630);
+}
+
+// Schema 6: the cycle keeps its per-tier figures with the samples it takes,
+// the same values it exports; a tier not walked yet keeps them unknown.
+TEST_F(RulesCycleTest, TheSamplesKeepTheCyclesFiguresAndUnknownBeforeTheFirstWalk) {
+  two_pending();
+  state_.catalogs["staging"].checkpoints.push_back(
+      Ck("staging", "jobA", 300).partial(700, kT0 - 30, kT0 - 20).c);
+  state_.catalogs["rapid"].scanned = false;
+  auto c = cycle();
+  c->evaluate();
+  store_->flush();
+  const std::string m = c->output()->metrics_text;
+  auto gauge = [&](const std::string& name_labels) {
+    const auto at = m.find(name_labels + " ");
+    EXPECT_NE(at, std::string::npos) << name_labels;
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name_labels.size() + 1));
+  };
+  struct Row {
+    std::optional<double> pending, age, partial, required;
+  };
+  auto rows = store_->call<std::map<std::string, Row>>([](sql::Db& db) {
+    std::map<std::string, Row> out;
+    auto st = db.prepare(
+        "SELECT tier, cleanup_pending_bytes, cleanup_oldest_age_seconds, partial_bytes, "
+        "required_capacity_bytes FROM tier_samples");
+    auto opt = [&](int i) {
+      return st.is_null(i) ? std::optional<double>() : std::optional<double>(st.real(i));
+    };
+    while (st.step()) out[st.text(0)] = Row{opt(1), opt(2), opt(3), opt(4)};
+    return out;
+  });
+  ASSERT_EQ(rows.size(), 2u);
+  const Row& s = rows["staging"];
+  ASSERT_TRUE(s.partial && s.required && s.pending && s.age);
+  EXPECT_EQ(*s.partial, 700);  // the one partial checkpoint, by hand
+  EXPECT_EQ(*s.required, gauge("ckpt_tier_required_capacity_bytes{tier=\"staging\"}"));
+  EXPECT_GT(*s.required, 2500);  // at least the retained committed bytes
+  EXPECT_EQ(*s.age, gauge("ckpt_cleanup_oldest_age_seconds{tier=\"staging\"}"));
+  EXPECT_EQ(*s.pending, gauge("ckpt_cleanup_pending_bytes{tier=\"staging\",training_job=\"jobA\"}"));
+  const Row& r = rows["rapid"];  // sampled (statfs) but never walked
+  EXPECT_FALSE(r.partial || r.required || r.pending || r.age);
 }
 
 TEST_F(RulesCycleTest, ATierThatWasNeverWalkedContributesNoCheckpoints) {
