@@ -128,7 +128,7 @@ class GpuNvmlEndToEnd(unittest.TestCase):
         state = re.search(r"state_dir: (\S+)", cfg).group(1)
         db = sqlite3.connect(os.path.join(state, "ckptmon.db"))
         for age in (3000, 2000):
-            db.execute("INSERT INTO tier_samples VALUES('staging', ?, 1e12, 5e11)", (t0 - age,))
+            db.execute("INSERT INTO tier_samples(tier, t, size_bytes, avail_bytes) VALUES('staging', ?, 1e12, 5e11)", (t0 - age,))
         db.commit()
         db.close()
         r = subprocess.run([harness.BIN, "report", "--state-dir", state, "--since", "2h",

@@ -153,7 +153,16 @@ class Report(unittest.TestCase):
         for h in range(10 * 24 + 1):
             t = start + h * 3600
             used = 1e11 + 1e9 * (t - start) / DAY
-            db.execute("INSERT INTO tier_samples VALUES('rapid', ?, 1e12, ?)", (t, 1e12 - used))
+            # The rules' figures (schema 6) from the sixth day on; the first
+            # five days' samples were taken by a ckptmon that kept none.
+            fig = (None,) * 4
+            if h >= 120:
+                fig = (5e6 + 1e5 * (h - 120), 60.0 * (h - 120), 2e6 if h < 200 else 0.0,
+                       3e11 + 1e8 * (h - 120))
+            db.execute("INSERT INTO tier_samples(tier, t, size_bytes, avail_bytes, "
+                       "cleanup_pending_bytes, cleanup_oldest_age_seconds, partial_bytes, "
+                       "required_capacity_bytes) VALUES('rapid', ?, 1e12, ?, ?, ?, ?, ?)",
+                       (t, 1e12 - used) + fig)
             db.execute("INSERT INTO tier_job_samples VALUES('rapid', ?, 'llama', ?)",
                        (t, 1e6 + 1e4 * h))
         # Hourly drain peaks (what write_history keeps from the drain
@@ -192,6 +201,32 @@ class Report(unittest.TestCase):
     def job(self, doc, name):
         (t,) = doc["tiers"]
         return next(j for j in t["jobs"] if j["job"] == name)
+
+    def test_cleanup_partial_and_required_capacity_over_the_period(self):
+        # Hourly samples h = 120..240 carry the figures (see setUpClass).
+        (t,) = json.loads(self.report().stdout)["tiers"]
+        self.assertEqual(t["cleanup_pending_bytes"], 5e6 + 1e5 * 120)  # the last sample
+        self.assertEqual(t["cleanup_pending_peak_bytes"], 5e6 + 1e5 * 120)
+        self.assertEqual(t["cleanup_oldest_age_peak_seconds"], 60.0 * 120)
+        self.assertEqual(t["partial_bytes"], 0)  # cleaned up at h = 200: known to be none
+        self.assertEqual(t["partial_peak_bytes"], 2e6)
+        # The sizing rule at the end of the period, not the one-shot "now".
+        self.assertEqual(t["required_capacity_as_of"], "period_end")
+        self.assertEqual(t["required_capacity_bytes"], 3e11 + 1e8 * 120)
+        self.assertEqual(t["size_minus_required_bytes"], 1e12 - (3e11 + 1e8 * 120))
+        # Over the first five days only samples without figures: unknown, not 0.
+        r = ckptmon("report", "--state-dir", self.state, "--config.file", self.cfg, "--now",
+                    str(self.now - 6 * DAY), "--since", str(self.now - 10 * DAY), "--format",
+                    "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (early,) = json.loads(r.stdout)["tiers"]
+        for k in ("cleanup_pending_bytes", "cleanup_pending_peak_bytes",
+                  "cleanup_oldest_age_peak_seconds", "partial_bytes", "partial_peak_bytes"):
+            self.assertIsNone(early[k], k)
+        self.assertEqual(early["required_capacity_as_of"], "now")
+        # The HTML page charts size against the required capacity.
+        html = self.report(fmt="html").stdout
+        self.assertIn("rapid: size and required capacity (sizing rule)", html)
 
     def test_job_percentiles_and_optimizer_share_worked_by_hand(self):
         doc = json.loads(self.report().stdout)
@@ -291,8 +326,9 @@ class Report(unittest.TestCase):
         self.assertNotRegex(html, r"(?i)\b(src|href)\s*=\s*[\"']?\s*(https?:)?//")
         self.assertNotRegex(html, r"(?i)<script|<link|<img|@import|url\(")
         svgs = re.findall(r"<svg\b.*?</svg>", html, re.S)
-        # One tier: used/available, checkpoint size, optimizer share, stored bytes.
-        self.assertEqual(len(svgs), 4, [re.search(r"<title>(.*?)</title>", s).group(1)
+        # One tier: used/available, size/required (the samples keep the
+        # sizing rule), checkpoint size, optimizer share, stored bytes.
+        self.assertEqual(len(svgs), 5, [re.search(r"<title>(.*?)</title>", s).group(1)
                                         for s in svgs])
         for s in svgs:
             for axis in ("x-axis", "y-axis"):
