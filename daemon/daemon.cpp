@@ -5,12 +5,14 @@
 #include <cerrno>
 #include <csignal>
 
+#include <nlohmann/json.hpp>
 #include <prometheus/text_serializer.h>
 #include <boost/asio/ip/host_name.hpp>
 #include <boost/asio/post.hpp>
 
 #include "daemon/http_get.hpp"
 #include "daemon/metrics.hpp"
+#include "daemon/report_command.hpp"
 #include "daemon/systemd_notify.hpp"
 #include "daemon/web.hpp"
 #include "daemon/web_security.hpp"
@@ -95,6 +97,10 @@ Daemon::~Daemon() {
   {
     std::lock_guard lock(watch_inbox_->mu);
     watch_inbox_->io = nullptr;
+  }
+  {
+    std::lock_guard lock(report_inbox_->mu);
+    report_inbox_->io = nullptr;
   }
   server_.close();
   wakes_.clear();
@@ -184,6 +190,7 @@ bool Daemon::start(std::string* error) {
   publish();
   runner_->start();
   schedule_watchdog();
+  report_inbox_->io = &io_;
   if (opts_.config_watch_interval.count() > 0) {
     watch_inbox_->io = &io_;
     config_identity_ = config_file_identity(opts_.config_file);
@@ -564,6 +571,48 @@ void Daemon::add_routes() {
                 500, "{\"error\":" + json_quote(std::string("state database: ") + e.what()) + "}");
           }
           asio::post(io_, [respond, r = std::move(r)]() mutable { respond(std::move(r)); });
+        });
+      });
+  // The report of the own state database (daemon/report_command.hpp), built
+  // on a worker over a read-only connection of its own (a WAL reader: the
+  // store thread goes on writing); one at a time.
+  server_.route_async(
+      "/api/v1/report", {"GET"}, [this](const HttpRequest& req, HttpRespond respond) {
+        const double now = clock_->now();
+        ReportApiRequest q;
+        std::string error;
+        if (!parse_report_query(req.query, now, &q, &error)) {
+          respond(HttpResponse::json(400, "{\"error\":" + json_quote(error) + "}"));
+          return;
+        }
+        const auto& rules = snapshot_->rules;
+        if (!rules || report_running_) {
+          respond(HttpResponse::json(
+              503, std::string("{\"error\":\"") +
+                       (rules ? "a report is being built; try again when it is done"
+                              : "rules not evaluated yet: first collection running") +
+                       "\"}"));
+          return;
+        }
+        report_running_ = true;
+        auto plan = plan_inputs_of_plan(nlohmann::json::parse(rules->plan_json, nullptr, false));
+        pool_->post([this, inbox = report_inbox_, q = std::move(q), plan = std::move(plan),
+                     dir = state_.config->global.state_dir, source = "ckptmon " + self_url(),
+                     respond = std::move(respond)]() mutable {
+          ReportApiAnswer a;
+          std::string err;
+          if (auto db = open_state_readonly(dir, &err)) {
+            a = report_api_answer(*db, q, plan, source);
+          } else {
+            a = {500, "{\"error\":" + json_quote(err) + "}"};
+          }
+          std::lock_guard lock(inbox->mu);
+          if (inbox->io == nullptr) return;  // the daemon is gone
+          asio::post(*inbox->io, [this, inbox, a = std::move(a), respond = std::move(respond)] {
+            if (inbox->io == nullptr) return;
+            report_running_ = false;
+            respond(HttpResponse::json(a.status, a.body));
+          });
         });
       });
   server_.route("/api/v1/events/checkpoints", {"GET"}, [this](const HttpRequest& req) {

@@ -148,8 +148,11 @@ class Daemon {
     boost::asio::io_context* io = nullptr;
   };
   std::shared_ptr<WatchInbox> watch_inbox_ = std::make_shared<WatchInbox>();
+  // Where a GET /api/v1/report built on a worker posts its answer.
+  std::shared_ptr<WatchInbox> report_inbox_ = std::make_shared<WatchInbox>();
   std::shared_ptr<const Snapshot> snapshot_;
   bool publish_pending_ = false;
+  bool report_running_ = false;  // GET /api/v1/report: one at a time
   bool ready_ = false;
   bool stopping_ = false;
   double started_at_ = 0;

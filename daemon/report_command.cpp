@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/http_get.hpp"
+#include "daemon/http_server.hpp"
 #include "daemon/plan_command.hpp"
 #include "daemon/report_prometheus.hpp"
 #include "daemon/report_render.hpp"
@@ -440,23 +441,30 @@ bool check_enough(const Report& r, double min_span, std::string* error) {
   return false;
 }
 
+// Everything the state database keeps of the period: tier samples (and the
+// rules' figures kept with them), the checkpoint history, drain peaks, GPU
+// costs and alert transitions. Throws sql::Error.
+void fill_from_db(sql::Db& db, const ReportCommandOptions& o, Report& r, double now) {
+  HistoryQuery q;
+  q.since = r.since;
+  q.until = r.until;
+  q.max_points = std::numeric_limits<std::size_t>::max();
+  const HistoryResult h = query_history(db, q);
+  fill_tiers(r, h.series, now, o);
+  fill_checkpoints(r, read_committed_history(db, r.since, r.until), now, o);
+  if (auto peaks = load_drain_peaks(db, r.since, r.until)) fill_drain_peaks(r, *peaks, o);
+  if (auto costs = load_gpu_costs(db, r.since, r.until)) fill_gpu_costs(r, *costs, o);
+  fill_alerts(r, load_alert_transitions(db, r.since), o);
+}
+
 bool from_state_dir(const ReportCommandOptions& o, Report& r, double now, std::string* error) {
   auto db = open_state_readonly(o.state_dir, error);
   if (!db) {
     *error = "--state-dir: " + *error;
     return false;
   }
-  HistoryQuery q;
-  q.since = r.since;
-  q.until = r.until;
-  q.max_points = std::numeric_limits<std::size_t>::max();
   try {
-    const HistoryResult h = query_history(*db, q);
-    fill_tiers(r, h.series, now, o);
-    fill_checkpoints(r, read_committed_history(*db, r.since, r.until), now, o);
-    if (auto peaks = load_drain_peaks(*db, r.since, r.until)) fill_drain_peaks(r, *peaks, o);
-    if (auto costs = load_gpu_costs(*db, r.since, r.until)) fill_gpu_costs(r, *costs, o);
-    fill_alerts(r, load_alert_transitions(*db, r.since), o);
+    fill_from_db(*db, o, r, now);
   } catch (const std::exception& e) {
     *error = "--state-dir " + o.state_dir + ": " + e.what();
     return false;
@@ -490,7 +498,26 @@ bool get_json(const HttpUrl& url, const ReportCommandOptions& o, const std::stri
   return true;
 }
 
-bool from_daemon(const ReportCommandOptions& o, Report& r, double now, std::string* error) {
+}  // namespace
+
+std::vector<PlanInputs> plan_inputs_of_plan(const nlohmann::json& plan) {
+  std::vector<PlanInputs> inputs;
+  if (!plan.is_object()) return inputs;
+  std::string e;
+  for (const json& t : plan.value("tiers", json::array())) {
+    if (!t.is_object()) continue;
+    if (auto in = plan_inputs_from_json(t.value("inputs", json::object()), &e)) {
+      inputs.push_back(std::move(*in));
+    }
+  }
+  return inputs;
+}
+
+namespace {
+
+// A daemon older than GET /api/v1/report: its history API and plan only.
+bool from_daemon_history(const ReportCommandOptions& o, Report& r, double now,
+                         std::string* error) {
   std::string e;
   auto url = parse_http_url(o.from, &e);
   if (!url) {
@@ -521,13 +548,7 @@ bool from_daemon(const ReportCommandOptions& o, Report& r, double now, std::stri
   fill_tiers(r, series, now, o);
   json plan;
   if (!get_json(*url, o, "/api/v1/plan", &plan, error)) return false;
-  std::vector<PlanInputs> inputs;
-  for (const json& t : plan.value("tiers", json::array())) {
-    if (auto in = plan_inputs_from_json(t.value("inputs", json::object()), &e)) {
-      inputs.push_back(std::move(*in));
-    }
-  }
-  fill_required(r, inputs);
+  fill_required(r, plan_inputs_of_plan(plan));
   // Alert history is in the state database only: --from has none.
   return true;
 }
@@ -903,7 +924,157 @@ std::string to_markdown(const json& j) {
   return out;
 }
 
+// The steps after the source: every --tier asked for is known, there is
+// history enough to fit, the findings; then the JSON every format renders.
+std::optional<json> finish_report(Report& r, const std::vector<std::string>& tiers,
+                                  double min_history_seconds, bool with_series,
+                                  std::string* error) {
+  for (const std::string& t : tiers) {
+    if (std::none_of(r.tiers.begin(), r.tiers.end(),
+                     [&](const TierReport& x) { return x.tier == t; })) {
+      *error = "--tier: no history of tier \"" + t + "\" in " + r.source;
+      return std::nullopt;
+    }
+  }
+  if (!check_enough(r, min_history_seconds, error)) {
+    *error = r.source + ": " + *error;
+    return std::nullopt;
+  }
+  add_findings(r);
+  return to_json(r, with_series);
+}
+
+// "a,b" of url-encoded names (a name may hold a comma): the list a
+// GET /api/v1/report parameter carries.
+std::string encode_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ",") + url_encode(n);
+  return out;
+}
+
+std::vector<std::string> decode_list(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    out.push_back(url_decode(text.substr(0, comma)));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+// `report --from`: the daemon builds the report from its own state database
+// (GET /api/v1/report), so --from and --state-dir give the same figures; a
+// daemon without that route (404) is asked for its history and plan only.
+// Sets `*done` with the finished JSON when the daemon built it.
+bool from_daemon(const ReportCommandOptions& o, Report& r, double now, std::optional<json>* done,
+                 std::string* error) {
+  std::string e;
+  auto url = parse_http_url(o.from, &e);
+  if (!url) {
+    *error = "--from: " + e;
+    return false;
+  }
+  char range[96];
+  std::snprintf(range, sizeof range, "since=%.3f&until=%.3f", r.since, r.until);
+  std::string target = std::string("/api/v1/report?") + range +
+                       "&min_history=" + std::to_string(o.min_history_seconds) +
+                       (o.format == "html" ? "&series=1" : "");
+  if (!o.tiers.empty()) target += "&tier=" + url_encode(encode_list(o.tiers));
+  if (!o.jobs.empty()) target += "&job=" + url_encode(encode_list(o.jobs));
+  HttpGetResult g = http_get(*url, target, o.timeout_seconds);
+  if (!g.ok) {
+    *error = "--from " + o.from + ": " + g.error;
+    return false;
+  }
+  if (g.status == 404) return from_daemon_history(o, r, now, error);
+  json doc = json::parse(g.body, nullptr, false);
+  if (g.status != 200) {
+    const std::string why = !doc.is_discarded() && doc.is_object() && doc.contains("error") &&
+                                    doc["error"].is_string()
+                                ? doc["error"].get<std::string>()
+                                : std::string(trim(g.body.substr(0, 300)));
+    *error = "--from " + o.from + ": GET /api/v1/report answered " + std::to_string(g.status) +
+             ": " + why;
+    return false;
+  }
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("tiers")) {
+    *error = "--from " + o.from + ": GET /api/v1/report did not answer a report";
+    return false;
+  }
+  doc["source"] = r.source;
+  *done = std::move(doc);
+  return true;
+}
+
 }  // namespace
+
+bool parse_report_query(const std::map<std::string, std::string>& query, double now,
+                        ReportApiRequest* out, std::string* error) {
+  ReportApiRequest q;
+  q.since = now - 30 * kDay;
+  q.until = now;
+  auto value = [&](const char* key) {
+    auto it = query.find(key);
+    return it == query.end() ? std::string() : it->second;
+  };
+  for (auto [key, target] : {std::pair{"since", &q.since}, std::pair{"until", &q.until}}) {
+    const std::string text = value(key);
+    if (text.empty()) continue;
+    auto t = parse_time_arg(text, now);
+    if (!t) {
+      *error = std::string(key) + ": expected a duration before now (30d) or unix seconds, got \"" +
+               text + "\"";
+      return false;
+    }
+    *target = *t;
+  }
+  if (q.since > now || q.until < q.since) {
+    *error = "since: " + format_rfc3339(q.since) + " must be before until (" +
+             format_rfc3339(q.until) + ") and not in the future (now is " + format_rfc3339(now) +
+             ")";
+    return false;
+  }
+  if (const std::string m = value("min_history"); !m.empty()) {
+    char* end = nullptr;
+    q.min_history_seconds = std::strtod(m.c_str(), &end);
+    if (end == m.c_str() || *end != '\0' || !std::isfinite(q.min_history_seconds) ||
+        q.min_history_seconds < 0) {
+      *error = "min_history: expected seconds, got \"" + m + "\"";
+      return false;
+    }
+  }
+  q.tiers = decode_list(value("tier"));
+  q.jobs = decode_list(value("job"));
+  q.with_series = value("series") == "1";
+  *out = std::move(q);
+  return true;
+}
+
+ReportApiAnswer report_api_answer(sql::Db& db, const ReportApiRequest& q,
+                                  const std::vector<PlanInputs>& plan, const std::string& source) {
+  // The report's end is its now (as --now makes it for the CLI): fits and
+  // "still firing" are judged there, whenever the daemon answers.
+  const double at = q.until;
+  ReportCommandOptions o;
+  o.tiers = q.tiers;
+  o.jobs = q.jobs;
+  o.min_history_seconds = q.min_history_seconds;
+  Report r;
+  r.since = q.since;
+  r.until = q.until;
+  r.source = source;
+  try {
+    fill_from_db(db, o, r, at);
+  } catch (const std::exception& e) {
+    return {500, "{\"error\":" + json_quote(std::string("state database: ") + e.what()) + "}"};
+  }
+  fill_required(r, plan);
+  std::string error;
+  auto j = finish_report(r, o.tiers, o.min_history_seconds, q.with_series, &error);
+  if (!j) return {400, "{\"error\":" + json_quote(error) + "}"};
+  return {200, j->dump(-1, ' ', false, json::error_handler_t::replace)};
+}
 
 int run_report_command(const ReportCommandOptions& o, const Clock& clock, std::ostream& out,
                        std::ostream& err) {
@@ -939,7 +1110,8 @@ int run_report_command(const ReportCommandOptions& o, const Clock& clock, std::o
                                      : "state directory " + o.state_dir;
   if (o.progress) err << "ckptmon report: reading " << r.source << " ...\r" << std::flush;
   std::string error;
-  const bool ok = !o.from.empty()         ? from_daemon(o, r, now, &error)
+  std::optional<json> done;
+  const bool ok = !o.from.empty()         ? from_daemon(o, r, now, &done, &error)
                   : !o.prometheus.empty() ? from_prometheus(o, r, now, &error, err)
                                           : from_state_dir(o, r, now, &error);
   if (o.progress) err << std::string(60, ' ') << "\r" << std::flush;
@@ -947,19 +1119,12 @@ int run_report_command(const ReportCommandOptions& o, const Clock& clock, std::o
     err << "ckptmon report: " << error << "\n";
     return 2;
   }
-  for (const std::string& t : o.tiers) {
-    if (std::none_of(r.tiers.begin(), r.tiers.end(),
-                     [&](const TierReport& x) { return x.tier == t; })) {
-      err << "ckptmon report: --tier: no history of tier \"" << t << "\" in " << r.source << "\n";
-      return 2;
-    }
-  }
-  if (!check_enough(r, o.min_history_seconds, &error)) {
-    err << "ckptmon report: " << r.source << ": " << error << "\n";
+  if (!done) done = finish_report(r, o.tiers, o.min_history_seconds, o.format == "html", &error);
+  if (!done) {
+    err << "ckptmon report: " << error << "\n";
     return 2;
   }
-  add_findings(r);
-  const json j = to_json(r, o.format == "html");
+  const json& j = *done;
   std::string text = o.format == "html" ? report_html(j)
                      : o.format == "json"
                          ? j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"

@@ -167,6 +167,9 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
        "tier (<code>ckptmon plan</code>)</li>\n"
        "<li><a href=\"/api/v1/history\">/api/v1/history</a>: stored tier and job samples "
        "(<code>?tier=&amp;job=&amp;series=&amp;since=&amp;until=&amp;step=</code>)</li>\n"
+       "<li><a href=\"/api/v1/report\">/api/v1/report</a>: the capacity trend review of the "
+       "state database (<code>ckptmon report --from</code>; "
+       "<code>?since=&amp;until=&amp;tier=&amp;job=&amp;min_history=&amp;series=1</code>)</li>\n"
        "<li><a href=\"/-/healthy\">/-/healthy</a>, <a href=\"/-/ready\">/-/ready</a></li>\n"
        "<li><code>POST /-/reload</code>: reload the configuration</li>\n</ul>\n";
   h += "</body></html>\n";

@@ -166,8 +166,8 @@ class Plan(unittest.TestCase):
         r = ckptmon("plan", "--state-dir", self.ws.mkdir("empty"))
         self.assertEqual(r.returncode, 2)
         self.assertIn("no ckptmon state database here", r.stderr)
-        # `report --from` reads /api/v1/history and /api/v1/plan: a daemon
-        # seconds old has a sample or two, not a growth rate.
+        # `report --from` asks the daemon for its report (/api/v1/report): a
+        # daemon seconds old has a sample or two, not a growth rate.
         r = ckptmon("report", "--from", self.url, "--format", "json")
         self.assertEqual(r.returncode, 2, r.stdout)
         self.assertRegex(r.stderr, r"not enough history: \d+ samples? over \d+ seconds")

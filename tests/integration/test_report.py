@@ -412,6 +412,95 @@ class Report(unittest.TestCase):
         json.loads(out)  # stdout is still just the report
         self.assertIn(b"ckptmon report: reading state directory", seen)
 
+    def test_from_a_running_daemon_equals_the_state_directory(self):
+        # The daemon builds the report from its own database (GET
+        # /api/v1/report): the same figures as --state-dir, the checkpoint
+        # history, drain peaks, GPU costs and alerts included.
+        d = harness.Ckptmon(self.cfg)
+        try:
+            d.wait_ready()
+            url = f"http://127.0.0.1:{d.port}"
+            harness.wait_for(lambda: d.get("/api/v1/plan").status == 200, what="a rules cycle")
+            for fmt in ("json", "markdown"):
+                args = ("--now", str(self.now), "--since", "10d", "--format", fmt)
+                live = ckptmon("report", "--from", url, *args)
+                self.assertEqual(live.returncode, 0, live.stderr)
+                local = ckptmon("report", "--state-dir", self.state, "--config.file", self.cfg,
+                                *args)
+                self.assertEqual(local.returncode, 0, local.stderr)
+                if fmt == "json":
+                    a, b = json.loads(live.stdout), json.loads(local.stdout)
+                    self.assertEqual(a.pop("source"), url)
+                    b.pop("source")
+                    self.maxDiff = None
+                    self.assertEqual(a, b)
+                    llama = self.job(a, "llama")  # not null, as it was over the history API
+                    self.assertEqual(llama["checkpoints_committed"], 6)
+                    self.assertEqual(llama["gpu_cost"]["lost_gpu_seconds"], 42.5)
+                    self.assertEqual(llama["drain_backlog"]["peak_bytes"], 9e6)
+                else:
+                    self.assertEqual(live.stdout.replace(url, "X"),
+                                     local.stdout.replace("state directory " + self.state, "X"))
+            # A filter, and the daemon's own errors as the CLI's.
+            r = ckptmon("report", "--from", url, "--now", str(self.now), "--since", "10d",
+                        "--format", "json", "--job", "mixed")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            (t,) = json.loads(r.stdout)["tiers"]
+            self.assertEqual([j["job"] for j in t["jobs"]], ["mixed"])
+            r = ckptmon("report", "--from", url, "--now", str(self.now), "--tier", "nosuch")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("answered 400: --tier: no history of tier \"nosuch\"", r.stderr)
+            r = ckptmon("report", "--from", url, "--now", str(self.now), "--since", "90m")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("not enough history: 2 samples over 60 minutes", r.stderr)
+            r = d.get("/api/v1/report?since=yesterday")
+            self.assertEqual(r.status, 400)
+            self.assertIn("since: expected a duration", r.json()["error"])
+        finally:
+            d.stop()
+
+    def test_from_a_daemon_without_the_report_route_reads_its_history_api(self):
+        # An older daemon: /api/v1/report is 404; its history and plan give
+        # the tier figures, the per-job checkpoint figures stay unknown.
+        import http.server
+        import threading
+        now = self.now
+        history = {"series": [
+            {"tier": "t", "job": None, "series": name,
+             "points": [[now - 7200 + 3600 * i, v(i)] for i in range(3)]}
+            for name, v in (("size_bytes", lambda i: 1e12),
+                            ("avail_bytes", lambda i: 5e11 - 1e9 * i),
+                            ("used_bytes", lambda i: 5e11 + 1e9 * i))]}
+        seen = []
+
+        class Old(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                seen.append(self.path.split("?")[0])
+                body = {"/api/v1/history": history, "/api/v1/plan": {"tiers": []}}.get(
+                    self.path.split("?")[0])
+                data = json.dumps(body).encode() if body is not None else b"404 page not found"
+                self.send_response(200 if body is not None else 404)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Old)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        try:
+            r = ckptmon("report", "--from", f"http://127.0.0.1:{srv.server_port}", "--now",
+                        str(now), "--since", "3h", "--min-history", "1h", "--format", "json")
+        finally:
+            srv.shutdown()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(seen, ["/api/v1/report", "/api/v1/history", "/api/v1/plan"])
+        (t,) = json.loads(r.stdout)["tiers"]
+        # Used grows 1 GB an hour: 24 GB a day, by hand.
+        self.assertAlmostEqual(t["growth_bytes_per_day"], 24e9, delta=1)
+        self.assertIsNone(t["required_capacity_bytes"])  # the plan named no tier
+
     def test_bad_input_exits_2_naming_the_flag_or_source(self):
         port = harness.free_port()
         r = ckptmon("report", "--from", f"http://127.0.0.1:{port}")
