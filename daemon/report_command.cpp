@@ -795,6 +795,20 @@ std::string to_markdown(const json& j) {
            num(t["required_capacity_bytes"]) + " |\n";
   }
   out +=
+      "\n## Cleanup and residue\n\nWhat the retention policy says should be gone (at the end "
+      "of the period, and its peak), the longest any of it waited, and the partial "
+      "checkpoints' bytes; `-` where the history does not keep them.\n\n| tier | cleanup "
+      "pending | peak | oldest waited | partial bytes | peak |\n| --- | ---: | ---: | ---: | ---: "
+      "| ---: |\n";
+  for (const json& t : j["tiers"]) {
+    const json& age = t["cleanup_oldest_age_peak_seconds"];
+    out += "| " + md_cell(t["tier"]) + " | " + bytes_or_dash(t["cleanup_pending_bytes"]) + " | " +
+           bytes_or_dash(t["cleanup_pending_peak_bytes"]) + " | " +
+           (age.is_number() ? duration_words(age.get<double>()) : std::string("-")) + " | " +
+           bytes_or_dash(t["partial_bytes"]) + " | " + bytes_or_dash(t["partial_peak_bytes"]) +
+           " |\n";
+  }
+  out +=
       "\n## Jobs\n\n| tier | job | stored at start | stored at end | peak | growth per day "
       "|\n| --- | --- | ---: | ---: | ---: | ---: |\n";
   for (const json& t : j["tiers"]) {

@@ -224,6 +224,9 @@ class Report(unittest.TestCase):
                   "cleanup_oldest_age_peak_seconds", "partial_bytes", "partial_peak_bytes"):
             self.assertIsNone(early[k], k)
         self.assertEqual(early["required_capacity_as_of"], "now")
+        # Markdown shows them in human units: 1.7e7 B, 7200 s, 0 and 2e6 B.
+        md = self.report(fmt="markdown").stdout
+        self.assertIn("| rapid | 16.2 MiB | 16.2 MiB | 2.0 hours | 0 B | 1.9 MiB |", md)
         # The HTML page charts size against the required capacity.
         html = self.report(fmt="html").stdout
         self.assertIn("rapid: size and required capacity (sizing rule)", html)
