@@ -14,10 +14,7 @@
 #include <limits>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "collectors/integrity.hpp"
-#include "store/store.hpp"
 #include "util/digest.hpp"
 
 namespace ckptmon {
@@ -90,25 +87,45 @@ std::string glob_root(const std::string& glob) {
 
 // --- EventIngest -------------------------------------------------------------------
 
-EventIngest::EventIngest(std::shared_ptr<Store> store, std::size_t steps_per_job)
-    : store_(std::move(store)), steps_per_job_(steps_per_job) {}
+namespace {
+
+// Runs `fn` on the journal's writer thread and waits for its result
+// (rethrowing what it threw). Worker threads only.
+template <typename T>
+T call(EventJournal& journal, std::function<T(EventJournal::Writer&)> fn) {
+  auto promise = std::make_shared<std::promise<T>>();
+  auto fut = promise->get_future();
+  journal.post([fn = std::move(fn), promise](EventJournal::Writer& w) {
+    try {
+      promise->set_value(fn(w));
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  });
+  return fut.get();
+}
+
+}  // namespace
+
+EventIngest::EventIngest(std::shared_ptr<EventJournal> journal, std::size_t steps_per_job)
+    : journal_(std::move(journal)), steps_per_job_(steps_per_job) {}
 
 void EventIngest::ensure_loaded() {
   {
     std::lock_guard lock(mu_);
     if (loaded_) return;
   }
-  // Loaded on the store thread under mu_: nothing here ever waits for the
-  // store while holding mu_, because commits take mu_ on the store thread.
-  store_->call<bool>([this](sql::Db& db) {
+  // Loaded on the journal's thread under mu_: nothing here ever waits for
+  // the journal while holding mu_, because commits take mu_ on that thread.
+  call<bool>(*journal_, [this](EventJournal::Writer& w) {
     std::lock_guard lock(mu_);
-    if (!loaded_) load_from(db);
+    if (!loaded_) load_from(w);
     return true;
   });
 }
 
-void EventIngest::load_from(sql::Db& db) {
-  auto loaded = event_tables::load(db);
+void EventIngest::load_from(EventJournal::Writer& w) {
+  auto loaded = w.load();
   const auto tails = std::move(catalog_.tails);
   const std::uint64_t version = catalog_.version;
   catalog_ = std::move(loaded.catalog);
@@ -159,12 +176,12 @@ std::future<std::int64_t> EventIngest::commit_async(std::optional<CursorRow> fro
                                                     std::uint64_t consumed) {
   auto promise = std::make_shared<std::promise<std::int64_t>>();
   auto done = promise->get_future();
-  // Folding the lines in and writing them happen on the store thread, so the
-  // caller can read and parse the next batch meanwhile.
-  store_->post([this, promise, from = std::move(from), to = std::move(to), lines,
-                tier = std::move(tier), change, consumed](sql::Db& db) {
+  // Folding the lines in and writing them happen on the journal's thread, so
+  // the caller can read and parse the next batch meanwhile.
+  journal_->post([this, promise, from = std::move(from), to = std::move(to), lines,
+                  tier = std::move(tier), change, consumed](EventJournal::Writer& w) {
     try {
-      promise->set_value(apply(db, from ? &*from : nullptr, to, lines, tier, change, consumed));
+      promise->set_value(apply(w, from ? &*from : nullptr, to, lines, tier, change, consumed));
     } catch (...) {
       promise->set_exception(std::current_exception());
     }
@@ -172,11 +189,11 @@ std::future<std::int64_t> EventIngest::commit_async(std::optional<CursorRow> fro
   return done;
 }
 
-std::int64_t EventIngest::apply(sql::Db& db, const CursorRow* from, const CursorRow& to,
+std::int64_t EventIngest::apply(EventJournal::Writer& w, const CursorRow* from, const CursorRow& to,
                                 std::span<const LineResult> lines, std::string_view tier,
                                 std::optional<FileChange> change, std::uint64_t consumed) {
   std::lock_guard lock(mu_);
-  if (!loaded_) load_from(db);
+  if (!loaded_) load_from(w);
   // Exactly once hinges on this: a batch applies only on top of the position
   // it was read from.
   const FileId from_id = from != nullptr ? FileId{from->dev, from->ino} : FileId{to.dev, to.ino};
@@ -195,20 +212,12 @@ std::int64_t EventIngest::apply(sql::Db& db, const CursorRow* from, const Cursor
   if (change) agg.count_change(*change);
   agg.count_bytes(consumed);
   try {
-    sql::Transaction tx(db);
-    if (from_id != to_id) {
-      auto del = db.prepare("DELETE FROM manifest_cursors WHERE dev=?1 AND ino=?2");
-      del.bind(1, static_cast<std::int64_t>(from_id.dev))
-          .bind(2, static_cast<std::int64_t>(from_id.ino));
-      del.run();
-    }
-    event_tables::upsert_cursor(db, to);
-    event_tables::save_batch(db, catalog_, agg);
-    tx.commit();
+    // One transaction: the position and what was read up to it.
+    w.commit_batch(from_id != to_id ? std::optional(from_id) : std::nullopt, to, catalog_, agg);
   } catch (...) {
-    // The catalog holds the batch already: the database is the truth, read it back.
+    // The catalog holds the batch already: the journal is the truth, read it back.
     try {
-      load_from(db);
+      load_from(w);
     } catch (...) {
       loaded_ = false;
     }
@@ -223,9 +232,9 @@ std::int64_t EventIngest::apply(sql::Db& db, const CursorRow* from, const Cursor
 }
 
 void EventIngest::forget_before(double cutoff) {
-  store_->call<bool>([this, cutoff](sql::Db& db) {
+  call<bool>(*journal_, [this, cutoff](EventJournal::Writer& w) {
     std::lock_guard lock(mu_);
-    event_tables::delete_cursors_before(db, cutoff);
+    w.forget_before(cutoff);
     std::erase_if(cursors_, [&](const auto& kv) { return kv.second.last_seen < cutoff; });
     return true;
   });
@@ -239,9 +248,9 @@ void EventIngest::collect_garbage(double now, double forget_after) {
 }
 
 std::size_t EventIngest::fold_idle_jobs(double cutoff) {
-  return store_->call<std::size_t>([this, cutoff](sql::Db& db) {
+  return call<std::size_t>(*journal_, [this, cutoff](EventJournal::Writer& w) {
     std::lock_guard lock(mu_);
-    if (!loaded_) load_from(db);
+    if (!loaded_) load_from(w);
     std::vector<StepKey> folded;
     for (auto& [key, job] : catalog_.jobs) {
       if (job.last_event_ts >= cutoff) continue;
@@ -257,26 +266,9 @@ std::size_t EventIngest::fold_idle_jobs(double cutoff) {
     }
     if (folded.empty()) return std::size_t{0};
     try {
-      sql::Transaction tx(db);
-      auto del = db.prepare("DELETE FROM event_steps WHERE tier=?1 AND job=?2 AND step=?3");
-      auto up = db.prepare(
-          "INSERT INTO event_jobs(tier, job, data) VALUES(?1,?2,?3) "
-          "ON CONFLICT(tier, job) DO UPDATE SET data=excluded.data");
-      std::set<std::pair<std::string, std::string>> jobs;
-      for (const StepKey& k : folded) {
-        del.bind(1, std::string_view(k.tier)).bind(2, std::string_view(k.job)).bind(3, k.step);
-        del.run();
-        jobs.emplace(k.tier, k.job);
-      }
-      for (const auto& k : jobs) {
-        up.bind(1, std::string_view(k.first))
-            .bind(2, std::string_view(k.second))
-            .bind(3, to_json(catalog_.jobs.at(k)).dump());
-        up.run();
-      }
-      tx.commit();
+      w.fold_steps(folded, catalog_);
     } catch (...) {
-      load_from(db);
+      load_from(w);
       throw;
     }
     ++catalog_.version;
@@ -486,7 +478,7 @@ void LogTailer::log_refused_paths(const Open& o, const ChunkResult& chunk) {
 
 std::optional<std::uint64_t> LogTailer::drain(Open& o) {
   std::optional<std::uint64_t> seen;  // the size of the file when last looked at
-  // At most one batch is being committed (on the store thread) while the next
+  // At most one batch is being committed (on the journal's thread) while the next
   // one is read and parsed here. `next` is where reading goes on; o.row only
   // moves once a commit has applied.
   struct Pending {
@@ -798,12 +790,12 @@ LogTailer::Pass LogTailer::run() {
 // --- the collector -----------------------------------------------------------------
 
 ManifestTailCollector::ManifestTailCollector(std::shared_ptr<const Clock> clock,
-                                             std::shared_ptr<Store> store)
+                                             std::shared_ptr<EventJournal> journal)
     : clock_(std::move(clock)),
       // IN_MODIFY too: appended lines are what the tailer waits for.
       watches_(std::make_shared<DirWatcher>(DirWatcher::kEntryChanges | IN_MODIFY)) {
   if (watches_->fd() < 0) log::warn("inotify unavailable; event logs are polled only");
-  if (store) ingest_ = std::make_shared<EventIngest>(std::move(store));
+  if (journal) ingest_ = std::make_shared<EventIngest>(std::move(journal));
 }
 
 ManifestTailCollector::~ManifestTailCollector() {

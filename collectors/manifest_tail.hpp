@@ -5,9 +5,10 @@
 //
 // A log is known by (device, inode) plus a fingerprint of its first bytes;
 // its read position is resumed only when the bytes just before it still hash
-// the same. Every batch of lines is committed to the state database in one
-// transaction together with the new position, the aggregates derived from the
-// lines and the totals, and only then is anything advanced in memory.
+// the same. Every batch of lines is committed to the event journal
+// (collectors/event_journal.hpp) in one transaction together with the new
+// position, the aggregates derived from the lines and the totals, and only
+// then is anything advanced in memory.
 
 #include <array>
 #include <atomic>
@@ -24,33 +25,25 @@
 
 #include "collectors/collector.hpp"
 #include "collectors/dir_watcher.hpp"
+#include "collectors/event_journal.hpp"
 #include "events/parser.hpp"
 #include "model/events.hpp"
-#include "store/event_tables.hpp"
 #include "util/log.hpp"
 
 namespace ckptmon {
 
-class Store;
-
-struct FileId {
-  std::uint64_t dev = 0;
-  std::uint64_t ino = 0;
-  auto operator<=>(const FileId&) const = default;
-};
-
 // The event catalog, every log's committed read position, and the one
 // transaction per batch; shared by the tailers of every glob. Batches are
-// folded in and written on the store thread, holding mu_ there; so nothing
-// may wait for the store while holding mu_. Thread-safe.
+// folded in and written on the journal's writer thread, holding mu_ there; so
+// nothing may wait for the journal while holding mu_. Thread-safe.
 class EventIngest {
  public:
-  using CursorRow = event_tables::CursorRow;
+  using CursorRow = ckptmon::CursorRow;
 
-  EventIngest(std::shared_ptr<Store> store, std::size_t steps_per_job = kEventStepsPerJob);
+  EventIngest(std::shared_ptr<EventJournal> journal, std::size_t steps_per_job = kEventStepsPerJob);
 
-  // Loads the catalog and the positions from the store the first time
-  // (blocks on the store: worker threads only). Throws when it cannot.
+  // Loads the catalog and the positions from the journal the first time
+  // (blocks on the journal: worker threads only). Throws when it cannot.
   void ensure_loaded();
 
   std::optional<CursorRow> cursor(FileId id) const;
@@ -65,10 +58,10 @@ class EventIngest {
   // transaction. `from` is the position the caller started from (nullptr: the
   // log had none); when it is not the committed one (another reader moved
   // on) nothing happens and false is returned. When the transaction fails the
-  // catalog is reloaded from the store and the error rethrown.
+  // catalog is reloaded from the journal and the error rethrown.
   bool commit(const CursorRow* from, const CursorRow& to, std::span<const LineResult> lines,
               std::string_view tier, std::optional<FileChange> change, std::uint64_t consumed);
-  // The same, done on the store thread while the caller goes on; `lines` must
+  // The same, done on the journal's thread while the caller goes on; `lines` must
   // stay valid until the future is ready. The future holds the number of
   // rejected lines in the batch, or -1 when it did not apply.
   std::future<std::int64_t> commit_async(std::optional<CursorRow> from, CursorRow to,
@@ -91,13 +84,13 @@ class EventIngest {
   std::uint64_t commits() const { return commits_.load(); }
 
  private:
-  // Both run on the store thread with mu_ held.
-  void load_from(sql::Db& db);
-  std::int64_t apply(sql::Db& db, const CursorRow* from, const CursorRow& to,
+  // Both run on the journal's thread with mu_ held.
+  void load_from(EventJournal::Writer& w);
+  std::int64_t apply(EventJournal::Writer& w, const CursorRow* from, const CursorRow& to,
                      std::span<const LineResult> lines, std::string_view tier,
                      std::optional<FileChange> change, std::uint64_t consumed);
 
-  std::shared_ptr<Store> store_;
+  std::shared_ptr<EventJournal> journal_;
   std::size_t steps_per_job_;
   mutable std::mutex mu_;
   bool loaded_ = false;
@@ -190,7 +183,8 @@ class LogTailer {
 
 class ManifestTailCollector final : public Collector {
  public:
-  ManifestTailCollector(std::shared_ptr<const Clock> clock, std::shared_ptr<Store> store);
+  // `journal` null: the collector tails nothing (tools without a state database).
+  ManifestTailCollector(std::shared_ptr<const Clock> clock, std::shared_ptr<EventJournal> journal);
   ~ManifestTailCollector() override;
   std::string_view name() const override { return "manifest_tail"; }
   void configure(const Config& cfg) override;

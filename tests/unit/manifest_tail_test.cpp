@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "store/event_journal.hpp"
 #include "store/store.hpp"
 #include "temp_dir.hpp"
 
@@ -56,7 +57,7 @@ class TailerTest : public ::testing::Test {
     std::string error;
     store_ = Store::open((dir_.path() / "state").string(), &error);
     ASSERT_TRUE(store_) << error;
-    ingest_ = std::make_shared<EventIngest>(store_);
+    ingest_ = std::make_shared<EventIngest>(make_event_journal(store_));
   }
 
   // Everything a restart forgets: descriptors, the catalog in memory.
@@ -391,7 +392,7 @@ TEST_F(TailerTest, TheCollectorPublishesTheCatalogIntoState) {
   cfg.manifests.push_back(ManifestConfig{(logs_ / "*" / "events*.jsonl").string(), "rapid"});
   cfg.manifests.push_back(ManifestConfig{(logs_ / "*.jsonl").string(), ""});
   cfg.global.tail_interval = std::chrono::milliseconds(250);
-  ManifestTailCollector c(clock_, store_);
+  ManifestTailCollector c(clock_, make_event_journal(store_));
   c.configure(cfg);
   EXPECT_EQ(c.interval(), std::chrono::milliseconds(250));
   EXPECT_EQ(c.targets(), (std::vector<std::string>{cfg.manifests[0].glob, cfg.manifests[1].glob}));
