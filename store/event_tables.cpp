@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "store/event_codec.hpp"
+#include "store/shard_pack.hpp"
 #include "util/log.hpp"
 
 namespace ckptmon::event_tables {
@@ -205,7 +207,9 @@ void save_batch(sql::Db& db, const EventCatalog& cat, const EventAggregator& agg
     auto ins = db.prepare(
         "INSERT INTO integrity_queue(tier, job, step, next_index, count, shards) "
         "VALUES(?1,?2,?3,0,?4,?5)");
-    for (const auto& [k, pack] : agg.checks()) {
+    for (const auto& [k, shards] : agg.checks()) {
+      ShardPack pack;
+      for (const ShardCheck& c : shards) pack.add(c);
       ins.bind(1, std::string_view(k.tier))
           .bind(2, std::string_view(k.job))
           .bind(3, k.step)
