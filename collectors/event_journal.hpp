@@ -12,35 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "events/parser.hpp"
+#include "collectors/file_identity.hpp"
 #include "model/events.hpp"
 
 namespace ckptmon {
-
-// A file as the kernel knows it.
-struct FileId {
-  std::uint64_t dev = 0;
-  std::uint64_t ino = 0;
-  auto operator<=>(const FileId&) const = default;
-};
-
-// One log's identity and resume point.
-struct CursorRow {
-  std::uint64_t dev = 0;
-  std::uint64_t ino = 0;
-  std::string path;              // where the file was last seen
-  std::string glob;              // the manifest glob that tails it
-  std::uint32_t fp_len = 0;      // the fingerprint covers the first fp_len bytes
-  std::uint64_t fp_hash = 0;     // XXH64 of them
-  ParseCursor parse;             // offset, line number, skipping an over-long line
-  std::uint32_t check_len = 0;   // the bytes just before parse.offset ...
-  std::uint64_t check_hash = 0;  // ... and their XXH64
-  bool gone = false;             // left the glob and was read to its end
-  double last_seen = 0;
-
-  FileId id() const { return FileId{dev, ino}; }
-  bool operator==(const CursorRow&) const = default;
-};
 
 // What the journal holds: the event catalog and every log's position.
 struct JournalState {
