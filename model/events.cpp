@@ -361,7 +361,11 @@ void EventAggregator::apply(const Event& e, std::string_view tier) {
       }
       if (!e.checksum.empty()) {
         ++s.checksummed_shards;
-        if (last_pack_ == nullptr) last_pack_ = &checks_[last_key_];
+        if (last_pack_ == nullptr) {
+          last_pack_ = &checks_[last_key_];
+          // Shards of a checkpoint come in runs: grow in steps, not one by one.
+          last_pack_->reserve(64);
+        }
         ShardCheck& c = last_pack_->emplace_back();
         c.rank = rank;
         c.bytes = e.bytes.value_or(0);
