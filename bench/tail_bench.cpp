@@ -22,6 +22,7 @@
 
 #include "bench/event_backlog.hpp"
 #include "collectors/manifest_tail.hpp"
+#include "store/event_journal.hpp"
 #include "store/store.hpp"
 #include "util/log.hpp"
 
@@ -94,7 +95,7 @@ Rate tailer_catch_up(const fs::path& dir, const std::string& glob, std::size_t r
     std::fprintf(stderr, "%s\n", error.c_str());
     std::exit(1);
   }
-  auto ingest = std::make_shared<ckptmon::EventIngest>(store);
+  auto ingest = std::make_shared<ckptmon::EventIngest>(ckptmon::make_event_journal(store));
   ckptmon::ManifestConfig m;
   m.glob = glob;
   m.tier = "staging";

@@ -49,15 +49,18 @@ class Collector {
   virtual std::set<std::string> on_wake() { return {}; }
 };
 
-class Store;
+class EventJournal;
+class VerificationLedger;
 
 struct CollectorEnv {
   // Shared so that a job still blocked on a hung mount at shutdown never
   // outlives the clock it reads.
   std::shared_ptr<const Clock> clock;
-  // The state database, for collectors that commit what they read together
-  // with where they read it (manifest_tail); null in tools without one.
-  std::shared_ptr<Store> store;
+  // Persistence ports (collectors/event_journal.hpp,
+  // collectors/verification_ledger.hpp), implemented over the state database
+  // by store/ and injected by the daemon; null in tools without one.
+  std::shared_ptr<EventJournal> event_journal;
+  std::shared_ptr<VerificationLedger> verification_ledger;
   // HTTP GET for sources that scrape or query a peer (gpu.source dcgm,
   // prometheus); null in tools without one (the source then reports down).
   HttpFetch http_fetch;

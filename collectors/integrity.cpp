@@ -16,8 +16,6 @@
 
 #include "collectors/layouts/layout.hpp"
 #include "collectors/tree_walk.hpp"
-#include "store/event_tables.hpp"
-#include "store/store.hpp"
 #include "util/digest.hpp"
 
 namespace ckptmon {
@@ -271,10 +269,10 @@ IntegrityResult verify_file(const std::string& path, const Checksum& want, ByteR
 
 // --- the verifier ------------------------------------------------------------------
 
-IntegrityVerifier::IntegrityVerifier(std::shared_ptr<Store> store,
+IntegrityVerifier::IntegrityVerifier(std::shared_ptr<VerificationLedger> ledger,
                                      std::shared_ptr<const Clock> clock,
                                      ByteRateLimiter::Sleep sleep)
-    : store_(std::move(store)),
+    : ledger_(std::move(ledger)),
       clock_(clock),
       limiter_(50.0 * 1024 * 1024, clock, std::move(sleep)) {}
 
@@ -381,10 +379,7 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
     tier_roots_ = pending_roots_;
   }
   if (!loaded_) {
-    status_ = store_->call<IntegrityStatus>([](sql::Db& db) {
-      event_tables::prune_integrity(db);
-      return event_tables::load_integrity(db);
-    });
+    status_ = ledger_->load();
     loaded_ = true;
     progress_->pending = status_.pending_shards;
     publish();
@@ -419,24 +414,16 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
                                                              {"suppressed", *dropped}});
     }
   };
-  auto queued = [&] {
-    return store_->call<std::uint64_t>([](sql::Db& db) { return event_tables::queued_shards(db); });
-  };
+  auto queued = [&] { return ledger_->queued_shards(); };
 
   // Shards announced with checksums, oldest first.
   while (!out_of_time()) {
-    auto queue = store_->call<std::vector<event_tables::QueuedShards>>(
-        [](sql::Db& db) { return event_tables::load_queue(db, 16); });
+    auto queue = ledger_->queue(16);
     if (queue.empty()) break;
     progress_->pending = queued();
     for (const auto& q : queue) {
       if (q.next_index >= q.shards.size()) {  // unreadable or finished entry: drop it
-        store_->call<bool>([&](sql::Db& db) {
-          auto del = db.prepare("DELETE FROM integrity_queue WHERE id=?1");
-          del.bind(1, q.id);
-          del.run();
-          return true;
-        });
+        ledger_->drop(q);
         continue;
       }
       for (std::size_t i = q.next_index; i < q.shards.size(); ++i) {
@@ -448,16 +435,11 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
         std::string detail;
         PathRefusal why = PathRefusal::kBadPath;
         const auto r = check(q.tier, s.path, s.checksum, &pass.bytes, &detail, &why);
-        store_->call<bool>([&](sql::Db& db) {
-          sql::Transaction tx(db);
-          if (r) {
-            event_tables::record_shard(db, q, i, *r);
-          } else {
-            event_tables::record_refused(db, q, i, why);
-          }
-          tx.commit();
-          return true;
-        });
+        if (r) {
+          ledger_->record_shard(q, i, *r);
+        } else {
+          ledger_->record_refused(q, i, why);
+        }
         if (status_.pending_shards > 0) --status_.pending_shards;
         if (progress_->pending > 0) --progress_->pending;
         if (r) {
@@ -475,10 +457,9 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
 
   // Megatron torch_dist checkpoints with an integrity.json (sha256 per file).
   // One batch per run: a checkpoint seen too recently to judge is left for later.
-  std::vector<event_tables::ManifestCandidate> candidates;
+  std::vector<ManifestCandidate> candidates;
   if (pass.finished && !out_of_time()) {
-    candidates = store_->call<std::vector<event_tables::ManifestCandidate>>(
-        [](sql::Db& db) { return event_tables::manifest_candidates(db, kManifestFramework, 256); });
+    candidates = ledger_->manifest_candidates(kManifestFramework, 256);
   }
   for (const auto& c : candidates) {
     if (!pass.finished || out_of_time()) {
@@ -526,10 +507,7 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
     // that has none yet a while before deciding it never will.
     if (!manifest_present && clock_->now() - c.first_seen < kManifestGraceSeconds) continue;
     if (c.next_index >= files.size()) {
-      store_->call<bool>([&](sql::Db& db) {
-        event_tables::record_manifest(db, c, c.next_index, true, std::nullopt);
-        return true;
-      });
+      ledger_->record_manifest(c, c.next_index, true, std::nullopt, std::nullopt);
       continue;
     }
     for (std::size_t i = c.next_index; i < files.size(); ++i) {
@@ -550,13 +528,7 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
         r = check(c.tier, path, files[i].second, &pass.bytes, &detail, &why);
       }
       const bool done = i + 1 == files.size();
-      store_->call<bool>([&](sql::Db& db) {
-        sql::Transaction tx(db);
-        event_tables::record_manifest(db, c, i + 1, done, r);
-        if (!r) event_tables::count_refused(db, c.tier, why);
-        tx.commit();
-        return true;
-      });
+      ledger_->record_manifest(c, i + 1, done, r, r ? std::nullopt : std::optional(why));
       if (r) {
         ++status_.checkpoints[{c.tier, c.path}][*r];
         note(c.tier, *r, path, detail);
@@ -574,11 +546,11 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
 // --- the collector -----------------------------------------------------------------
 
 IntegrityCollector::IntegrityCollector(std::shared_ptr<const Clock> clock,
-                                       std::shared_ptr<Store> store)
+                                       std::shared_ptr<VerificationLedger> ledger)
     : clock_(clock) {
-  if (store) {
-    verifier_ =
-        std::make_shared<IntegrityVerifier>(std::move(store), std::move(clock), [](double seconds) {
+  if (ledger) {
+    verifier_ = std::make_shared<IntegrityVerifier>(
+        std::move(ledger), std::move(clock), [](double seconds) {
           std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
         });
   }

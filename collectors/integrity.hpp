@@ -21,12 +21,11 @@
 #include <vector>
 
 #include "collectors/collector.hpp"
+#include "collectors/verification_ledger.hpp"
 #include "model/events.hpp"
 #include "util/log.hpp"
 
 namespace ckptmon {
-
-class Store;
 
 // Paces reads to `bytes_per_second` on average, allowing a burst of one
 // second's worth after idling. Time comes from an injected clock and waiting
@@ -92,7 +91,7 @@ IntegrityResult verify_file(const std::string& path, const Checksum& want, ByteR
 // The work of the verifier; one run at a time (not thread-safe).
 class IntegrityVerifier {
  public:
-  IntegrityVerifier(std::shared_ptr<Store> store, std::shared_ptr<const Clock> clock,
+  IntegrityVerifier(std::shared_ptr<VerificationLedger> ledger, std::shared_ptr<const Clock> clock,
                     ByteRateLimiter::Sleep sleep);
 
   // tier name -> root path: every path is resolved under its tier's root.
@@ -132,7 +131,7 @@ class IntegrityVerifier {
                                        std::string* detail, PathRefusal* refused);
   void close_tier_fds();
 
-  std::shared_ptr<Store> store_;
+  std::shared_ptr<VerificationLedger> ledger_;
   std::shared_ptr<const Clock> clock_;
   ByteRateLimiter limiter_;
   std::map<std::string, std::string> tier_roots_;
@@ -155,7 +154,9 @@ class IntegrityVerifier {
 
 class IntegrityCollector final : public Collector {
  public:
-  IntegrityCollector(std::shared_ptr<const Clock> clock, std::shared_ptr<Store> store);
+  // `ledger` null: the collector has no targets (tools without a state database).
+  IntegrityCollector(std::shared_ptr<const Clock> clock,
+                     std::shared_ptr<VerificationLedger> ledger);
   ~IntegrityCollector() override;
   std::string_view name() const override { return "integrity"; }
   void configure(const Config& cfg) override;

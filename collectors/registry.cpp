@@ -30,11 +30,11 @@ constexpr std::array kCollectors{
           }},
     Entry{"manifest_tail",
           [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
-            return std::make_shared<ManifestTailCollector>(env.clock, env.store);
+            return std::make_shared<ManifestTailCollector>(env.clock, env.event_journal);
           }},
     Entry{"integrity",
           [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
-            return std::make_shared<IntegrityCollector>(env.clock, env.store);
+            return std::make_shared<IntegrityCollector>(env.clock, env.verification_ledger);
           }},
     Entry{"tier_io",
           [](const CollectorEnv& env) -> std::shared_ptr<Collector> {

@@ -16,6 +16,8 @@
 #include "daemon/systemd_notify.hpp"
 #include "daemon/web.hpp"
 #include "daemon/web_security.hpp"
+#include "store/event_journal.hpp"
+#include "store/verification_ledger.hpp"
 
 #include "util/log.hpp"
 #include "util/text.hpp"
@@ -150,7 +152,9 @@ bool Daemon::start(std::string* error) {
   }
   pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
   runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, clock_, [this] { changed(); });
-  runner_->set_collectors(make_collectors(CollectorEnv{clock_, store_, make_http_fetch()}));
+  // The store implements the collectors' persistence ports.
+  runner_->set_collectors(make_collectors(CollectorEnv{
+      clock_, make_event_journal(store_), make_verification_ledger(store_), make_http_fetch()}));
   for (const auto& c : runner_->collectors()) {
     auto w = std::make_unique<WakeWatch>(io_, c, *runner_, state_);
     if (w->start()) wakes_.push_back(std::move(w));

@@ -4,21 +4,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 
 #include "events/writer.hpp"
-#include "model/events.hpp"
 
 namespace ckptmon {
 namespace {
 
 constexpr std::size_t kReadChunk = 1 << 20;
 
+// One file's lines by status, and the rejected ones by reason.
+struct LineTally {
+  std::array<std::uint64_t, 4> lines{};  // by LineStatus
+  std::array<std::uint64_t, kAllRejectReasons.size() + 1>
+      errors{};  // by RejectReason (kNone unused)
+};
+
 // Returns false when the file could not be read to its end.
-bool check_one(const std::string& file, EventParser& parser, ManifestTotals& tally,
-               std::ostream& err) {
+bool check_one(const std::string& file, EventParser& parser, LineTally& tally, std::ostream& err) {
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     err << file << ": cannot open: " << std::strerror(errno) << "\n";
@@ -83,7 +89,7 @@ int check_event_logs(const std::vector<std::string>& files, std::ostream& out, s
   EventParser parser(options);
   bool all_good = true;
   for (const auto& file : files) {
-    ManifestTotals t;
+    LineTally t;
     if (!check_one(file, parser, t, err)) all_good = false;
     auto count = [&](LineStatus st) { return t.lines[static_cast<std::size_t>(st)]; };
     const std::uint64_t rejected = count(LineStatus::kRejected);

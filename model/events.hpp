@@ -18,8 +18,6 @@
 #include <tuple>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "events/parser.hpp"
 #include "model/catalog.hpp"
 
@@ -222,25 +220,6 @@ struct ShardCheck {
   Checksum checksum;
 };
 
-// Shards of one checkpoint to verify, packed: per shard its rank and bytes
-// as varints, the algorithm, the raw digest, and the path front-coded against
-// the previous one (shards of a checkpoint share their directory). About 30
-// bytes a shard, so queueing millions during a catch-up stays cheap.
-class ShardPack {
- public:
-  void add(std::int64_t rank, std::uint64_t bytes, const Checksum& sum, std::string_view path);
-  std::size_t count() const { return count_; }
-  const std::string& data() const { return data_; }
-  // Appends the shards in `data` to `out` (tier, job and step left empty);
-  // false when `data` is malformed.
-  static bool unpack(std::string_view data, std::vector<ShardCheck>& out);
-
- private:
-  std::string data_;
-  std::string last_path_;
-  std::size_t count_ = 0;
-};
-
 // Applies parsed lines to an EventCatalog and remembers which entries it
 // touched, so the caller can write exactly those to the store. Lines are
 // counted in the totals whatever their status. Not thread-safe.
@@ -261,7 +240,8 @@ class EventAggregator {
   }
   const std::set<std::string>& touched_restores() const { return touched_restores_; }
   // Checksummed shards by checkpoint, for the verifier's queue.
-  const std::map<StepKey, ShardPack>& checks() const { return checks_; }
+  // (tier, job and step are the key's; the store packs them, store/shard_pack.hpp).
+  const std::map<StepKey, std::vector<ShardCheck>>& checks() const { return checks_; }
   void clear();
 
  private:
@@ -284,21 +264,13 @@ class EventAggregator {
   std::set<StepKey> touched_steps_;
   std::set<std::pair<std::string, std::string>> touched_jobs_;
   std::set<std::string> touched_restores_;
-  std::map<StepKey, ShardPack> checks_;
-  ShardPack* last_pack_ = nullptr;  // checks_ entry of last_step_, once it has one
+  std::map<StepKey, std::vector<ShardCheck>> checks_;
+  std::vector<ShardCheck>* last_pack_ = nullptr;  // checks_ entry of last_step_, once it has one
   DrainProgress* last_drain_ = nullptr;
   const EventStep* last_drain_step_ = nullptr;
   std::string last_drain_from_;
   std::string last_drain_to_;
 };
-
-// JSON forms for the state database and the API.
-nlohmann::json to_json(const EventStep& s);
-EventStep event_step_from_json(const nlohmann::json& j);
-nlohmann::json to_json(const EventJob& j);
-EventJob event_job_from_json(const nlohmann::json& j);
-nlohmann::json to_json(const EventRestores& r);
-EventRestores event_restores_from_json(const nlohmann::json& j);
 
 // What the integrity verifier found.
 enum class IntegrityResult : std::uint8_t { kOk, kMismatch, kMissing, kError };

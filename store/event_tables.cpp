@@ -2,9 +2,12 @@
 
 #include <bit>
 #include <cstring>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "store/event_codec.hpp"
+#include "store/shard_pack.hpp"
 #include "util/log.hpp"
 
 namespace ckptmon::event_tables {
@@ -149,6 +152,12 @@ void upsert_cursor(sql::Db& db, const CursorRow& c) {
   st.run();
 }
 
+void delete_cursor(sql::Db& db, FileId id) {
+  auto del = db.prepare("DELETE FROM manifest_cursors WHERE dev=?1 AND ino=?2");
+  del.bind(1, static_cast<std::int64_t>(id.dev)).bind(2, static_cast<std::int64_t>(id.ino));
+  del.run();
+}
+
 std::int64_t delete_cursors_before(sql::Db& db, double cutoff) {
   auto st = db.prepare("DELETE FROM manifest_cursors WHERE last_seen < ?1");
   st.bind(1, cutoff);
@@ -198,7 +207,9 @@ void save_batch(sql::Db& db, const EventCatalog& cat, const EventAggregator& agg
     auto ins = db.prepare(
         "INSERT INTO integrity_queue(tier, job, step, next_index, count, shards) "
         "VALUES(?1,?2,?3,0,?4,?5)");
-    for (const auto& [k, pack] : agg.checks()) {
+    for (const auto& [k, shards] : agg.checks()) {
+      ShardPack pack;
+      for (const ShardCheck& c : shards) pack.add(c);
       ins.bind(1, std::string_view(k.tier))
           .bind(2, std::string_view(k.job))
           .bind(3, k.step)
@@ -222,6 +233,25 @@ void save_batch(sql::Db& db, const EventCatalog& cat, const EventAggregator& agg
   }
   add_total(tot, "bytes", "", t.bytes);
   add_total(tot, "stale_events", "", t.stale_events);
+}
+
+void save_folded(sql::Db& db, std::span<const StepKey> folded, const EventCatalog& cat) {
+  auto del = db.prepare("DELETE FROM event_steps WHERE tier=?1 AND job=?2 AND step=?3");
+  auto up = db.prepare(
+      "INSERT INTO event_jobs(tier, job, data) VALUES(?1,?2,?3) "
+      "ON CONFLICT(tier, job) DO UPDATE SET data=excluded.data");
+  std::set<std::pair<std::string, std::string>> jobs;
+  for (const StepKey& k : folded) {
+    del.bind(1, std::string_view(k.tier)).bind(2, std::string_view(k.job)).bind(3, k.step);
+    del.run();
+    jobs.emplace(k.tier, k.job);
+  }
+  for (const auto& k : jobs) {
+    up.bind(1, std::string_view(k.first))
+        .bind(2, std::string_view(k.second))
+        .bind(3, to_json(cat.jobs.at(k)).dump());
+    up.run();
+  }
 }
 
 // --- integrity ---------------------------------------------------------------------
@@ -256,6 +286,12 @@ std::vector<QueuedShards> load_queue(sql::Db& db, std::size_t limit) {
 std::uint64_t queued_shards(sql::Db& db) {
   auto st = db.prepare("SELECT COALESCE(SUM(count - next_index), 0) FROM integrity_queue");
   return st.step() ? static_cast<std::uint64_t>(std::max<std::int64_t>(st.int64(0), 0)) : 0;
+}
+
+void drop_queued(sql::Db& db, std::int64_t id) {
+  auto del = db.prepare("DELETE FROM integrity_queue WHERE id=?1");
+  del.bind(1, id);
+  del.run();
 }
 
 namespace {

@@ -3,43 +3,29 @@
 // every log's identity and read position, the aggregates and totals derived
 // from what was read, and the integrity verifier's queue and results. The
 // functions run inside Store::call on the store thread and throw sql::Error;
-// callers wrap the writes of one batch in one sql::Transaction.
+// callers wrap the writes of one batch in one sql::Transaction. The ports
+// built on them (store/event_journal.hpp, store/verification_ledger.hpp) do.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "collectors/event_journal.hpp"
+#include "collectors/verification_ledger.hpp"
 #include "events/parser.hpp"
 #include "model/events.hpp"
 #include "store/sqlite.hpp"
 
 namespace ckptmon::event_tables {
 
-// One log's identity and resume point (table manifest_cursors).
-struct CursorRow {
-  std::uint64_t dev = 0;
-  std::uint64_t ino = 0;
-  std::string path;              // where the file was last seen
-  std::string glob;              // the manifest glob that tails it
-  std::uint32_t fp_len = 0;      // the fingerprint covers the first fp_len bytes
-  std::uint64_t fp_hash = 0;     // XXH64 of them
-  ParseCursor parse;             // offset, line number, skipping an over-long line
-  std::uint32_t check_len = 0;   // the bytes just before parse.offset ...
-  std::uint64_t check_hash = 0;  // ... and their XXH64
-  bool gone = false;             // left the glob and was read to its end
-  double last_seen = 0;
-
-  bool operator==(const CursorRow&) const = default;
-};
-
-struct Loaded {
-  EventCatalog catalog;
-  std::vector<CursorRow> cursors;
-};
+using CursorRow = ckptmon::CursorRow;
+using Loaded = JournalState;
 
 Loaded load(sql::Db& db);
 
 void upsert_cursor(sql::Db& db, const CursorRow& c);
+void delete_cursor(sql::Db& db, FileId id);
 // Forgets logs not seen since `cutoff` (unix seconds); returns how many.
 std::int64_t delete_cursors_before(sql::Db& db, double cutoff);
 
@@ -47,21 +33,18 @@ std::int64_t delete_cursors_before(sql::Db& db, double cutoff);
 // longer there), queues its checksummed shards for the verifier, and writes
 // the totals.
 void save_batch(sql::Db& db, const EventCatalog& cat, const EventAggregator& agg);
+// Deletes the `folded` steps and writes the job figures of their jobs as
+// they are in `cat`.
+void save_folded(sql::Db& db, std::span<const StepKey> folded, const EventCatalog& cat);
 
 // --- integrity ---------------------------------------------------------------------
 
-// A group of shards queued by one batch for one checkpoint.
-struct QueuedShards {
-  std::int64_t id = 0;
-  std::string tier;
-  std::string job;
-  std::int64_t step = 0;
-  std::size_t next_index = 0;  // shards before it are verified already
-  std::vector<ShardCheck> shards;
-};
+using QueuedShards = ckptmon::QueuedShards;
+using ManifestCandidate = ckptmon::ManifestCandidate;
 
 std::vector<QueuedShards> load_queue(sql::Db& db, std::size_t limit);
 std::uint64_t queued_shards(sql::Db& db);
+void drop_queued(sql::Db& db, std::int64_t id);
 // Records the result for shard q.shards[index] and moves the queue on, in
 // the caller's transaction.
 void record_shard(sql::Db& db, const QueuedShards& q, std::size_t index, IntegrityResult r);
@@ -71,15 +54,6 @@ void record_refused(sql::Db& db, const QueuedShards& q, std::size_t index, PathR
 // Counts a refusal of a path an integrity.json listed.
 void count_refused(sql::Db& db, const std::string& tier, PathRefusal why);
 
-// A committed checkpoint whose integrity.json is still to be verified.
-struct ManifestCandidate {
-  std::string tier;
-  std::string path;  // tier-relative checkpoint directory
-  std::string job;
-  std::int64_t step = -1;
-  std::size_t next_index = 0;  // files before it are verified already
-  double first_seen = 0;       // when the catalog first saw the checkpoint
-};
 // Committed, present checkpoints of `framework` not verified to the end yet.
 std::vector<ManifestCandidate> manifest_candidates(sql::Db& db, const std::string& framework,
                                                    std::size_t limit);

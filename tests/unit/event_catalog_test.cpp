@@ -13,6 +13,8 @@
 
 #include "daemon/metrics.hpp"
 #include "daemon/web.hpp"
+#include "store/event_codec.hpp"
+#include "store/shard_pack.hpp"
 
 namespace ckptmon {
 namespace {
@@ -73,9 +75,7 @@ TEST(EventCatalog, OneSaveGivesDurationSkewSlowestRankAndShardTotals) {
   EXPECT_EQ(j.duration.count, 1u);
   EXPECT_DOUBLE_EQ(j.duration.sum, 20.5);
   ASSERT_EQ(feed.agg().checks().size(), 1u);
-  const ShardPack& pack = feed.agg().checks().at(StepKey{"rapid", "llama", 10});
-  std::vector<ShardCheck> shards;
-  ASSERT_TRUE(ShardPack::unpack(pack.data(), shards));
+  const std::vector<ShardCheck>& shards = feed.agg().checks().at(StepKey{"rapid", "llama", 10});
   ASSERT_EQ(shards.size(), 1u);
   EXPECT_EQ(shards[0].rank, 1);
   EXPECT_EQ(shards[0].path, "/ckpt/s10/r1");

@@ -17,7 +17,9 @@
 #include <gtest/gtest.h>
 
 #include "collectors/manifest_tail.hpp"
+#include "store/event_journal.hpp"
 #include "store/store.hpp"
+#include "store/verification_ledger.hpp"
 #include "temp_dir.hpp"
 #include "util/digest.hpp"
 
@@ -121,7 +123,8 @@ class VerifierTest : public ::testing::Test {
     std::string error;
     store_ = Store::open((dir_.path() / "state").string(), &error);
     ASSERT_TRUE(store_) << error;
-    verifier_ = std::make_unique<IntegrityVerifier>(store_, clock_, FakeSleep{clock_});
+    verifier_ = std::make_unique<IntegrityVerifier>(make_verification_ledger(store_), clock_,
+                                                    FakeSleep{clock_});
     verifier_->configure(rate_, {{"rapid", tier_.string()}});
   }
   void restart() {
@@ -132,7 +135,7 @@ class VerifierTest : public ::testing::Test {
   // Shards announced by a training job through its event log.
   void tail(const std::string& log_text) {
     write_file(dir_.path() / "logs" / "events.jsonl", log_text);
-    auto ingest = std::make_shared<EventIngest>(store_);
+    auto ingest = std::make_shared<EventIngest>(make_event_journal(store_));
     ManifestConfig m;
     m.glob = (dir_.path() / "logs" / "*.jsonl").string();
     m.tier = "rapid";

@@ -11,10 +11,12 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <stdexcept>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "store/event_journal.hpp"
 #include "store/store.hpp"
 #include "temp_dir.hpp"
 
@@ -44,6 +46,45 @@ std::string lines(int from, int n, const std::string& job = "llama") {
   return out;
 }
 
+// The real journal, whose next `fail_batches` batches fail before anything of
+// them is written, as on a full disk: the one failing port these tests need.
+class FailingJournal final : public EventJournal {
+ public:
+  explicit FailingJournal(std::shared_ptr<EventJournal> real) : real_(std::move(real)) {}
+  std::atomic<int> fail_batches{0};
+
+  void post(std::function<void(Writer&)> task) override {
+    real_->post([this, task = std::move(task)](Writer& w) {
+      Failing f(w, fail_batches);
+      task(f);
+    });
+  }
+
+ private:
+  class Failing final : public Writer {
+   public:
+    Failing(Writer& w, std::atomic<int>& n) : w_(w), n_(n) {}
+    JournalState load() override { return w_.load(); }
+    void commit_batch(std::optional<FileId> replaced, const CursorRow& to, const EventCatalog& cat,
+                      const EventAggregator& agg) override {
+      if (n_ > 0) {
+        --n_;
+        throw std::runtime_error("database or disk is full");
+      }
+      w_.commit_batch(replaced, to, cat, agg);
+    }
+    void forget_before(double cutoff) override { w_.forget_before(cutoff); }
+    void fold_steps(std::span<const StepKey> folded, const EventCatalog& cat) override {
+      w_.fold_steps(folded, cat);
+    }
+
+   private:
+    Writer& w_;
+    std::atomic<int>& n_;
+  };
+  std::shared_ptr<EventJournal> real_;
+};
+
 class TailerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -56,7 +97,7 @@ class TailerTest : public ::testing::Test {
     std::string error;
     store_ = Store::open((dir_.path() / "state").string(), &error);
     ASSERT_TRUE(store_) << error;
-    ingest_ = std::make_shared<EventIngest>(store_);
+    ingest_ = std::make_shared<EventIngest>(make_event_journal(store_));
   }
 
   // Everything a restart forgets: descriptors, the catalog in memory.
@@ -119,6 +160,24 @@ TEST_F(TailerTest, ReadsCompleteLinesOnlyAndResumesAfterARestart) {
   EXPECT_EQ(ok(), 5u);
   EXPECT_EQ(totals().bytes, fs::file_size(log));
   EXPECT_EQ(ingest_->snapshot()->steps.size(), 5u);
+}
+
+TEST_F(TailerTest, ABatchTheJournalCannotCommitIsReadAgainNeitherLostNorCountedTwice) {
+  auto journal = std::make_shared<FailingJournal>(make_event_journal(store_));
+  ingest_ = std::make_shared<EventIngest>(journal);
+  const fs::path log = logs_ / "events.jsonl";
+  append(log, lines(0, 3));
+  journal->fail_batches = 1;
+  EXPECT_THROW(tailer().run(), std::runtime_error);
+  EXPECT_EQ(ok(), 0u) << "the catalog is read back from the journal: nothing of the failed batch";
+  EXPECT_EQ(totals().bytes, 0u);
+  tailer().run();
+  EXPECT_EQ(ok(), 3u);
+  EXPECT_EQ(totals().bytes, fs::file_size(log));
+  restart();
+  tailer().run();
+  EXPECT_EQ(ok(), 3u) << "what the journal committed is what a restart finds";
+  EXPECT_EQ(totals().bytes, fs::file_size(log));
 }
 
 TEST_F(TailerTest, RenameRotationReadsTheOldFileToItsEndThenTheNewOneFromZero) {
@@ -391,7 +450,7 @@ TEST_F(TailerTest, TheCollectorPublishesTheCatalogIntoState) {
   cfg.manifests.push_back(ManifestConfig{(logs_ / "*" / "events*.jsonl").string(), "rapid"});
   cfg.manifests.push_back(ManifestConfig{(logs_ / "*.jsonl").string(), ""});
   cfg.global.tail_interval = std::chrono::milliseconds(250);
-  ManifestTailCollector c(clock_, store_);
+  ManifestTailCollector c(clock_, make_event_journal(store_));
   c.configure(cfg);
   EXPECT_EQ(c.interval(), std::chrono::milliseconds(250));
   EXPECT_EQ(c.targets(), (std::vector<std::string>{cfg.manifests[0].glob, cfg.manifests[1].glob}));

@@ -1,0 +1,112 @@
+#include "store/shard_pack.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace ckptmon {
+
+namespace {
+
+// Writes `v` as LEB128 at `p`; returns the end.
+char* put_varint(char* p, std::uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+bool get_varint(std::string_view& in, std::uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (in.empty()) return false;
+    const auto b = static_cast<unsigned char>(in.front());
+    in.remove_prefix(1);
+    v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void ShardPack::add(std::int64_t rank, std::uint64_t bytes, const Checksum& sum,
+                    std::string_view path) {
+  // This runs for every checksummed shard of a catch-up: one append per shard.
+  const std::size_t limit = std::min(path.size(), last_path_.size());
+  const auto common = static_cast<std::size_t>(
+      std::mismatch(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(limit),
+                    last_path_.begin())
+          .first -
+      path.begin());
+  char head[3 * 10 + 1 + 32 + 2 * 10];
+  char* p = head;
+  // Zigzag, so rank -1 (none given) stays one byte.
+  p = put_varint(p,
+                 (static_cast<std::uint64_t>(rank) << 1) ^ static_cast<std::uint64_t>(rank >> 63));
+  p = put_varint(p, bytes);
+  *p++ = static_cast<char>(sum.algo);
+  const std::size_t n = std::min<std::size_t>(sum.hex.size() / 2, 32);
+  // The parser checked the digits and wrote them in lower case; a table
+  // avoids a mispredicted branch per digit (digests are random).
+  static constexpr auto kNibble = [] {
+    std::array<std::uint8_t, 256> t{};
+    for (int c = 0; c < 10; ++c)
+      t[static_cast<std::size_t>('0' + c)] = static_cast<std::uint8_t>(c);
+    for (int c = 0; c < 6; ++c) {
+      t[static_cast<std::size_t>('a' + c)] = static_cast<std::uint8_t>(10 + c);
+      t[static_cast<std::size_t>('A' + c)] = static_cast<std::uint8_t>(10 + c);
+    }
+    return t;
+  }();
+  const auto* h = reinterpret_cast<const unsigned char*>(sum.hex.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    *p++ = static_cast<char>((kNibble[h[2 * i]] << 4) | kNibble[h[2 * i + 1]]);
+  }
+  p = put_varint(p, common);
+  p = put_varint(p, path.size() - common);
+  data_.append(head, static_cast<std::size_t>(p - head));
+  data_.append(path.substr(common));
+  last_path_.assign(path);
+  ++count_;
+}
+
+bool ShardPack::unpack(std::string_view in, std::vector<ShardCheck>& out) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string last;
+  while (!in.empty()) {
+    ShardCheck s;
+    std::uint64_t zz = 0;
+    std::uint64_t common = 0;
+    std::uint64_t suffix = 0;
+    if (!get_varint(in, zz) || !get_varint(in, s.bytes) || in.empty()) return false;
+    s.rank = static_cast<std::int64_t>(zz >> 1) ^ -static_cast<std::int64_t>(zz & 1);
+    const auto algo = static_cast<unsigned char>(in.front());
+    in.remove_prefix(1);
+    if (algo == 0 || algo > static_cast<unsigned char>(ChecksumAlgo::kXxh64)) return false;
+    s.checksum.algo = static_cast<ChecksumAlgo>(algo);
+    const std::size_t n = checksum_hex_length(s.checksum.algo) / 2;
+    if (in.size() < n) return false;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto b = static_cast<unsigned char>(in[i]);
+      s.checksum.hex += kDigits[b >> 4];
+      s.checksum.hex += kDigits[b & 15];
+    }
+    in.remove_prefix(n);
+    if (!get_varint(in, common) || !get_varint(in, suffix) || common > last.size() ||
+        suffix > in.size()) {
+      return false;
+    }
+    s.path = last.substr(0, common);
+    s.path.append(in.substr(0, suffix));
+    in.remove_prefix(suffix);
+    last = s.path;
+    out.push_back(std::move(s));
+  }
+  return true;
+}
+
+void ShardPack::add(const ShardCheck& s) { add(s.rank, s.bytes, s.checksum, s.path); }
+
+}  // namespace ckptmon
