@@ -17,7 +17,6 @@
 
 #include "util/log.hpp"
 #include "util/text.hpp"
-#include "util/version.hpp"
 
 namespace ckptmon {
 
@@ -66,26 +65,10 @@ Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
       watchdog_timer_(io_),
       config_watch_timer_(io_),
       registry_(std::make_shared<prometheus::Registry>()) {
-  prometheus::BuildGauge()
-      .Name("ckptmon_build_info")
-      .Help("Version and revision ckptmon was built from. Always 1.")
-      .Register(*registry_)
-      .Add({{"version", kVersion}, {"revision", kRevision}})
-      .Set(1);
-  reload_ok_ = &prometheus::BuildGauge()
-                    .Name("ckptmon_config_last_reload_successful")
-                    .Help("1 when the last configuration (re)load succeeded.")
-                    .Register(*registry_)
-                    .Add({});
-  reload_ts_ = &prometheus::BuildGauge()
-                    .Name("ckptmon_config_last_reload_success_timestamp_seconds")
-                    .Help("When the configuration was last loaded successfully.")
-                    .Register(*registry_)
-                    .Add({});
-  http_requests_ = &prometheus::BuildCounter()
-                        .Name("ckptmon_http_requests_total")
-                        .Help("HTTP requests answered, by route and status code.")
-                        .Register(*registry_);
+  const RegistryMetrics m = register_self_metrics(*registry_);
+  reload_ok_ = m.reload_ok;
+  reload_ts_ = m.reload_ts;
+  http_requests_ = m.http_requests;
   server_.set_observer([this](const std::string& route, unsigned status) {
     http_requests_->Add({{"handler", route}, {"code", std::to_string(status)}}).Increment();
   });
@@ -401,70 +384,31 @@ std::string Daemon::render_metrics() const {
   auto families = registry_->Collect();
   auto live =
       process_families(state_.config ? state_.config->global.proc_path : "/proc", started_at_);
-  FamilyBuilder conns("ckptmon_http_connections", "Open HTTP connections.",
-                      prometheus::MetricType::Gauge);
-  conns.add({}, static_cast<double>(server_.connections()));
-  append(live, std::move(conns));
-  FamilyBuilder rejected("ckptmon_http_connections_rejected_total",
-                         "Connections refused because the connection limit was reached.",
-                         prometheus::MetricType::Counter);
-  rejected.add({}, static_cast<double>(server_.rejected_connections()));
-  append(live, std::move(rejected));
-  FamilyBuilder per_peer("ckptmon_http_connections_rejected_per_peer_total",
-                         "Connections refused because their client address had "
-                         "--web.max-connections-per-peer open already.",
-                         prometheus::MetricType::Counter);
-  per_peer.add({}, static_cast<double>(server_.rejected_per_peer()));
-  append(live, std::move(per_peer));
-  FamilyBuilder idle_closed("ckptmon_http_idle_connections_closed_total",
-                            "Idle keep-alive connections closed to admit a new one at the "
-                            "connection limit.",
-                            prometheus::MetricType::Counter);
-  idle_closed.add({}, static_cast<double>(server_.idle_closed()));
-  append(live, std::move(idle_closed));
-  web_->append_metrics(&live);
+  HttpFigures http;
+  http.connections = server_.connections();
+  http.rejected = server_.rejected_connections();
+  http.rejected_per_peer = server_.rejected_per_peer();
+  http.idle_closed = server_.idle_closed();
+  web_->add_figures(&http);
+  http_connection_families(http, live);
+  http_security_families(http, live);
   if (store_) {
-    FamilyBuilder errs("ckptmon_store_errors_total",
-                       "Writes to the state database that failed (disk full, I/O error).",
-                       prometheus::MetricType::Counter);
-    errs.add({}, static_cast<double>(store_->errors()));
-    append(live, std::move(errs));
-    FamilyBuilder txs("ckptmon_store_transactions_total",
-                      "Transactions committed to the state database.",
-                      prometheus::MetricType::Counter);
-    txs.add({}, static_cast<double>(store_->transactions()));
-    append(live, std::move(txs));
-    FamilyBuilder rebuilt("ckptmon_store_rebuilt_total",
-                          "State databases found corrupt at start, moved aside and rebuilt.",
-                          prometheus::MetricType::Counter);
-    rebuilt.add({}, static_cast<double>(store_->rebuilt()));
-    append(live, std::move(rebuilt));
-    FamilyBuilder failing("ckptmon_store_consecutive_errors",
-                          "Writes to the state database that failed in a row since the last "
-                          "that succeeded; from 3 on /-/ready fails.",
-                          prometheus::MetricType::Gauge);
-    failing.add({}, static_cast<double>(store_->consecutive_errors()));
-    append(live, std::move(failing));
+    StoreFigures st;
+    st.errors = store_->errors();
+    st.transactions = store_->transactions();
+    st.rebuilt = store_->rebuilt();
+    st.consecutive_errors = store_->consecutive_errors();
+    store_families(st, live);
   }
   if (state_.integrity_progress) {
     integrity_live_families(*state_.integrity_progress, clock_->now(), live);
   }
   if (pool_) {
-    FamilyBuilder threads("ckptmon_worker_threads",
-                          "Worker threads for blocking storage calls, by state.",
-                          prometheus::MetricType::Gauge);
-    const auto busy = pool_->busy();
-    threads.add({{"state", "busy"}}, static_cast<double>(busy));
-    const auto total = pool_->threads();  // a spare may exit between the two reads
-    threads.add({{"state", "idle"}}, static_cast<double>(total > busy ? total - busy : 0));
-    append(live, std::move(threads));
-    FamilyBuilder stuck("ckptmon_worker_threads_stuck",
-                        "Worker threads running a job past its deadline (a hung mount); each "
-                        "allows one spare thread above global.worker_threads, at most "
-                        "worker_threads spares.",
-                        prometheus::MetricType::Gauge);
-    stuck.add({}, static_cast<double>(pool_->stuck()));
-    append(live, std::move(stuck));
+    WorkerFigures w;
+    w.busy = pool_->busy();
+    w.threads = pool_->threads();
+    w.stuck = pool_->stuck();
+    worker_families(w, live);
   }
   families.insert(families.end(), std::make_move_iterator(live.begin()),
                   std::make_move_iterator(live.end()));
