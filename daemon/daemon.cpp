@@ -209,7 +209,7 @@ void Daemon::load_catalog() {
   std::size_t n = 0;
   for (auto& [tier, checkpoints] : stored) {
     if (!state_.tiers.contains(tier)) continue;
-    TierCatalog& cat = state_.catalogs[tier];
+    TierCatalog& cat = state_.catalogs[tier].edit();
     for (const auto& c : checkpoints) cat.jobs.insert(c.job);
     n += checkpoints.size();
     cat.checkpoints = std::move(checkpoints);
@@ -220,8 +220,9 @@ void Daemon::load_catalog() {
 
 void Daemon::persist_changes() {
   const double now = clock_->now();
-  for (auto& [tier, cat] : state_.catalogs) {
-    if (cat.changed.empty() && cat.removed.empty()) continue;
+  for (auto& [tier, shared] : state_.catalogs) {
+    if (shared->changed.empty() && shared->removed.empty()) continue;
+    TierCatalog& cat = shared.edit();
     if (store_) store_->save_catalog(tier, std::move(cat.changed), std::move(cat.removed), now);
     cat.changed.clear();
     cat.removed.clear();
@@ -370,13 +371,7 @@ void Daemon::changed() {
 void Daemon::publish() {
   publish_pending_ = false;
   persist_changes();
-  auto snap = std::make_shared<Snapshot>();
-  snap->state = state_;
-  snap->metrics_text = serialize(state_families(state_));
-  if (rules_) snap->rules = rules_->output();
-  if (snap->rules) snap->metrics_text += snap->rules->metrics_text;
-  snap->taken_at = clock_->now();
-  snapshot_ = std::move(snap);
+  snapshot_ = publisher_.publish(state_, rules_ ? rules_->output() : nullptr, clock_->now());
 }
 
 std::string Daemon::render_metrics() const {

@@ -22,6 +22,7 @@
 #include "daemon/config_loader.hpp"
 #include "daemon/http_server.hpp"
 #include "daemon/rules_cycle.hpp"
+#include "daemon/snapshot.hpp"
 #include "daemon/wake_watch.hpp"
 #include "daemon/web_security.hpp"
 #include "daemon/worker_pool.hpp"
@@ -55,16 +56,6 @@ struct ServeOptions {
   bool handle_signals = true;
   // Called once the server listens, with the bound endpoint (tests, demo).
   std::function<void(const boost::asio::ip::tcp::endpoint&)> on_listening;
-};
-
-// What scrapes and the API read: a copy of State taken after each change.
-struct Snapshot {
-  State state;
-  std::string metrics_text;  // domain, collector and rule families, pre-rendered
-  double taken_at = 0;
-  // The last rules cycle (figures' text, pending and firing alerts); null
-  // until the first cycle after the first collection.
-  std::shared_ptr<const RulesOutput> rules;
 };
 
 class Daemon {
@@ -148,6 +139,7 @@ class Daemon {
     boost::asio::io_context* io = nullptr;
   };
   std::shared_ptr<WatchInbox> watch_inbox_ = std::make_shared<WatchInbox>();
+  SnapshotPublisher publisher_;
   std::shared_ptr<const Snapshot> snapshot_;
   bool publish_pending_ = false;
   bool ready_ = false;

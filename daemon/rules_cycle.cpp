@@ -194,8 +194,8 @@ void RulesCycle::sample_tiers(double now, HistoryWrite& write) {
     s.size_bytes = t.stats.size_bytes;
     s.avail_bytes = t.stats.avail_bytes;
     auto cat = state_.catalogs.find(name);
-    if (cat != state_.catalogs.end() && cat->second.scanned) {
-      for (const Checkpoint& c : cat->second.checkpoints) {
+    if (cat != state_.catalogs.end() && cat->second->scanned) {
+      for (const Checkpoint& c : cat->second->checkpoints) {
         s.job_stored_bytes[c.job] += static_cast<double>(c.bytes);
       }
     }
@@ -250,14 +250,14 @@ void RulesCycle::evaluate() {
     sample_tiers(now, write);
 
     std::size_t n = 0;
-    for (const auto& [name, cat] : state_.catalogs) n += cat.checkpoints.size();
+    for (const auto& [name, cat] : state_.catalogs) n += cat->checkpoints.size();
     std::vector<Checkpoint> checkpoints;
     checkpoints.reserve(n);
     for (const auto& [name, cat] : state_.catalogs) {
       // A tier not walked yet has no catalog: its drains and capacity would
       // read "nothing there", not "not known".
-      if (!cat.scanned || !state_.tiers.contains(name)) continue;
-      checkpoints.insert(checkpoints.end(), cat.checkpoints.begin(), cat.checkpoints.end());
+      if (!cat->scanned || !state_.tiers.contains(name)) continue;
+      checkpoints.insert(checkpoints.end(), cat->checkpoints.begin(), cat->checkpoints.end());
     }
 
     const Verifications verified = verifications_of(state_, checkpoints);
