@@ -9,6 +9,7 @@
 #include <boost/asio/ip/host_name.hpp>
 #include <boost/asio/post.hpp>
 
+#include "daemon/gzip.hpp"
 #include "daemon/http_get.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/systemd_notify.hpp"
@@ -374,8 +375,7 @@ void Daemon::publish() {
   snapshot_ = publisher_.publish(state_, rules_ ? rules_->output() : nullptr, clock_->now());
 }
 
-std::string Daemon::render_metrics() const {
-  std::string out = snapshot_ ? snapshot_->metrics_text : std::string();
+std::string Daemon::render_live() const {
   auto families = registry_->Collect();
   auto live =
       process_families(state_.config ? state_.config->global.proc_path : "/proc", started_at_);
@@ -407,15 +407,27 @@ std::string Daemon::render_metrics() const {
   }
   families.insert(families.end(), std::make_move_iterator(live.begin()),
                   std::make_move_iterator(live.end()));
-  out += serialize(families);
-  return out;
+  return serialize(families);
 }
 
 void Daemon::add_routes() {
-  server_.route("/metrics", {"GET"}, [this](const HttpRequest&) {
+  server_.route("/metrics", {"GET"}, [this](const HttpRequest& req) {
     HttpResponse r;
     r.content_type = kMetricsContentType;
-    r.body = render_metrics();
+    r.headers.emplace_back("Vary", "Accept-Encoding");
+    if (!req.accepts_gzip) {
+      r.body = (snapshot_ ? snapshot_->metrics_text : std::string()) + render_live();
+      return r;
+    }
+    // The published part is compressed once per snapshot; the few live
+    // families follow as a second gzip member (readers decode a + b as the
+    // concatenated text, Go's and Python's gzip included).
+    if (gzip_of_ != snapshot_) {
+      gzip_text_ = gzip_compress(snapshot_ ? snapshot_->metrics_text : std::string());
+      gzip_of_ = snapshot_;
+    }
+    r.body = gzip_text_ + gzip_compress(render_live());
+    r.headers.emplace_back("Content-Encoding", "gzip");
     return r;
   });
   server_.route("/-/healthy", {"GET"}, [](const HttpRequest&) {

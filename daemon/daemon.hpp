@@ -108,7 +108,8 @@ class Daemon {
   void changed();
   void publish();
   void add_routes();
-  std::string render_metrics() const;
+  // The families read at scrape time (process, HTTP, store, workers), text.
+  std::string render_live() const;
 
   ServeOptions opts_;
   std::shared_ptr<const Clock> clock_;
@@ -140,6 +141,10 @@ class Daemon {
   };
   std::shared_ptr<WatchInbox> watch_inbox_ = std::make_shared<WatchInbox>();
   SnapshotPublisher publisher_;
+  // snapshot_'s metrics_text compressed once (loop thread), for every scrape
+  // that accepts gzip; gzip_of_ is the snapshot it was made from.
+  std::shared_ptr<const Snapshot> gzip_of_;
+  std::string gzip_text_;
   std::shared_ptr<const Snapshot> snapshot_;
   bool publish_pending_ = false;
   bool ready_ = false;
