@@ -12,7 +12,7 @@
 # each of its checkpoint directories every second, so every later walk lists
 # and stats all 204,800 files again (a full scan, not the steady state).
 #
-# Usage: bench/load_test.sh [WORK_DIR] [BUILD]   (needs wrk: Debian package wrk)
+# Usage: [LOAD_GZIP=1] bench/load_test.sh [WORK_DIR] [BUILD]   (needs wrk: Debian package wrk)
 set -euo pipefail
 work=${1:-/tmp/ckptmon-load}
 build=${2:-build}
@@ -65,7 +65,11 @@ kill -HUP $pid
   done ) &
 toucher=$!
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-wrk -t2 -c"$conns" -d"${duration}s" --timeout 10s --latency "http://127.0.0.1:$port/metrics" \
+# LOAD_GZIP=1: every request asks for gzip, as Prometheus does.
+gzip_header=()
+[ "${LOAD_GZIP:-0}" = 1 ] && gzip_header=(-H "Accept-Encoding: gzip")
+wrk -t2 -c"$conns" -d"${duration}s" --timeout 10s --latency "${gzip_header[@]}" \
+  "http://127.0.0.1:$port/metrics" \
   | tee "$work/wrk.txt"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 kill $toucher 2>/dev/null || true

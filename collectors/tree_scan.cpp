@@ -462,7 +462,7 @@ Job TreeScanCollector::prepare(const std::string& target) {
             live = std::shared_ptr<const WalkLive>(scanner->live())](State& state) mutable {
       auto t = state.tiers.find(target);
       if (t == state.tiers.end() || t->second.config.path != path) return;
-      auto& cat = state.catalogs[target];
+      auto& cat = state.catalogs[target].edit();
       cat.walk_live = live;
       merge_scan(cat, std::move(outcome), now);
     };
@@ -472,16 +472,17 @@ Job TreeScanCollector::prepare(const std::string& target) {
 void TreeScanCollector::on_deadline(const std::string& target, State& state) {
   auto it = state.catalogs.find(target);
   if (it != state.catalogs.end()) {
-    it->second.stale = true;
+    TierCatalog& cat = it->second.edit();
+    cat.stale = true;
     // The calls still in flight show while the walk is stuck.
     auto s = scanners_.find(target);
-    if (s != scanners_.end() && s->second->live()) it->second.walk_live = s->second->live();
+    if (s != scanners_.end() && s->second->live()) cat.walk_live = s->second->live();
   }
 }
 
 void TreeScanCollector::on_failure(const std::string& target, const std::string& error,
                                    State& state) {
-  state.catalogs[target].scan.last_error = error;
+  state.catalogs[target].edit().scan.last_error = error;
 }
 
 }  // namespace ckptmon

@@ -10,6 +10,7 @@
 #include <boost/asio/ip/host_name.hpp>
 #include <boost/asio/post.hpp>
 
+#include "daemon/gzip.hpp"
 #include "daemon/http_get.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/report_command.hpp"
@@ -21,7 +22,6 @@
 
 #include "util/log.hpp"
 #include "util/text.hpp"
-#include "util/version.hpp"
 
 namespace ckptmon {
 
@@ -70,26 +70,10 @@ Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
       watchdog_timer_(io_),
       config_watch_timer_(io_),
       registry_(std::make_shared<prometheus::Registry>()) {
-  prometheus::BuildGauge()
-      .Name("ckptmon_build_info")
-      .Help("Version and revision ckptmon was built from. Always 1.")
-      .Register(*registry_)
-      .Add({{"version", kVersion}, {"revision", kRevision}})
-      .Set(1);
-  reload_ok_ = &prometheus::BuildGauge()
-                    .Name("ckptmon_config_last_reload_successful")
-                    .Help("1 when the last configuration (re)load succeeded.")
-                    .Register(*registry_)
-                    .Add({});
-  reload_ts_ = &prometheus::BuildGauge()
-                    .Name("ckptmon_config_last_reload_success_timestamp_seconds")
-                    .Help("When the configuration was last loaded successfully.")
-                    .Register(*registry_)
-                    .Add({});
-  http_requests_ = &prometheus::BuildCounter()
-                        .Name("ckptmon_http_requests_total")
-                        .Help("HTTP requests answered, by route and status code.")
-                        .Register(*registry_);
+  const RegistryMetrics m = register_self_metrics(*registry_);
+  reload_ok_ = m.reload_ok;
+  reload_ts_ = m.reload_ts;
+  http_requests_ = m.http_requests;
   server_.set_observer([this](const std::string& route, unsigned status) {
     http_requests_->Add({{"handler", route}, {"code", std::to_string(status)}}).Increment();
   });
@@ -237,7 +221,7 @@ void Daemon::load_catalog() {
   std::size_t n = 0;
   for (auto& [tier, checkpoints] : stored) {
     if (!state_.tiers.contains(tier)) continue;
-    TierCatalog& cat = state_.catalogs[tier];
+    TierCatalog& cat = state_.catalogs[tier].edit();
     for (const auto& c : checkpoints) cat.jobs.insert(c.job);
     n += checkpoints.size();
     cat.checkpoints = std::move(checkpoints);
@@ -248,8 +232,9 @@ void Daemon::load_catalog() {
 
 void Daemon::persist_changes() {
   const double now = clock_->now();
-  for (auto& [tier, cat] : state_.catalogs) {
-    if (cat.changed.empty() && cat.removed.empty()) continue;
+  for (auto& [tier, shared] : state_.catalogs) {
+    if (shared->changed.empty() && shared->removed.empty()) continue;
+    TierCatalog& cat = shared.edit();
     if (store_) store_->save_catalog(tier, std::move(cat.changed), std::move(cat.removed), now);
     cat.changed.clear();
     cat.removed.clear();
@@ -398,96 +383,62 @@ void Daemon::changed() {
 void Daemon::publish() {
   publish_pending_ = false;
   persist_changes();
-  auto snap = std::make_shared<Snapshot>();
-  snap->state = state_;
-  snap->metrics_text = serialize(state_families(state_));
-  if (rules_) snap->rules = rules_->output();
-  if (snap->rules) snap->metrics_text += snap->rules->metrics_text;
-  snap->taken_at = clock_->now();
-  snapshot_ = std::move(snap);
+  snapshot_ = publisher_.publish(state_, rules_ ? rules_->output() : nullptr, clock_->now());
 }
 
-std::string Daemon::render_metrics() const {
-  std::string out = snapshot_ ? snapshot_->metrics_text : std::string();
+std::string Daemon::render_live() const {
   auto families = registry_->Collect();
   auto live =
       process_families(state_.config ? state_.config->global.proc_path : "/proc", started_at_);
-  FamilyBuilder conns("ckptmon_http_connections", "Open HTTP connections.",
-                      prometheus::MetricType::Gauge);
-  conns.add({}, static_cast<double>(server_.connections()));
-  append(live, std::move(conns));
-  FamilyBuilder rejected("ckptmon_http_connections_rejected_total",
-                         "Connections refused because the connection limit was reached.",
-                         prometheus::MetricType::Counter);
-  rejected.add({}, static_cast<double>(server_.rejected_connections()));
-  append(live, std::move(rejected));
-  FamilyBuilder per_peer("ckptmon_http_connections_rejected_per_peer_total",
-                         "Connections refused because their client address had "
-                         "--web.max-connections-per-peer open already.",
-                         prometheus::MetricType::Counter);
-  per_peer.add({}, static_cast<double>(server_.rejected_per_peer()));
-  append(live, std::move(per_peer));
-  FamilyBuilder idle_closed("ckptmon_http_idle_connections_closed_total",
-                            "Idle keep-alive connections closed to admit a new one at the "
-                            "connection limit.",
-                            prometheus::MetricType::Counter);
-  idle_closed.add({}, static_cast<double>(server_.idle_closed()));
-  append(live, std::move(idle_closed));
-  web_->append_metrics(&live);
+  HttpFigures http;
+  http.connections = server_.connections();
+  http.rejected = server_.rejected_connections();
+  http.rejected_per_peer = server_.rejected_per_peer();
+  http.idle_closed = server_.idle_closed();
+  web_->add_figures(&http);
+  http_connection_families(http, live);
+  http_security_families(http, live);
   if (store_) {
-    FamilyBuilder errs("ckptmon_store_errors_total",
-                       "Writes to the state database that failed (disk full, I/O error).",
-                       prometheus::MetricType::Counter);
-    errs.add({}, static_cast<double>(store_->errors()));
-    append(live, std::move(errs));
-    FamilyBuilder txs("ckptmon_store_transactions_total",
-                      "Transactions committed to the state database.",
-                      prometheus::MetricType::Counter);
-    txs.add({}, static_cast<double>(store_->transactions()));
-    append(live, std::move(txs));
-    FamilyBuilder rebuilt("ckptmon_store_rebuilt_total",
-                          "State databases found corrupt at start, moved aside and rebuilt.",
-                          prometheus::MetricType::Counter);
-    rebuilt.add({}, static_cast<double>(store_->rebuilt()));
-    append(live, std::move(rebuilt));
-    FamilyBuilder failing("ckptmon_store_consecutive_errors",
-                          "Writes to the state database that failed in a row since the last "
-                          "that succeeded; from 3 on /-/ready fails.",
-                          prometheus::MetricType::Gauge);
-    failing.add({}, static_cast<double>(store_->consecutive_errors()));
-    append(live, std::move(failing));
+    StoreFigures st;
+    st.errors = store_->errors();
+    st.transactions = store_->transactions();
+    st.rebuilt = store_->rebuilt();
+    st.consecutive_errors = store_->consecutive_errors();
+    store_families(st, live);
   }
   if (state_.integrity_progress) {
     integrity_live_families(*state_.integrity_progress, clock_->now(), live);
   }
   if (pool_) {
-    FamilyBuilder threads("ckptmon_worker_threads",
-                          "Worker threads for blocking storage calls, by state.",
-                          prometheus::MetricType::Gauge);
-    const auto busy = pool_->busy();
-    threads.add({{"state", "busy"}}, static_cast<double>(busy));
-    const auto total = pool_->threads();  // a spare may exit between the two reads
-    threads.add({{"state", "idle"}}, static_cast<double>(total > busy ? total - busy : 0));
-    append(live, std::move(threads));
-    FamilyBuilder stuck("ckptmon_worker_threads_stuck",
-                        "Worker threads running a job past its deadline (a hung mount); each "
-                        "allows one spare thread above global.worker_threads, at most "
-                        "worker_threads spares.",
-                        prometheus::MetricType::Gauge);
-    stuck.add({}, static_cast<double>(pool_->stuck()));
-    append(live, std::move(stuck));
+    WorkerFigures w;
+    w.busy = pool_->busy();
+    w.threads = pool_->threads();
+    w.stuck = pool_->stuck();
+    worker_families(w, live);
   }
   families.insert(families.end(), std::make_move_iterator(live.begin()),
                   std::make_move_iterator(live.end()));
-  out += serialize(families);
-  return out;
+  return serialize(families);
 }
 
 void Daemon::add_routes() {
-  server_.route("/metrics", {"GET"}, [this](const HttpRequest&) {
+  server_.route("/metrics", {"GET"}, [this](const HttpRequest& req) {
     HttpResponse r;
     r.content_type = kMetricsContentType;
-    r.body = render_metrics();
+    r.headers.emplace_back("Vary", "Accept-Encoding");
+    if (!req.accepts_gzip) {
+      r.body = (snapshot_ ? snapshot_->metrics_text : std::string()) + render_live();
+      return r;
+    }
+    // The published part is compressed once per snapshot; the few live
+    // families follow as a second gzip member (readers decode a + b as the
+    // concatenated text, Go's and Python's gzip included).
+    if (gzip_of_ != snapshot_) {
+      gzip_text_ = gzip_compress(snapshot_ ? snapshot_->metrics_text : std::string());
+      gzip_of_ = snapshot_;
+    }
+    r.body = gzip_text_ + gzip_compress(render_live());
+    r.headers.emplace_back("Content-Encoding", "gzip");
     return r;
   });
   server_.route("/-/healthy", {"GET"}, [](const HttpRequest&) {

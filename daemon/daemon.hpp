@@ -22,6 +22,7 @@
 #include "daemon/config_loader.hpp"
 #include "daemon/http_server.hpp"
 #include "daemon/rules_cycle.hpp"
+#include "daemon/snapshot.hpp"
 #include "daemon/wake_watch.hpp"
 #include "daemon/web_security.hpp"
 #include "daemon/worker_pool.hpp"
@@ -55,16 +56,6 @@ struct ServeOptions {
   bool handle_signals = true;
   // Called once the server listens, with the bound endpoint (tests, demo).
   std::function<void(const boost::asio::ip::tcp::endpoint&)> on_listening;
-};
-
-// What scrapes and the API read: a copy of State taken after each change.
-struct Snapshot {
-  State state;
-  std::string metrics_text;  // domain, collector and rule families, pre-rendered
-  double taken_at = 0;
-  // The last rules cycle (figures' text, pending and firing alerts); null
-  // until the first cycle after the first collection.
-  std::shared_ptr<const RulesOutput> rules;
 };
 
 class Daemon {
@@ -117,7 +108,8 @@ class Daemon {
   void changed();
   void publish();
   void add_routes();
-  std::string render_metrics() const;
+  // The families read at scrape time (process, HTTP, store, workers), text.
+  std::string render_live() const;
 
   ServeOptions opts_;
   std::shared_ptr<const Clock> clock_;
@@ -150,6 +142,11 @@ class Daemon {
   std::shared_ptr<WatchInbox> watch_inbox_ = std::make_shared<WatchInbox>();
   // Where a GET /api/v1/report built on a worker posts its answer.
   std::shared_ptr<WatchInbox> report_inbox_ = std::make_shared<WatchInbox>();
+  SnapshotPublisher publisher_;
+  // snapshot_'s metrics_text compressed once (loop thread), for every scrape
+  // that accepts gzip; gzip_of_ is the snapshot it was made from.
+  std::shared_ptr<const Snapshot> gzip_of_;
+  std::string gzip_text_;
   std::shared_ptr<const Snapshot> snapshot_;
   bool publish_pending_ = false;
   bool report_running_ = false;  // GET /api/v1/report: one at a time

@@ -14,6 +14,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "daemon/gzip.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 
@@ -278,6 +279,7 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
     req_ = HttpRequest{};
     req_.method = std::string(msg.method_string());
     req_.remote = remote_;
+    req_.accepts_gzip = accepts_gzip(msg[http::field::accept_encoding]);
     std::string_view target = msg.target();
     auto q = target.find('?');
     req_.path = std::string(target.substr(0, q));

@@ -34,6 +34,7 @@ struct HttpRequest {
   std::map<std::string, std::string> query;  // decoded
   std::string body;
   std::string remote;
+  bool accepts_gzip = false;  // Accept-Encoding admits gzip
 };
 
 struct HttpResponse {

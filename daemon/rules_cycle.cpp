@@ -9,10 +9,10 @@
 #include <tuple>
 
 #include "config/rules_config.hpp"
-#include "daemon/gpu_metrics.hpp"
-#include "daemon/metrics.hpp"
+#include "daemon/metrics/family.hpp"
+#include "daemon/metrics/gpu.hpp"
+#include "daemon/metrics/rules.hpp"
 #include "daemon/plan_command.hpp"
-#include "daemon/rules_metrics.hpp"
 #include "store/store.hpp"
 #include "util/log.hpp"
 
@@ -194,8 +194,8 @@ void RulesCycle::sample_tiers(double now, HistoryWrite& write) {
     s.size_bytes = t.stats.size_bytes;
     s.avail_bytes = t.stats.avail_bytes;
     auto cat = state_.catalogs.find(name);
-    if (cat != state_.catalogs.end() && cat->second.scanned) {
-      for (const Checkpoint& c : cat->second.checkpoints) {
+    if (cat != state_.catalogs.end() && cat->second->scanned) {
+      for (const Checkpoint& c : cat->second->checkpoints) {
         s.job_stored_bytes[c.job] += static_cast<double>(c.bytes);
       }
     }
@@ -276,14 +276,14 @@ void RulesCycle::evaluate() {
     sample_tiers(now, write);
 
     std::size_t n = 0;
-    for (const auto& [name, cat] : state_.catalogs) n += cat.checkpoints.size();
+    for (const auto& [name, cat] : state_.catalogs) n += cat->checkpoints.size();
     std::vector<Checkpoint> checkpoints;
     checkpoints.reserve(n);
     for (const auto& [name, cat] : state_.catalogs) {
       // A tier not walked yet has no catalog: its drains and capacity would
       // read "nothing there", not "not known".
-      if (!cat.scanned || !state_.tiers.contains(name)) continue;
-      checkpoints.insert(checkpoints.end(), cat.checkpoints.begin(), cat.checkpoints.end());
+      if (!cat->scanned || !state_.tiers.contains(name)) continue;
+      checkpoints.insert(checkpoints.end(), cat->checkpoints.begin(), cat->checkpoints.end());
     }
 
     const Verifications verified = verifications_of(state_, checkpoints);
@@ -399,31 +399,13 @@ void RulesCycle::render(const RuleFigures& figures, const std::vector<AlertInsta
   if (alertmanager_) {
     for (auto& f : alertmanager_families(alertmanager_->stats())) families.push_back(std::move(f));
   }
-  using prometheus::MetricType;
-  FamilyBuilder evals("ckptmon_rules_evaluations_total", "Rules evaluation cycles completed.",
-                      MetricType::Counter);
-  evals.add({}, static_cast<double>(cycles_));
-  append(families, std::move(evals));
-  FamilyBuilder errors("ckptmon_rules_evaluation_errors_total",
-                       "Rules evaluation cycles that failed (the previous figures stay).",
-                       MetricType::Counter);
-  errors.add({}, static_cast<double>(errors_));
-  append(families, std::move(errors));
-  FamilyBuilder duration("ckptmon_rules_evaluation_duration_seconds",
-                         "Loop-thread time of the last rules evaluation: figures, alerts, "
-                         "history and Alertmanager hand-off (rendering excluded).",
-                         MetricType::Gauge);
-  duration.add({}, last_duration_);
-  append(families, std::move(duration));
-  FamilyBuilder last("ckptmon_rules_last_evaluation_timestamp_seconds",
-                     "When the rules were last evaluated.", MetricType::Gauge);
-  last.add({}, now);
-  append(families, std::move(last));
-  FamilyBuilder pending("ckptmon_alerts_pending",
-                        "Alerts whose condition holds but whose for: has not passed yet.",
-                        MetricType::Gauge);
-  pending.add({}, static_cast<double>(active.size() - firing.size()));
-  append(families, std::move(pending));
+  RulesCycleFigures self;
+  self.cycles = cycles_;
+  self.errors = errors_;
+  self.last_duration_seconds = last_duration_;
+  self.evaluated_at = now;
+  self.pending_alerts = active.size() - firing.size();
+  rules_cycle_families(self, families);
 
   auto out = std::make_shared<RulesOutput>();
   out->metrics_text = serialize(families);

@@ -60,7 +60,7 @@ std::string render_recovery_section(const State& s) {
     if (t.config.role == TierRole::kDeletion) deletion.insert(name);
   }
   for (const auto& [tier, cat] : s.catalogs) {
-    all.insert(all.end(), cat.checkpoints.begin(), cat.checkpoints.end());
+    all.insert(all.end(), cat->checkpoints.begin(), cat->checkpoints.end());
   }
   const auto points = evaluate_recovery(all, verifications_of(s, all), deletion);
   std::string h = "<h2>Recovery point</h2>\n";
@@ -121,7 +121,7 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
   h += "</table>\n<h2>Checkpoints</h2>\n<table><tr><th>tier</th><th>job</th><th>committed</th>"
        "<th>in progress</th><th>partial</th><th>newest committed step</th><th>stored</th></tr>\n";
   for (const auto& [tier, cat] : s.catalogs) {
-    for (const auto& [job, r] : summarize_jobs(cat)) {
+    for (const auto& [job, r] : summarize_jobs(*cat)) {
       const std::uint64_t partial = r.count(CkptState::kPartial);
       const std::int64_t step = r.latest_committed_step();
       // Job names are directory names: '&', '#', '+', '%' or a space would
@@ -363,7 +363,7 @@ bool render_checkpoints_json(const Snapshot& snap, const std::map<std::string, s
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& [name, cat] : snap.state.catalogs) {
     if (!tier.empty() && name != tier) continue;
-    for (const auto& c : cat.checkpoints) {
+    for (const auto& c : cat->checkpoints) {
       if (!name_matches(c.job, job)) continue;
       if (want && c.state != *want) continue;
       arr.push_back(checkpoint_json(c, &snap.state));
@@ -393,7 +393,7 @@ bool render_findings_json(const Snapshot& snap, const std::map<std::string, std:
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& [name, cat] : snap.state.catalogs) {
     if (!tier.empty() && name != tier) continue;
-    for (const auto& f : cat.findings) {
+    for (const auto& f : cat->findings) {
       if (kind && f.kind != *kind) continue;
       arr.push_back({{"tier", f.tier},
                      {"job", display_name(f.job)},
@@ -442,7 +442,7 @@ std::string render_jobs_json(const Snapshot& snap) {
   std::map<std::pair<std::string, std::string>, nlohmann::json> rows;
   const EventCatalog* events = snap.state.events.get();
   for (const auto& [tier, cat] : snap.state.catalogs) {
-    for (const auto& [job, r] : summarize_jobs(cat)) {
+    for (const auto& [job, r] : summarize_jobs(*cat)) {
       const std::int64_t step = r.latest_committed_step();
       nlohmann::json o{{"tier", tier},
                        {"job", display_name(job)},
@@ -466,7 +466,7 @@ std::string render_jobs_json(const Snapshot& snap) {
       // Nothing of it on disk: zero where the tier's last walk is known,
       // unknown (null) before its first walk.
       auto c = snap.state.catalogs.find(tier);
-      const bool walked = c != snap.state.catalogs.end() && c->second.scanned;
+      const bool walked = c != snap.state.catalogs.end() && c->second->scanned;
       const nlohmann::json zero = walked ? nlohmann::json(0) : nlohmann::json();
       nlohmann::json o{{"tier", tier},
                        {"job", display_name(job)},

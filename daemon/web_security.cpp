@@ -14,7 +14,6 @@
 #include <boost/asio/ssl/context.hpp>
 
 #include "config/yaml_reader.hpp"
-#include "daemon/metrics.hpp"
 #include "util/log.hpp"
 
 namespace ckptmon {
@@ -198,21 +197,10 @@ bool WebSecurity::load(std::vector<ConfigError>* errors) {
   return true;
 }
 
-void WebSecurity::append_metrics(std::vector<prometheus::MetricFamily>* out) const {
-  FamilyBuilder failures("ckptmon_http_auth_failures_total",
-                         "Requests answered 401 because basic-auth credentials were missing "
-                         "(reason=\"missing\") or malformed or wrong (reason=\"invalid\").",
-                         prometheus::MetricType::Counter);
-  failures.add({{"reason", "missing"}}, static_cast<double>(auth_.stats().missing));
-  failures.add({{"reason", "invalid"}}, static_cast<double>(auth_.stats().invalid));
-  append(*out, std::move(failures));
-  FamilyBuilder handshakes("ckptmon_http_tls_handshake_failures_total",
-                           "TLS handshakes that failed or timed out: plain HTTP on the TLS "
-                           "port, a missing or untrusted client certificate, no common "
-                           "protocol version.",
-                           prometheus::MetricType::Counter);
-  handshakes.add({}, static_cast<double>(server_.tls_handshake_failures()));
-  append(*out, std::move(handshakes));
+void WebSecurity::add_figures(HttpFigures* f) const {
+  f->auth_missing = auth_.stats().missing;
+  f->auth_invalid = auth_.stats().invalid;
+  f->tls_handshake_failures = server_.tls_handshake_failures();
 }
 
 }  // namespace ckptmon

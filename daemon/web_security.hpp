@@ -17,6 +17,7 @@
 #include "config/web_config.hpp"
 #include "daemon/basic_auth.hpp"
 #include "daemon/http_server.hpp"
+#include "daemon/metrics/self.hpp"
 
 namespace boost::asio::ssl {
 class context;
@@ -60,8 +61,9 @@ class WebSecurity {
 
   const BasicAuth& auth() const { return auth_; }
 
-  // ckptmon_http_auth_failures_total and ckptmon_http_tls_handshake_failures_total.
-  void append_metrics(std::vector<prometheus::MetricFamily>* out) const;
+  // Its counters for ckptmon_http_auth_failures_total and
+  // ckptmon_http_tls_handshake_failures_total (daemon/metrics/self.cpp).
+  void add_figures(HttpFigures* f) const;
 
  private:
   HttpServer& server_;

@@ -11,6 +11,7 @@
 
 #include "config/config.hpp"
 #include "model/catalog.hpp"
+#include "model/copy_on_write.hpp"
 #include "model/events.hpp"
 #include "model/gpu.hpp"
 #include "model/io.hpp"
@@ -63,7 +64,9 @@ struct State {
   std::shared_ptr<const Config> config;
   std::map<std::string, TierState> tiers;  // by tier name, the same set as config->tiers
   std::map<std::string, CollectorStatus> collectors;
-  std::map<std::string, TierCatalog> catalogs;  // by tier name
+  // By tier name. Shared with the snapshots published from this State: a
+  // change goes through edit(), which copies a catalog a snapshot still holds.
+  std::map<std::string, CopyOnWrite<TierCatalog>> catalogs;
   // What the checkpoint event logs said (manifest_tail) and what the
   // integrity verifier found; immutable snapshots, null until first loaded.
   std::shared_ptr<const EventCatalog> events;

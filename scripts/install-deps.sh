@@ -12,6 +12,7 @@ build_pkgs=(
   libsqlite3-dev libyaml-cpp-dev libcli11-dev libsystemd-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libisal-dev libxxhash-dev libssl-dev libcrypt-dev
+  zlib1g-dev
   help2man dpkg-dev
   libfuse3-dev  # bench/delayfs: the FUSE file system with metadata latency (walk benchmark)
 )

@@ -300,7 +300,7 @@ State state_with_events() {
   t.path = "/lustre";
   cfg->tiers.push_back(t);
   st.apply_config(cfg);
-  TierCatalog& tc = st.catalogs["rapid"];
+  TierCatalog& tc = st.catalogs["rapid"].edit();
   tc.scanned = true;
   tc.jobs = {"llama"};
   tc.checkpoints = {scanned(10), scanned(20)};
@@ -356,7 +356,7 @@ TEST(EventMerge, SkewAlertGaugeAndApiUseOneDefinition) {
   RulesPolicy policy;
   policy.alerting.rules.completion_skew_high.max_skew_seconds = 10;
   policy.alerting.rules.completion_skew_high.clear_skew_seconds = 5;
-  const auto& cps = st.catalogs.at("rapid").checkpoints;
+  const auto& cps = st.catalogs.at("rapid")->checkpoints;
   auto skew_alert = [&](const RuleFigures& f) -> std::optional<AlertCondition> {
     for (const auto& c : alert_conditions(f, st.tiers, policy.alerting)) {
       if (c.labels.alertname == "CheckpointCompletionSkewHigh") return c;
@@ -432,9 +432,9 @@ TEST(EventMerge, JobsKnownOnlyFromEventsAreListed) {
   EXPECT_EQ(llama["events"]["latest_step"], 20);
 
   // Before the tier's first walk nothing is known about the disk.
-  snap.state.catalogs.at("rapid").scanned = false;
-  snap.state.catalogs.at("rapid").checkpoints.clear();
-  snap.state.catalogs.at("rapid").jobs.clear();
+  snap.state.catalogs.at("rapid").edit().scanned = false;
+  snap.state.catalogs.at("rapid").edit().checkpoints.clear();
+  snap.state.catalogs.at("rapid").edit().jobs.clear();
   jobs = nlohmann::json::parse(render_jobs_json(snap));
   ASSERT_EQ(jobs.size(), 2u);
   EXPECT_TRUE(jobs[0]["checkpoints"].is_null());
@@ -447,7 +447,7 @@ TEST(EventMerge, JobsKnownOnlyFromEventsAreListed) {
 // The recovery point is the rules' (rules/recovery.hpp); what the verifier
 // found reaches them through verifications_of().
 std::int64_t recovery_step(const State& st) {
-  const auto& cps = st.catalogs.at("rapid").checkpoints;
+  const auto& cps = st.catalogs.at("rapid")->checkpoints;
   auto points = evaluate_recovery(cps, verifications_of(st, cps), {});
   return points.empty() || !points[0].restorable ? -1 : points[0].step;
 }
@@ -455,7 +455,7 @@ std::int64_t recovery_step(const State& st) {
 TEST(EventMerge, ACheckpointThatFailedVerificationIsNotRestorable) {
   State st = state_with_events();
   EXPECT_EQ(recovery_step(st), 20);
-  EXPECT_TRUE(verifications_of(st, st.catalogs.at("rapid").checkpoints).empty());
+  EXPECT_TRUE(verifications_of(st, st.catalogs.at("rapid")->checkpoints).empty());
   auto integ = std::make_shared<IntegrityStatus>();
   integ->steps[StepKey{"rapid", "llama", 20}][IntegrityResult::kOk] = 1;
   integ->steps[StepKey{"rapid", "llama", 20}][IntegrityResult::kMismatch] = 1;
@@ -464,7 +464,7 @@ TEST(EventMerge, ACheckpointThatFailedVerificationIsNotRestorable) {
   integ->totals["rapid"][IntegrityResult::kOk] = 3;
   st.integrity = integ;
   EXPECT_EQ(recovery_step(st), 10);
-  const auto v = verifications_of(st, st.catalogs.at("rapid").checkpoints);
+  const auto v = verifications_of(st, st.catalogs.at("rapid")->checkpoints);
   EXPECT_EQ(v.at(CheckpointKey{"rapid", "llama/step-20"}), false);
   EXPECT_EQ(v.at(CheckpointKey{"rapid", "llama/step-10"}), true);
   const std::string text = serialize(state_families(st));

@@ -125,8 +125,8 @@ TEST_F(MetricsTest, TheLatestCheckpointByComponentAndAllocatedBytes) {
   c.component_bytes[static_cast<std::size_t>(Component::kScaler)] = 1;
   c.component_bytes[static_cast<std::size_t>(Component::kDataloader)] = 9;
   c.component_bytes[static_cast<std::size_t>(Component::kMetadata)] = 90;
-  state_.catalogs["fast"].checkpoints = {old, c};
-  state_.catalogs["fast"].scanned = true;
+  state_.catalogs["fast"].edit().checkpoints = {old, c};
+  state_.catalogs["fast"].edit().scanned = true;
   auto f = state_families(state_);
   const Labels tj{{"tier", "fast"}, {"training_job", "llm"}};
   EXPECT_EQ(sample(f, "ckpt_last_checkpoint_bytes", tj), 1000.0);

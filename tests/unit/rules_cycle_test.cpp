@@ -52,7 +52,7 @@ class RulesCycleTest : public ::testing::Test {
       t.stats.size_bytes = 1e12;
       t.stats.avail_bytes = 5e11;
       t.last_success = kT0;
-      state_.catalogs[name].scanned = true;
+      state_.catalogs[name].edit().scanned = true;
     }
   }
 
@@ -66,12 +66,12 @@ class RulesCycleTest : public ::testing::Test {
   // Two committed checkpoints of jobA on staging, none copied yet: the
   // second landed before the first drained.
   void two_pending() {
-    state_.catalogs["staging"].checkpoints = {
+    state_.catalogs["staging"].edit().checkpoints = {
         Ck("staging", "jobA", 100).committed(1000, kT0 - 100, kT0 - 90).c,
         Ck("staging", "jobA", 200).committed(1500, kT0 - 50, kT0 - 40).c};
   }
   void drained() {
-    state_.catalogs["rapid"].checkpoints = {
+    state_.catalogs["rapid"].edit().checkpoints = {
         Ck("rapid", "jobA", 100).committed(1000, kT0 - 80, kT0 - 70).c,
         Ck("rapid", "jobA", 200).committed(1500, kT0 - 30, kT0 - 20).c};
   }
@@ -245,7 +245,7 @@ TEST_F(RulesCycleTest, TheSamplesKeepTheCyclesFiguresAndUnknownBeforeTheFirstWal
 TEST_F(RulesCycleTest, ATierThatWasNeverWalkedContributesNoCheckpoints) {
   two_pending();
   drained();
-  state_.catalogs["rapid"].scanned = false;  // its walk has not finished
+  state_.catalogs["rapid"].edit().scanned = false;  // its walk has not finished
   auto c = cycle();
   c->evaluate();
   // Without the target's catalog the whole source counts as backlog: the
@@ -290,7 +290,7 @@ alerting:
   ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].to_string());
   state_.apply_config(std::make_shared<const Config>(std::move(*r.config)));
   // Committed at kT0 - 90: 90 s old at the first cycle.
-  state_.catalogs["staging"].checkpoints = {
+  state_.catalogs["staging"].edit().checkpoints = {
       Ck("staging", "jobA", 100).committed(1000, kT0 - 100, kT0 - 90).c};
   auto c = cycle();
   auto age = [&] {

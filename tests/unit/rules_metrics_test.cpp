@@ -1,4 +1,4 @@
-#include "daemon/rules_metrics.hpp"
+#include "daemon/metrics/rules.hpp"
 
 #include <cstdio>
 #include <fstream>

@@ -25,8 +25,7 @@ class TreeScanReload : public ::testing::Test {
   }
 
   std::string yaml(const std::string& tier_extra) const {
-    return "tiers:\n  - {name: rapid, path: " + tier_.str() + ", role: rapid" + tier_extra +
-           "}\n";
+    return "tiers:\n  - {name: rapid, path: " + tier_.str() + ", role: rapid" + tier_extra + "}\n";
   }
 
   // One walk of the tier, applied to the state; the kinds of its findings.
@@ -34,7 +33,7 @@ class TreeScanReload : public ::testing::Test {
     Update apply = collector_.prepare("rapid")();
     apply(state_);
     std::vector<FindingKind> kinds;
-    for (const auto& f : state_.catalogs["rapid"].findings) kinds.push_back(f.kind);
+    for (const auto& f : state_.catalogs["rapid"]->findings) kinds.push_back(f.kind);
     return kinds;
   }
 
@@ -57,15 +56,15 @@ TEST_F(TreeScanReload, NamespacesChangedByAReloadApplyToTheNextWalk) {
 TEST_F(TreeScanReload, ShardFilesAreKeptOnceTheTierTakesPartInADrain) {
   collector_.configure(config_of(yaml("")));
   walk();
-  ASSERT_EQ(state_.catalogs["rapid"].checkpoints.size(), 1u);
-  EXPECT_EQ(state_.catalogs["rapid"].checkpoints[0].shard_files, nullptr);
+  ASSERT_EQ(state_.catalogs["rapid"]->checkpoints.size(), 1u);
+  EXPECT_EQ(state_.catalogs["rapid"]->checkpoints[0].shard_files, nullptr);
 
   collector_.configure(config_of(yaml(", drains_to: capacity}\n  - {name: capacity, path: " +
                                       tier_.str() + "/../elsewhere, role: capacity")));
   walk();
-  ASSERT_EQ(state_.catalogs["rapid"].checkpoints.size(), 1u);
-  ASSERT_NE(state_.catalogs["rapid"].checkpoints[0].shard_files, nullptr);
-  EXPECT_EQ(state_.catalogs["rapid"].checkpoints[0].shard_files->size(), 2u);
+  ASSERT_EQ(state_.catalogs["rapid"]->checkpoints.size(), 1u);
+  ASSERT_NE(state_.catalogs["rapid"]->checkpoints[0].shard_files, nullptr);
+  EXPECT_EQ(state_.catalogs["rapid"]->checkpoints[0].shard_files->size(), 2u);
 }
 
 }  // namespace

@@ -448,9 +448,9 @@ TEST(TreeWalkConcurrent, InflightCallsAndCallDurationsAreExported) {
   live->observe(1'500'000);           // 1.5 ms: the 2.5 ms bucket
   live->observe(120'000'000'000ULL);  // 120 s: above every bound
   State state;
-  state.catalogs["rapid"].walk_live = live;
-  state.catalogs["rapid"].scan.last_calls = 600;
-  state.catalogs["rapid"].scan.last_duration_seconds = 2;
+  state.catalogs["rapid"].edit().walk_live = live;
+  state.catalogs["rapid"].edit().scan.last_calls = 600;
+  state.catalogs["rapid"].edit().scan.last_duration_seconds = 2;
   std::vector<prometheus::MetricFamily> fams;
   catalog_families(state, fams);
   const std::string text = serialize(fams);

@@ -203,7 +203,9 @@ TEST_F(WebSecurityTest, BasicAuthGuardsEveryPathAndCountsFailures) {
             (std::pair<std::string, unsigned>{"other", 401}));
   const std::string text = on_loop([this] {
     std::vector<prometheus::MetricFamily> families;
-    web_->append_metrics(&families);
+    HttpFigures figures;
+    web_->add_figures(&figures);
+    http_security_families(figures, families);
     return serialize(families);
   });
   EXPECT_NE(text.find("ckptmon_http_auth_failures_total{reason=\"missing\"} 2\n"),

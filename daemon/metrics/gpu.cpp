@@ -1,6 +1,6 @@
-#include "daemon/gpu_metrics.hpp"
+#include "daemon/metrics/gpu.hpp"
 
-#include "daemon/metrics.hpp"
+#include "daemon/metrics/family.hpp"
 #include "util/metric_labels.hpp"
 
 namespace ckptmon {

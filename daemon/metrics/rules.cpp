@@ -1,6 +1,6 @@
-#include "daemon/rules_metrics.hpp"
+#include "daemon/metrics/rules.hpp"
 
-#include "daemon/metrics.hpp"
+#include "daemon/metrics/family.hpp"
 #include "util/metric_labels.hpp"
 
 namespace ckptmon {
@@ -266,6 +266,34 @@ std::vector<prometheus::MetricFamily> alertmanager_families(const AlertmanagerSt
     append(out, std::move(last));
   }
   return out;
+}
+
+void rules_cycle_families(const RulesCycleFigures& f, std::vector<prometheus::MetricFamily>& out) {
+  using prometheus::MetricType;
+  FamilyBuilder evals("ckptmon_rules_evaluations_total", "Rules evaluation cycles completed.",
+                      MetricType::Counter);
+  evals.add({}, static_cast<double>(f.cycles));
+  append(out, std::move(evals));
+  FamilyBuilder errors("ckptmon_rules_evaluation_errors_total",
+                       "Rules evaluation cycles that failed (the previous figures stay).",
+                       MetricType::Counter);
+  errors.add({}, static_cast<double>(f.errors));
+  append(out, std::move(errors));
+  FamilyBuilder duration("ckptmon_rules_evaluation_duration_seconds",
+                         "Loop-thread time of the last rules evaluation: figures, alerts, "
+                         "history and Alertmanager hand-off (rendering excluded).",
+                         MetricType::Gauge);
+  duration.add({}, f.last_duration_seconds);
+  append(out, std::move(duration));
+  FamilyBuilder last("ckptmon_rules_last_evaluation_timestamp_seconds",
+                     "When the rules were last evaluated.", MetricType::Gauge);
+  last.add({}, f.evaluated_at);
+  append(out, std::move(last));
+  FamilyBuilder pending("ckptmon_alerts_pending",
+                        "Alerts whose condition holds but whose for: has not passed yet.",
+                        MetricType::Gauge);
+  pending.add({}, static_cast<double>(f.pending_alerts));
+  append(out, std::move(pending));
 }
 
 }  // namespace ckptmon

@@ -1,6 +1,6 @@
-#include "daemon/io_metrics.hpp"
+#include "daemon/metrics/io.hpp"
 
-#include "daemon/metrics.hpp"
+#include "daemon/metrics/family.hpp"
 
 namespace ckptmon {
 namespace {

@@ -3,6 +3,8 @@
 // counters as Prometheus metric families. Pure functions of their inputs;
 // thread-safe.
 
+#include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -26,5 +28,17 @@ std::vector<prometheus::MetricFamily> alert_families(std::span<const AlertInstan
 
 // ckptmon_alertmanager_* counters and the last success time.
 std::vector<prometheus::MetricFamily> alertmanager_families(const AlertmanagerStats& stats);
+
+// The rules cycle's own figures: ckptmon_rules_evaluations_total,
+// ckptmon_rules_evaluation_errors_total, ckptmon_rules_evaluation_duration_seconds,
+// ckptmon_rules_last_evaluation_timestamp_seconds, ckptmon_alerts_pending.
+struct RulesCycleFigures {
+  std::uint64_t cycles = 0;
+  std::uint64_t errors = 0;
+  double last_duration_seconds = 0;
+  double evaluated_at = 0;
+  std::size_t pending_alerts = 0;
+};
+void rules_cycle_families(const RulesCycleFigures& f, std::vector<prometheus::MetricFamily>& out);
 
 }  // namespace ckptmon

@@ -1,0 +1,74 @@
+#include "daemon/metrics/tiers.hpp"
+
+#include <algorithm>
+
+#include "daemon/metrics/family.hpp"
+
+namespace ckptmon {
+
+void tier_families(const State& state, std::vector<prometheus::MetricFamily>& out) {
+  using prometheus::MetricType;
+
+  FamilyBuilder up("ckpt_tier_up",
+                   "1 when the tier root answered its last probe in time, 0 when it is missing, "
+                   "unreadable or stuck.",
+                   MetricType::Gauge);
+  FamilyBuilder info("ckpt_tier_info", "Tier identity: role and the mount it lives on. Always 1.",
+                     MetricType::Gauge);
+  FamilyBuilder size("ckpt_tier_size_bytes", "Size of the file system holding the tier.",
+                     MetricType::Gauge);
+  FamilyBuilder avail("ckpt_tier_avail_bytes",
+                      "Space available to unprivileged writers on the tier's file system.",
+                      MetricType::Gauge);
+  FamilyBuilder free_b("ckpt_tier_free_bytes",
+                       "Free space on the tier's file system, root-reserved blocks included.",
+                       MetricType::Gauge);
+  FamilyBuilder files("ckpt_tier_files", "Inodes (file nodes) of the tier's file system.",
+                      MetricType::Gauge);
+  FamilyBuilder files_free("ckpt_tier_files_free", "Free inodes of the tier's file system.",
+                           MetricType::Gauge);
+  FamilyBuilder ro("ckpt_tier_readonly",
+                   "1 when the tier's file system is mounted read-only (superblock options).",
+                   MetricType::Gauge);
+  FamilyBuilder last_ok("ckpt_tier_last_success_timestamp_seconds",
+                        "When the tier last answered a probe successfully.", MetricType::Gauge);
+  FamilyBuilder shards("ckpt_tier_shards",
+                       "Instances the tier's jobs are split between (shard: i/n gives n; 1 when "
+                       "not sharded). Above 1 this instance's required capacity, still-needed "
+                       "bytes and headroom cover only its own jobs: partial figures that the "
+                       "fleet recording rules sum per tier.",
+                       MetricType::Gauge);
+
+  for (const auto& [name, t] : state.tiers) {
+    const Labels tier{{"tier", name}};
+    up.add(tier, t.up ? 1 : 0);
+    info.add({{"tier", name},
+              {"role", std::string(to_string(t.config.role))},
+              {"mountpoint", t.has_stats ? t.stats.mountpoint : ""},
+              {"fstype", t.has_stats ? t.stats.fstype : ""},
+              {"device", t.has_stats ? t.stats.device : ""}},
+             1);
+    if (t.last_success > 0) last_ok.add(tier, t.last_success);
+    shards.add(tier, static_cast<double>(std::max<std::uint32_t>(1, t.config.shard_count)));
+    // Like node_exporter for a stuck mount: no figures rather than stale ones.
+    if (!t.up || !t.has_stats) continue;
+    size.add(tier, t.stats.size_bytes);
+    avail.add(tier, t.stats.avail_bytes);
+    free_b.add(tier, t.stats.free_bytes);
+    files.add(tier, t.stats.files);
+    files_free.add(tier, t.stats.files_free);
+    ro.add(tier, t.stats.readonly ? 1 : 0);
+  }
+  append(out, std::move(up));
+  append(out, std::move(info));
+  append(out, std::move(size));
+  append(out, std::move(avail));
+  append(out, std::move(free_b));
+  append(out, std::move(files));
+  append(out, std::move(files_free));
+  append(out, std::move(ro));
+  append(out, std::move(last_ok));
+  append(out, std::move(shards));
+}
+
+}  // namespace ckptmon
