@@ -25,8 +25,7 @@ class TreeScanReload : public ::testing::Test {
   }
 
   std::string yaml(const std::string& tier_extra) const {
-    return "tiers:\n  - {name: rapid, path: " + tier_.str() + ", role: rapid" + tier_extra +
-           "}\n";
+    return "tiers:\n  - {name: rapid, path: " + tier_.str() + ", role: rapid" + tier_extra + "}\n";
   }
 
   // One walk of the tier, applied to the state; the kinds of its findings.
