@@ -14,8 +14,8 @@ struct MountInfo {
   int parent_id = 0;
   unsigned major = 0;
   unsigned minor = 0;
-  std::string root;         // root of the mount within its file system (bind mounts)
-  std::string mount_point;  // octal escapes (\040 ...) decoded
+  std::string root;           // root of the mount within its file system (bind mounts)
+  std::string mount_point;    // octal escapes (\040 ...) decoded
   std::string mount_options;  // per-mount options: a read-only bind mount says "ro" here
   std::string fstype;
   std::string source;

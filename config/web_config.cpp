@@ -183,8 +183,9 @@ WebConfig read_web_config(const YAML::Node& root, const std::string& file, Error
 }  // namespace
 
 WebConfigResult parse_web_config(std::string_view text, const std::string& file) {
-  return parse_yaml_config<WebConfig>(
-      text, file, [&](const YAML::Node& root, ErrorSink& sink) { return read_web_config(root, file, sink); });
+  return parse_yaml_config<WebConfig>(text, file, [&](const YAML::Node& root, ErrorSink& sink) {
+    return read_web_config(root, file, sink);
+  });
 }
 
 WebConfigResult load_web_config_file(const std::string& path) {

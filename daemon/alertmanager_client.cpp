@@ -64,7 +64,11 @@ struct AlertmanagerClient::Request : std::enable_shared_from_this<Request> {
       (void)asio::ip::make_address(name, ec);
       const bool is_ip = !ec;
       // SNI carries host names only, never an IP literal (RFC 6066).
-      if (!is_ip) SSL_set_tlsext_host_name(tls_stream_->native_handle(), name.c_str());
+      // SSL_set_tlsext_host_name() itself, without the macro's C cast.
+      if (!is_ip) {
+        SSL_ctrl(tls_stream_->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME,
+                 TLSEXT_NAMETYPE_host_name, const_cast<char*>(name.c_str()));
+      }
       if (tls_config.insecure_skip_verify) {
         tls_stream_->set_verify_mode(ssl::verify_none);
       } else {

@@ -50,8 +50,8 @@ class WakeWatch {
   boost::asio::steady_timer timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   bool timer_armed_ = false;
-  bool pending_all_ = false;              // a wake for every target
-  std::set<std::string> pending_;         // targets woken and not run yet
+  bool pending_all_ = false;       // a wake for every target
+  std::set<std::string> pending_;  // targets woken and not run yet
 };
 
 }  // namespace ckptmon

@@ -461,8 +461,7 @@ struct EventParser::Impl {
     reset(out.event);
   }
   static std::string too_long_detail(std::size_t length, std::size_t cap) {
-    return "line of " + std::to_string(length) + " bytes is over the cap of " +
-           std::to_string(cap);
+    return "line of " + std::to_string(length) + " bytes is over the cap of " + std::to_string(cap);
   }
 
   LineStatus parse_line(std::string_view line, LineResult& out) {

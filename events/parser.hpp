@@ -118,7 +118,6 @@ class EventParser {
   EventParser(const EventParser&) = delete;
   EventParser& operator=(const EventParser&) = delete;
 
-
   // Parses one line given without its newline. Fills out.status, reason,
   // detail, length and event; leaves out.line and out.offset alone.
   LineStatus parse_line(std::string_view line, LineResult& out);

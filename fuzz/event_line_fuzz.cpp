@@ -74,8 +74,8 @@ bool same(const Collected& a, const Collected& b) {
   for (std::size_t i = 0; i < a.lines.size(); ++i) {
     const LineResult& x = a.lines[i];
     const LineResult& y = b.lines[i];
-    if (x.line != y.line || x.offset != y.offset || x.status != y.status ||
-        x.reason != y.reason || !(x.event == y.event)) {
+    if (x.line != y.line || x.offset != y.offset || x.status != y.status || x.reason != y.reason ||
+        !(x.event == y.event)) {
       return false;
     }
     // An overlong line's length and detail depend on how much of it was seen.

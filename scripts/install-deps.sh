@@ -21,11 +21,12 @@ build_pkgs=(
 # FUSE file system that simulates a hung storage mount; lintian checks the
 # .deb, python3-yaml and python3-jsonschema the Kubernetes manifests; wrk and
 # curl for bench/load_test.sh (scrapes under load); chromium renders the
-# HTML report headless (tests/integration/test_report.py).
+# HTML report headless (tests/integration/test_report.py); clang-format and
+# clang-tidy are make lint's (scripts/lint.sh).
 test_pkgs=(
   python3 python3-fusepy fuse3 util-linux openssl
   prometheus prometheus-alertmanager prometheus-node-exporter
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format clang-tidy
   lintian python3-yaml python3-jsonschema
   wrk curl
   chromium

@@ -15,14 +15,15 @@ namespace ckptmon {
 
 // An in-house format, configured per tier.
 struct GenericLayout {
-  std::string shard_glob;   // fnmatch(3) pattern for shard files, e.g. "*.bin"
-  std::string marker;       // name of the commit marker file, e.g. "COMMITTED"
-  std::string step_regex;   // ECMAScript regex on the directory name; group 1 is the step
+  std::string shard_glob;  // fnmatch(3) pattern for shard files, e.g. "*.bin"
+  std::string marker;      // name of the commit marker file, e.g. "COMMITTED"
+  std::string step_regex;  // ECMAScript regex on the directory name; group 1 is the step
 };
 
 struct LayoutContext {
-  double now = 0;                  // unix seconds
-  double partial_after = 30 * 60;  // seconds without a valid marker before in_progress becomes partial
+  double now = 0;  // unix seconds
+  // Seconds without a valid marker before in_progress becomes partial.
+  double partial_after = 30 * 60;
   const GenericLayout* generic = nullptr;  // nullptr: no generic recogniser on this tier
   // Fill Checkpoint::shard_files (tiers that drain or are drained to); off
   // elsewhere so memory grows with checkpoints, not files.

@@ -142,5 +142,4 @@ bool wants_content(std::string_view name) {
   return name.ends_with(".index.json");
 }
 
-
 }  // namespace ckptmon

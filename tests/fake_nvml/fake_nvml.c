@@ -161,7 +161,8 @@ static void load_script(void) {
       S.dips[S.ndips++] =
           (struct dip){parse_gpu(b), S.epoch, strtod(c, NULL), strtod(d, NULL), strtod(e, NULL)};
     } else if (strcmp(a, "fail") == 0 && n >= 3 && S.nfails < MAX_FAILS) {
-      snprintf(S.fails[S.nfails].symbol, sizeof S.fails[S.nfails].symbol, "%.63s", b);  /* symbol[64] */
+      snprintf(S.fails[S.nfails].symbol, sizeof S.fails[S.nfails].symbol, "%.63s",
+               b); /* symbol[64] */
       S.fails[S.nfails++].code = atoi(c);
     } else if (strcmp(a, "no_samples") == 0) {
       S.no_samples = 1;
@@ -198,14 +199,14 @@ static double percent_at(unsigned gpu, double t) {
   return v;
 }
 
-#define CHECK_INIT()                                  \
-  do {                                                \
+#define CHECK_INIT()                                   \
+  do {                                                 \
     if (!initialised) return NVML_ERROR_UNINITIALIZED; \
   } while (0)
-#define SCRIPTED(symbol)             \
-  do {                               \
-    int code_ = failure(symbol);     \
-    if (code_ != 0) return code_;    \
+#define SCRIPTED(symbol)          \
+  do {                            \
+    int code_ = failure(symbol);  \
+    if (code_ != 0) return code_; \
   } while (0)
 
 static nvmlReturn_t do_init(const char* symbol) {
@@ -229,15 +230,24 @@ EXPORT nvmlReturn_t nvmlShutdown(void) {
 
 EXPORT const char* nvmlErrorString(nvmlReturn_t r) {
   switch (r) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+      return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
+    case NVML_ERROR_NOT_FOUND:
+      return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "GPU is lost";
+    default:
+      return "Unknown Error";
   }
 }
 

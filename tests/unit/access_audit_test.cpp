@@ -60,10 +60,10 @@ TEST(AccessAudit, PrivateCheckpointOfTheRightOwnerHasNoFindings) {
 
 TEST(AccessAudit, CountsWorldReadableWritableAndForeignEntries) {
   AccessAuditor a(tier_with_namespaces());
-  DirNode d = dir(0755, 1001, 2001);  // directory readable by all
-  d.files = {file("__0_0.distcp", 0644, 1001, 2001),   // readable
-             file("__1_0.distcp", 0666, 1001, 2001),   // readable and writable
-             file("__2_0.distcp", 0600, 0, 0)};        // root-owned: foreign
+  DirNode d = dir(0755, 1001, 2001);                  // directory readable by all
+  d.files = {file("__0_0.distcp", 0644, 1001, 2001),  // readable
+             file("__1_0.distcp", 0666, 1001, 2001),  // readable and writable
+             file("__2_0.distcp", 0600, 0, 0)};       // root-owned: foreign
   std::vector<AccessFinding> out;
   a.audit_checkpoint(ckpt("team-a-llama"), &d, nullptr, out);
   ASSERT_EQ(out.size(), 3u);
@@ -72,7 +72,8 @@ TEST(AccessAudit, CountsWorldReadableWritableAndForeignEntries) {
   EXPECT_EQ(out[1].kind, FindingKind::kWorldWritable);
   EXPECT_EQ(out[1].detail, "1 of 4 entries writable by everyone");
   EXPECT_EQ(out[2].kind, FindingKind::kForeignOwner);
-  EXPECT_EQ(out[2].detail, "1 of 4 entries not owned by 1001:2001 (e.g. ./__2_0.distcp is 0:0 mode 0600)");
+  EXPECT_EQ(out[2].detail,
+            "1 of 4 entries not owned by 1001:2001 (e.g. ./__2_0.distcp is 0:0 mode 0600)");
   EXPECT_EQ(out[2].path, "team-a-llama/step-1");
 }
 

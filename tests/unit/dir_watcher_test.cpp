@@ -13,7 +13,9 @@ namespace {
 
 // Waits (bounded) until the inotify descriptor has something to read.
 bool readable(int fd) {
-  struct pollfd p {fd, POLLIN, 0};
+  struct pollfd p {
+    fd, POLLIN, 0
+  };
   return ::poll(&p, 1, 10'000) == 1;
 }
 
@@ -74,12 +76,12 @@ TEST(DirWatcher, DeletedDirectoryDropsItsWatch) {
 }
 
 TEST(DirWatcher, NetworkFileSystemsArePolled) {
-  EXPECT_TRUE(is_network_fs(0x6969));        // NFS
-  EXPECT_TRUE(is_network_fs(0x0BD00BD0));    // Lustre
-  EXPECT_TRUE(is_network_fs(0x65735546));    // FUSE
-  EXPECT_FALSE(is_network_fs(0xEF53));       // ext4
-  EXPECT_FALSE(is_network_fs(0x01021994));   // tmpfs
-  EXPECT_FALSE(is_network_fs(0x58465342));   // XFS
+  EXPECT_TRUE(is_network_fs(0x6969));       // NFS
+  EXPECT_TRUE(is_network_fs(0x0BD00BD0));   // Lustre
+  EXPECT_TRUE(is_network_fs(0x65735546));   // FUSE
+  EXPECT_FALSE(is_network_fs(0xEF53));      // ext4
+  EXPECT_FALSE(is_network_fs(0x01021994));  // tmpfs
+  EXPECT_FALSE(is_network_fs(0x58465342));  // XFS
 }
 
 }  // namespace

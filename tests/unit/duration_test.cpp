@@ -25,13 +25,15 @@ TEST(Duration, ParsesCompoundLargestUnitFirst) {
 }
 
 TEST(Duration, RejectsGarbage) {
-  for (const char* bad : {"", "15", "s", "-5s", "5 s", "5sec", "1.5h", "fifteen", "5S", "9223372036854775807d"}) {
+  for (const char* bad :
+       {"", "15", "s", "-5s", "5 s", "5sec", "1.5h", "fifteen", "5S", "9223372036854775807d"}) {
     EXPECT_FALSE(parse_duration(bad)) << bad;
   }
 }
 
 TEST(Duration, FormatRoundTrips) {
-  for (long long ms : {0LL, 1LL, 999LL, 1000LL, 61'000LL, 5'400'000LL, 1'209'600'000LL, 90'061'001LL}) {
+  for (long long ms :
+       {0LL, 1LL, 999LL, 1000LL, 61'000LL, 5'400'000LL, 1'209'600'000LL, 90'061'001LL}) {
     const std::string text = format_duration(milliseconds(ms));
     auto back = parse_duration(text);
     ASSERT_TRUE(back) << text;

@@ -148,7 +148,9 @@ class TlsClient {
       : ctx_(make_context(ca, o)), stream_(io_, ctx_) {
     if (o.max_version != 0) SSL_set_max_proto_version(stream_.native_handle(), o.max_version);
     stream_.set_verify_callback(boost::asio::ssl::host_name_verification("localhost"));
-    SSL_set_tlsext_host_name(stream_.native_handle(), "localhost");
+    // SSL_set_tlsext_host_name() without the macro's C cast.
+    SSL_ctrl(stream_.native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+             const_cast<char*>("localhost"));
     stream_.lowest_layer().connect({boost::asio::ip::make_address("127.0.0.1"), port});
   }
   TlsClient(std::uint16_t port, const std::string& ca) : TlsClient(port, ca, Options{}) {}
