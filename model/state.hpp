@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "config/config.hpp"
+#include "model/settings.hpp"
 #include "model/catalog.hpp"
 #include "model/events.hpp"
 #include "model/gpu.hpp"

@@ -2,6 +2,7 @@
 // to the next walk, not only to tiers that are new.
 
 #include "collectors/tree_scan.hpp"
+#include "config/config.hpp"
 
 #include <gtest/gtest.h>
 
@@ -25,8 +26,7 @@ class TreeScanReload : public ::testing::Test {
   }
 
   std::string yaml(const std::string& tier_extra) const {
-    return "tiers:\n  - {name: rapid, path: " + tier_.str() + ", role: rapid" + tier_extra +
-           "}\n";
+    return "tiers:\n  - {name: rapid, path: " + tier_.str() + ", role: rapid" + tier_extra + "}\n";
   }
 
   // One walk of the tier, applied to the state; the kinds of its findings.
