@@ -39,4 +39,14 @@ const TierConfig* Config::find_tier(std::string_view name) const {
   return nullptr;
 }
 
+void stamp_generation(Config& next, const Config* previous) {
+  next.generation = (previous != nullptr ? previous->generation : 0) + 1;
+  for (auto& t : next.tiers) {
+    const TierConfig* before = previous != nullptr ? previous->find_tier(t.name) : nullptr;
+    // The one place a tier's root is compared: it defines the tier's identity.
+    t.generation = before != nullptr && before->path == t.path ? before->generation
+                                                                : next.generation;
+  }
+}
+
 }  // namespace ckptmon

@@ -110,8 +110,17 @@ struct Config {
   IntegrityConfig integrity;
   GpuConfig gpu;  // top-level `gpu`: utilisation source and job mapping
   NetworkConfig network;
+  // Which successful load this is (1 for the first one of a daemon, +1 per
+  // reload); 0 when never stamped. See stamp_generation.
+  std::uint64_t generation = 0;
 
   const TierConfig* find_tier(std::string_view name) const;
 };
+
+// Stamps `next` as the load that follows `previous` (null: the first load):
+// next.generation is previous->generation + 1, and each tier keeps the epoch
+// of the same-named tier of `previous` when it has the same root, or takes
+// next.generation when it is new or re-pointed (TierConfig::generation).
+void stamp_generation(Config& next, const Config* previous);
 
 }  // namespace ckptmon

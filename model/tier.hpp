@@ -73,6 +73,13 @@ struct TierConfig {
   std::vector<NamespaceRule> namespaces;
   // The rules' per-tier knobs: retention, sizing, bandwidth, drain (docs/rules.md).
   TierPolicy policy;
+  // The tier's identity across reloads is its name plus this epoch: the
+  // Config::generation of the load that added the tier or pointed it at its
+  // current root (stamp_generation, model/settings.hpp). A collector's job
+  // carries the epoch it was prepared under; a result whose epoch is no longer
+  // the tier's is dropped. 0 for a configuration never stamped (one-shot
+  // commands, tests).
+  std::uint64_t generation = 0;
 };
 
 }  // namespace ckptmon
