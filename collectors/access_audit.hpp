@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
+#include "model/settings.hpp"
 #include "model/access.hpp"
 #include "model/catalog.hpp"
 #include "model/checkpoint.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "collectors/http_fetch.hpp"
-#include "config/config.hpp"
+#include "model/settings.hpp"
 #include "model/state.hpp"
 #include "util/clock.hpp"
 

@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "collectors/gpu_source.hpp"
-#include "config/gpu_config.hpp"
+#include "model/settings.hpp"
 
 namespace ckptmon {
 

@@ -234,10 +234,14 @@ Job TierIoCollector::prepare(const std::string& target) {
     };
   }
   std::string path;
+  std::uint64_t generation = 0;
   for (const auto& t : tiers_) {
-    if (t.name == target) path = t.path;
+    if (t.name == target) {
+      path = t.path;
+      generation = t.generation;
+    }
   }
-  return [path, target, proc = proc_path_, sys = sys_path_, clock = clock_,
+  return [path, generation, target, proc = proc_path_, sys = sys_path_, clock = clock_,
           logged = logged_]() -> Update {
     const TierMount tm = resolve_tier_mount(path, proc);
     IoSource source = IoSource::kNone;
@@ -260,10 +264,9 @@ Job TierIoCollector::prepare(const std::string& target) {
       }
     }
     const double now = clock->now();
-    return [tm, source, r = std::move(r), path, target, now, logged](State& state) {
-      auto it = state.tiers.find(target);
+    return [tm, source, r = std::move(r), path, generation, target, now, logged](State& state) {
       // The tier may have been removed or re-pointed by a reload meanwhile.
-      if (it == state.tiers.end() || it->second.config.path != path) return;
+      if (!state.current_tier("tier_io", target, generation)) return;
       auto next = copy_io(state);
       TierIo& t = next->tiers[target];
       if (!tm.ok) {

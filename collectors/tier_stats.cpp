@@ -157,16 +157,20 @@ std::vector<std::string> TierStatsCollector::targets() const {
 
 Job TierStatsCollector::prepare(const std::string& target) {
   std::string path;
+  std::uint64_t generation = 0;
   for (const auto& t : tiers_) {
-    if (t.name == target) path = t.path;
+    if (t.name == target) {
+      path = t.path;
+      generation = t.generation;
+    }
   }
-  return [path, proc = proc_path_, target, clock = clock_]() -> Update {
+  return [path, generation, proc = proc_path_, target, clock = clock_]() -> Update {
     TierProbe probe = probe_tier(path, proc);
     const double now = clock->now();
-    return [probe = std::move(probe), path, target, now](State& state) {
-      auto it = state.tiers.find(target);
+    return [probe = std::move(probe), generation, target, now](State& state) {
       // The tier may have been removed or re-pointed by a reload meanwhile.
-      if (it == state.tiers.end() || it->second.config.path != path) return;
+      if (!state.current_tier("tier_stats", target, generation)) return;
+      auto it = state.tiers.find(target);
       TierState& t = it->second;
       t.last_probe = now;
       t.up = probe.ok;

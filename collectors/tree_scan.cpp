@@ -457,11 +457,11 @@ Job TreeScanCollector::prepare(const std::string& target) {
   return [scanner, clock = clock_, watcher = watcher_, target]() -> Update {
     ScanOutcome outcome = scanner->scan(clock->now(), watcher.get());
     const double now = clock->now();
-    const std::string path = scanner->config().path;
-    return [outcome = std::move(outcome), target, path, now,
+    const std::uint64_t generation = scanner->config().generation;
+    return [outcome = std::move(outcome), target, generation, now,
             live = std::shared_ptr<const WalkLive>(scanner->live())](State& state) mutable {
-      auto t = state.tiers.find(target);
-      if (t == state.tiers.end() || t->second.config.path != path) return;
+      // The tier may have been removed or re-pointed by a reload meanwhile.
+      if (!state.current_tier("tree_scan", target, generation)) return;
       auto& cat = state.catalogs[target].edit();
       cat.walk_live = live;
       merge_scan(cat, std::move(outcome), now);

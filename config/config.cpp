@@ -329,29 +329,6 @@ std::string compile_job_regex(const std::string& text, JobRule& rule) {
   return {};
 }
 
-std::string_view to_string(TierRole r) {
-  switch (r) {
-    case TierRole::kStaging:
-      return "staging";
-    case TierRole::kRapid:
-      return "rapid";
-    case TierRole::kMilestone:
-      return "milestone";
-    case TierRole::kCapacity:
-      return "capacity";
-    case TierRole::kDeletion:
-      return "deletion";
-  }
-  return "unknown";
-}
-
-const TierConfig* Config::find_tier(std::string_view name) const {
-  for (const auto& t : tiers) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
-}
-
 namespace {
 
 Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& sink) {

@@ -6,20 +6,6 @@
 
 namespace ckptmon {
 
-std::string_view to_string(GpuSourceKind k) {
-  switch (k) {
-    case GpuSourceKind::kNone:
-      return "none";
-    case GpuSourceKind::kNvml:
-      return "nvml";
-    case GpuSourceKind::kDcgm:
-      return "dcgm";
-    case GpuSourceKind::kPrometheus:
-      return "prometheus";
-  }
-  return "none";
-}
-
 namespace {
 
 void url_key(YamlMap& m, std::string_view key, std::string& out, ErrorSink& sink) {

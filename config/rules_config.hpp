@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "config/yaml_reader.hpp"
-#include "rules/policy.hpp"
+#include "model/policy.hpp"
 
 namespace ckptmon {
 

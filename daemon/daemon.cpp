@@ -123,6 +123,7 @@ bool Daemon::start(std::string* error) {
     return false;
   }
   auto web = std::move(loaded->web);
+  stamp_generation(*loaded->config.config, nullptr);
   auto cfg = std::make_shared<const Config>(std::move(*loaded->config.config));
   state_lock_ = StateDirLock::acquire(cfg->global.state_dir, error);
   if (!state_lock_) return false;
@@ -291,6 +292,9 @@ Daemon::ReloadOutcome Daemon::finish_reload(std::optional<LoadedConfig> read,
     systemd::ready();
     return out;
   }
+  // A new generation: results of jobs prepared for a tier this reload
+  // re-points are dropped (TierConfig::generation).
+  stamp_generation(*loaded.config, state_.config.get());
   auto cfg = std::make_shared<const Config>(std::move(*loaded.config));
   if (cfg->global.state_dir != state_.config->global.state_dir ||
       cfg->global.worker_threads != state_.config->global.worker_threads) {

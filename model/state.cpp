@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/log.hpp"
+
 namespace ckptmon {
 
 bool CollectorStatus::success() const {
@@ -28,12 +30,12 @@ void State::apply_config(std::shared_ptr<const Config> cfg) {
   std::map<std::string, TierState> next;
   for (const auto& t : cfg->tiers) {
     auto it = tiers.find(t.name);
-    if (it != tiers.end() && it->second.config.path == t.path) {
+    if (it != tiers.end() && it->second.config.generation == t.generation) {
       TierState s = std::move(it->second);
       s.config = t;
       next.emplace(t.name, std::move(s));
     } else {
-      catalogs.erase(t.name);  // a re-pointed tier starts a new catalog
+      catalogs.erase(t.name);  // a new or re-pointed tier (new epoch) starts a new catalog
       TierState s;
       s.config = t;
       next.emplace(t.name, std::move(s));
@@ -42,6 +44,19 @@ void State::apply_config(std::shared_ptr<const Config> cfg) {
   tiers = std::move(next);
   std::erase_if(catalogs, [&](const auto& kv) { return !tiers.contains(kv.first); });
   config = std::move(cfg);
+}
+
+bool State::current_tier(std::string_view collector, const std::string& tier,
+                         std::uint64_t generation) const {
+  auto it = tiers.find(tier);
+  if (it != tiers.end() && it->second.config.generation == generation) return true;
+  log::debug("result of a reloaded tier dropped",
+             {{"collector", collector},
+              {"tier", tier},
+              {"generation", generation},
+              {"current", it == tiers.end() ? std::string("removed")
+                                            : std::to_string(it->second.config.generation)}});
+  return false;
 }
 
 }  // namespace ckptmon

@@ -9,12 +9,12 @@
 #include <memory>
 #include <string>
 
-#include "config/config.hpp"
 #include "model/catalog.hpp"
 #include "model/copy_on_write.hpp"
 #include "model/events.hpp"
 #include "model/gpu.hpp"
 #include "model/io.hpp"
+#include "model/settings.hpp"
 
 namespace ckptmon {
 
@@ -86,9 +86,16 @@ struct State {
   bool integrity_failed(const Checkpoint& c) const;
 
   // Aligns `tiers` and `catalogs` with a new configuration: keeps what is
-  // known about tiers that stay, adds new ones as not probed yet, drops
-  // removed ones.
+  // known about tiers that stay (same name and epoch, TierConfig::generation),
+  // adds new and re-pointed ones as not probed yet, drops removed ones.
   void apply_config(std::shared_ptr<const Config> cfg);
+
+  // Whether a result of `collector` for `tier`, prepared under the tier epoch
+  // `generation` (TierConfig::generation), still applies: the tier is
+  // configured and has not been re-pointed since. A stale result is dropped
+  // by the caller; this logs it at debug.
+  bool current_tier(std::string_view collector, const std::string& tier,
+                    std::uint64_t generation) const;
 };
 
 // A change computed off the loop (on a worker) and applied on the loop thread.

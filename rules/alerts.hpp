@@ -17,7 +17,7 @@
 
 #include "model/state.hpp"
 #include "rules/evaluate.hpp"
-#include "rules/policy.hpp"
+#include "model/policy.hpp"
 
 namespace ckptmon {
 

@@ -11,7 +11,7 @@
 #include "model/checkpoint.hpp"
 #include "model/state.hpp"
 #include "rules/inputs.hpp"
-#include "rules/policy.hpp"
+#include "model/policy.hpp"
 
 namespace ckptmon {
 

@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "rules/policy.hpp"
+#include "model/policy.hpp"
 
 namespace ckptmon {
 

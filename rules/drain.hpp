@@ -14,7 +14,7 @@
 
 #include "model/checkpoint.hpp"
 #include "rules/inputs.hpp"
-#include "rules/policy.hpp"
+#include "model/policy.hpp"
 
 namespace ckptmon {
 

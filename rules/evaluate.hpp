@@ -16,7 +16,7 @@
 #include "rules/drain.hpp"
 #include "rules/gpu_cost.hpp"
 #include "rules/inputs.hpp"
-#include "rules/policy.hpp"
+#include "model/policy.hpp"
 #include "rules/recovery.hpp"
 #include "rules/retention.hpp"
 #include "rules/storage_path.hpp"

@@ -15,7 +15,7 @@
 
 #include "model/checkpoint.hpp"
 #include "rules/capacity.hpp"
-#include "rules/policy.hpp"
+#include "model/policy.hpp"
 
 namespace ckptmon {
 

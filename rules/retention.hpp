@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "model/checkpoint.hpp"
-#include "rules/policy.hpp"
+#include "model/policy.hpp"
 
 namespace ckptmon {
 

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rules/policy.hpp"
+#include "model/policy.hpp"
 #include "rules/window_io.hpp"
 
 namespace ckptmon {

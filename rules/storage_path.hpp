@@ -22,7 +22,7 @@
 #include "model/events.hpp"
 #include "model/io.hpp"
 #include "rules/inputs.hpp"
-#include "rules/policy.hpp"
+#include "model/policy.hpp"
 #include "rules/restore_estimate.hpp"
 #include "rules/slow_cause.hpp"
 #include "rules/window_io.hpp"

@@ -17,7 +17,7 @@
 #include "rules/alerts.hpp"
 #include "rules/gpu_cost.hpp"
 #include "rules/inputs.hpp"
-#include "rules/policy.hpp"
+#include "model/policy.hpp"
 #include "store/sqlite.hpp"
 
 namespace ckptmon {

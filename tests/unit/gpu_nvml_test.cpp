@@ -11,6 +11,7 @@
 #include "collectors/gpu.hpp"
 #include "collectors/gpu_job_mapping.hpp"
 #include "collectors/gpu_source.hpp"
+#include "config/config.hpp"
 #include "temp_dir.hpp"
 
 namespace ckptmon {

@@ -3,6 +3,7 @@
 // fixtures, with an injected clock. Expected figures are worked out by hand.
 
 #include "collectors/tier_io.hpp"
+#include "config/config.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -190,6 +190,7 @@ class TierStatsCollectorTest : public ::testing::Test {
     cfg.global.proc_path = "/proc";
     cfg.global.probe_timeout = 300ms;
     cfg.tiers = tiers;
+    stamp_generation(cfg, state_.config.get());  // as the daemon does on every load
     auto shared = std::make_shared<const Config>(cfg);
     state_.apply_config(shared);
     collector_.configure(*shared);

@@ -2,6 +2,7 @@
 // to the next walk, not only to tiers that are new.
 
 #include "collectors/tree_scan.hpp"
+#include "config/config.hpp"
 
 #include <gtest/gtest.h>
 
@@ -65,6 +66,64 @@ TEST_F(TreeScanReload, ShardFilesAreKeptOnceTheTierTakesPartInADrain) {
   ASSERT_EQ(state_.catalogs["rapid"]->checkpoints.size(), 1u);
   ASSERT_NE(state_.catalogs["rapid"]->checkpoints[0].shard_files, nullptr);
   EXPECT_EQ(state_.catalogs["rapid"]->checkpoints[0].shard_files->size(), 2u);
+}
+
+// Reloads as the daemon does them: each load stamped as the one after the
+// last (stamp_generation), then applied to the state and the collector.
+class TreeScanGeneration : public ::testing::Test {
+ protected:
+  void reload(const std::string& path, const std::string& extra = "") {
+    Config next =
+        config_of("tiers:\n  - {name: rapid, path: " + path + ", role: rapid" + extra + "}\n");
+    stamp_generation(next, state_.config.get());
+    auto cfg = std::make_shared<const Config>(std::move(next));
+    state_.apply_config(cfg);
+    collector_.configure(*cfg);
+  }
+  std::uint64_t epoch() const { return state_.tiers.at("rapid").config.generation; }
+  std::vector<std::string> paths() {
+    std::vector<std::string> out;
+    for (const auto& c : state_.catalogs["rapid"].checkpoints) out.push_back(c.path);
+    return out;
+  }
+
+  testing::TempDir old_root_;
+  testing::TempDir new_root_;
+  State state_;
+  TreeScanCollector collector_{std::make_shared<FakeClock>()};
+};
+
+TEST_F(TreeScanGeneration, AWalkInFlightWhenAReloadRepointsTheTierIsDropped) {
+  old_root_.write("llama/step-1/__0_0.distcp", 100);
+  old_root_.write("llama/step-1/.metadata", 10);
+  new_root_.write("gpt/step-7/__0_0.distcp", 100);
+  new_root_.write("gpt/step-7/.metadata", 10);
+  reload(old_root_.str());
+  ASSERT_EQ(state_.config->generation, 1u);
+  ASSERT_EQ(epoch(), 1u);
+
+  Job walk_of_old_root = collector_.prepare("rapid");  // scheduled under epoch 1...
+  reload(new_root_.str());                             // ...then the tier is re-pointed
+  EXPECT_EQ(state_.config->generation, 2u);
+  EXPECT_EQ(epoch(), 2u);
+  walk_of_old_root()(state_);  // the walk of the old root returns late: dropped
+  EXPECT_TRUE(paths().empty());
+  EXPECT_FALSE(state_.catalogs["rapid"].scanned);
+
+  collector_.prepare("rapid")()(state_);  // a walk scheduled under epoch 2 applies
+  EXPECT_EQ(paths(), (std::vector<std::string>{"gpt/step-7"}));
+}
+
+TEST_F(TreeScanGeneration, AReloadThatKeepsTheRootKeepsTheEpochAndTheWalkInFlightApplies) {
+  old_root_.write("llama/step-1/__0_0.distcp", 100);
+  old_root_.write("llama/step-1/.metadata", 10);
+  reload(old_root_.str());
+  Job walk = collector_.prepare("rapid");
+  reload(old_root_.str(), ", partial_after: 1h");  // another load, the same root
+  EXPECT_EQ(state_.config->generation, 2u);
+  EXPECT_EQ(epoch(), 1u);
+  walk()(state_);
+  EXPECT_EQ(paths(), (std::vector<std::string>{"llama/step-1"}));
 }
 
 }  // namespace

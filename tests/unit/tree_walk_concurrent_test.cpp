@@ -22,6 +22,7 @@
 
 #include "collectors/tree_scan.hpp"
 #include "collectors/tree_walk.hpp"
+#include "config/config.hpp"
 #include "daemon/metrics.hpp"
 #include "model/walk_live.hpp"
 #include "temp_dir.hpp"

@@ -1,5 +1,6 @@
 #pragma once
-// What the rules need from configuration, with the defaults the daemon uses
+// What the rules need from configuration (a model type: config/ reads it,
+// rules/ evaluates it), with the defaults the daemon uses
 // when the YAML file says nothing. Every time is in seconds, every size in
 // bytes, every ratio a plain fraction (0.2 = 20 %). Plain data; immutable once
 // loaded, safe to read from several threads.

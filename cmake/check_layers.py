@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Checks that every source file includes only headers of the layers it may use.
+
+The layer table (docs/architecture.md, "Layers", describes it; this file holds
+it): each folder is one CMake library (ckptmon_<folder>), and a file in a
+folder may include project headers ("dir/...") of the folders in ALLOWED only,
+and the third-party headers of THIRD_PARTY only where that table lets it.
+
+Usage: check_layers.py [--root DIR]    (DIR defaults to the repository root)
+Prints one line per violation, "file:line: rule", and exits 1 if there is any.
+An exception that no longer matches an include is an error too, so the list
+shrinks as the code is fixed.
+"""
+
+import argparse
+import os
+import re
+import sys
+
+# util <- events <- model <- {collectors, rules} <- {config, store} <- daemon.
+# collectors and rules never include each other, config or store.
+_BELOW = {
+    "util": [],
+    "events": ["util"],
+    "model": ["util", "events"],
+    "collectors": ["util", "events", "model"],
+    "rules": ["util", "events", "model"],
+    "config": ["util", "events", "model", "collectors", "rules"],
+    "store": ["util", "events", "model", "collectors", "rules"],
+    "daemon": ["util", "events", "model", "collectors", "rules", "config", "store"],
+}
+ALLOWED = {layer: set(below) | {layer} for layer, below in _BELOW.items()}
+LAYERS = list(_BELOW)
+
+# Third-party headers a layer owns (an include prefix -> the layers that may
+# include it). Headers not named here (the standard library, POSIX, spdlog,
+# fmt, nlohmann/json...) may be included anywhere.
+THIRD_PARTY = [
+    ("yaml-cpp/", {"config"}),
+    ("sqlite3.h", {"store"}),
+    ("boost/beast", {"daemon"}),
+    ("boost/asio", {"daemon"}),
+    ("openssl/ssl.h", {"daemon"}),
+    ("crypt.h", {"daemon"}),
+    ("systemd/", {"daemon"}),
+    ("prometheus/", {"daemon"}),
+    ("simdjson.h", {"events"}),
+]
+
+# (file, included header): allowed although the table says no, and why.
+EXCEPTIONS = {
+    # The torchsnapshot layout's .snapshot_metadata is a YAML file the
+    # recogniser reads: a checkpoint format, not ckptmon's configuration.
+    ("collectors/layouts/torchsnapshot.cpp", "yaml-cpp/yaml.h"):
+        "torchsnapshot metadata is YAML",
+}
+
+SOURCE_SUFFIXES = (".cpp", ".hpp", ".h", ".cc", ".hpp.in")
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+def check(root):
+    problems = []
+    used = set()
+    for layer in LAYERS:
+        base = os.path.join(root, layer)
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if not name.endswith(SOURCE_SUFFIXES):
+                    continue
+                path = os.path.join(dirpath, name)
+                rel = os.path.relpath(path, root).replace(os.sep, "/")
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    lines = f.readlines()
+                for n, line in enumerate(lines, 1):
+                    m = INCLUDE.match(line)
+                    if not m:
+                        continue
+                    kind, header = m.groups()
+                    rule = None
+                    head = header.split("/", 1)[0]
+                    if kind == '"' and "/" in header and head in ALLOWED:
+                        if head not in ALLOWED[layer]:
+                            rule = (f"{layer} may not include {header} (layer {head}; "
+                                    f"{layer} may use {', '.join(sorted(ALLOWED[layer]))})")
+                    else:
+                        for prefix, owners in THIRD_PARTY:
+                            if header.startswith(prefix) and layer not in owners:
+                                rule = (f"<{header}> belongs to {', '.join(sorted(owners))}, "
+                                        f"not {layer}")
+                                break
+                    if rule is None:
+                        continue
+                    if (rel, header) in EXCEPTIONS:
+                        used.add((rel, header))
+                        continue
+                    problems.append(f"{rel}:{n}: {rule}")
+    for rel, header in sorted(set(EXCEPTIONS) - used):
+        problems.append(f"cmake/check_layers.py: exception ({rel}, {header}) no longer needed: "
+                        "remove it from EXCEPTIONS")
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    args = ap.parse_args()
+    problems = check(args.root)
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"{len(problems)} layer violation(s); the table is in cmake/check_layers.py "
+              "(docs/architecture.md)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
