@@ -1,4 +1,5 @@
 #include "collectors/access_audit.hpp"
+#include "util/text.hpp"
 
 #include <grp.h>
 #include <pwd.h>
@@ -91,7 +92,7 @@ void AccessAuditor::audit_job(const std::string& job, const std::string& job_rel
 void AccessAuditor::audit_unreadable(const UnreadableDir& dir,
                                      std::vector<AccessFinding>& out) const {
   out.push_back({tier_, dir.job, dir.path, FindingKind::kUnreadable,
-                 std::string(std::strerror(dir.error)) +
+                 std::string(errno_text(dir.error)) +
                      ": its last known checkpoints are kept, flagged unreadable"});
 }
 

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "model/settings.hpp"
 #include "model/access.hpp"
 #include "model/catalog.hpp"
 #include "model/checkpoint.hpp"
 #include "model/dir_tree.hpp"
+#include "model/settings.hpp"
 
 namespace ckptmon {
 

@@ -12,6 +12,7 @@
 
 #include "collectors/gpu_source.hpp"
 #include "model/settings.hpp"
+#include "util/text.hpp"
 
 namespace ckptmon {
 
@@ -77,7 +78,7 @@ JobMappingRead read_job_mapping_dir(const std::string& dir) {
   };
   std::unique_ptr<DIR, CloseDir> d(::opendir(dir.c_str()));
   if (!d) {
-    out.errors.push_back(dir + ": cannot list: " + std::strerror(errno));
+    out.errors.push_back(dir + ": cannot list: " + errno_text(errno));
     return out;
   }
   std::size_t entries = 0;
@@ -99,7 +100,7 @@ JobMappingRead read_job_mapping_dir(const std::string& dir) {
     Fd f;
     f.fd = ::openat(::dirfd(d.get()), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (f.fd < 0) {
-      out.errors.push_back(path + ": cannot open: " + std::strerror(errno));
+      out.errors.push_back(path + ": cannot open: " + errno_text(errno));
       continue;
     }
     struct stat st {};
@@ -114,7 +115,7 @@ JobMappingRead read_job_mapping_dir(const std::string& dir) {
       const ssize_t n = ::read(f.fd, text.data() + got, text.size() - got);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
-        out.errors.push_back(path + ": cannot read: " + std::strerror(errno));
+        out.errors.push_back(path + ": cannot read: " + errno_text(errno));
         read_error = true;
         break;
       }

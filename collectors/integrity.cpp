@@ -17,6 +17,7 @@
 #include "collectors/layouts/layout.hpp"
 #include "collectors/tree_walk.hpp"
 #include "util/digest.hpp"
+#include "util/text.hpp"
 
 namespace ckptmon {
 namespace {
@@ -232,7 +233,7 @@ IntegrityResult verify_fd(int fd, const Checksum& want, ByteRateLimiter& limiter
     const ssize_t n = read ? read(fd, buf.data(), buf.size()) : ::read(fd, buf.data(), buf.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      *detail = std::strerror(errno);
+      *detail = errno_text(errno);
       return IntegrityResult::kError;
     }
     if (n == 0) break;
@@ -259,7 +260,7 @@ IntegrityResult verify_file(const std::string& path, const Checksum& want, ByteR
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
-    *detail = std::strerror(err);
+    *detail = errno_text(err);
     return err == ENOENT || err == ENOTDIR ? IntegrityResult::kMissing : IntegrityResult::kError;
   }
   const IntegrityResult r = verify_fd(fd, want, limiter, buf, bytes_read, detail, nullptr, nullptr);
@@ -297,7 +298,7 @@ int IntegrityVerifier::tier_fd(const std::string& tier, std::string* detail) {
   if (root == tier_roots_.end()) return -1;
   const int fd = ::open(root->second.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    *detail = "tier root " + root->second + ": " + std::strerror(errno);
+    *detail = "tier root " + root->second + ": " + errno_text(errno);
     return -1;  // not remembered: the next file tries again
   }
   tier_fds_[tier] = fd;
@@ -348,7 +349,7 @@ std::optional<IntegrityResult> IntegrityVerifier::check(const std::string& tier,
       *refused = *why;
       return std::nullopt;
     }
-    *detail = std::strerror(err);
+    *detail = errno_text(err);
     return err == ENOENT || err == ENOTDIR ? IntegrityResult::kMissing : IntegrityResult::kError;
   }
   const IntegrityResult r =

@@ -95,7 +95,7 @@ bool read_kernel_file(const std::string& path, std::string& out, std::string& er
   out.clear();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
-    error = "cannot read " + path + ": " + std::strerror(errno);
+    error = "cannot read " + path + ": " + errno_text(errno);
     return false;
   }
   char buf[65536];
@@ -103,7 +103,7 @@ bool read_kernel_file(const std::string& path, std::string& out, std::string& er
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      error = "cannot read " + path + ": " + std::strerror(errno);
+      error = "cannot read " + path + ": " + errno_text(errno);
       ::close(fd);
       return false;
     }

@@ -15,11 +15,12 @@
 
 #include "collectors/integrity.hpp"
 #include "util/digest.hpp"
+#include "util/text.hpp"
 
 namespace ckptmon {
 namespace {
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string errno_text(int err) { return errno_text(err); }
 
 std::string parent_dir(const std::string& path) {
   const auto slash = path.rfind('/');

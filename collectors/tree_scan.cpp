@@ -17,6 +17,7 @@
 #include "collectors/mountinfo.hpp"
 #include "util/label.hpp"
 #include "util/log.hpp"
+#include "util/text.hpp"
 
 namespace ckptmon {
 namespace {
@@ -263,7 +264,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
   }
   if (ro->fd < 0) {
     out.root_ok = false;
-    out.error = cfg_.path + ": " + std::strerror(ro->err);
+    out.error = cfg_.path + ": " + errno_text(ro->err);
     finish();
     return out;
   }
@@ -407,7 +408,7 @@ void TierScanner::log_transitions(const std::vector<UnreadableDir>& now) {
   for (const auto& [path, err] : next) {
     if (unreadable_.contains(path)) continue;
     log::warn("directory unreadable: its last known checkpoints are kept, flagged unreadable",
-              {{"tier", cfg_.name}, {"path", full(path)}, {"error", std::strerror(err)}});
+              {{"tier", cfg_.name}, {"path", full(path)}, {"error", errno_text(err)}});
   }
   for (const auto& [path, _] : unreadable_) {
     if (next.contains(path)) continue;

@@ -538,7 +538,7 @@ bool TreeWalker::run_all(std::vector<std::function<void()>>& tasks) {
 
 bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error) {
   auto say = [&](int err) {
-    if (error != nullptr) *error = rel + ": " + std::strerror(err);
+    if (error != nullptr) *error = rel + ": " + errno_text(err);
   };
   // The first open and stat of the walk run on a slot too: the tier root of
   // a hung mount must not hold the calling thread.
@@ -938,7 +938,7 @@ bool TreeWalker::list_dirs(const std::string& rel, std::vector<std::pair<std::st
   }
   if (!l->fd) {
     if (l->err == EACCES) ++stats_.permission_errors;
-    if (error != nullptr) *error = shown + ": " + std::strerror(l->err);
+    if (error != nullptr) *error = shown + ": " + errno_text(l->err);
     errno = l->err;
     return false;
   }

@@ -110,7 +110,7 @@ std::optional<std::string> read_config_text(const std::string& path, std::size_t
     fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
-    *error = ConfigError{path, 0, 0, "", std::string("cannot open: ") + std::strerror(errno)};
+    *error = ConfigError{path, 0, 0, "", std::string("cannot open: ") + errno_text(errno)};
     return std::nullopt;
   }
   struct FdCloser {
@@ -119,7 +119,7 @@ std::optional<std::string> read_config_text(const std::string& path, std::size_t
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
-    *error = ConfigError{path, 0, 0, "", std::string("cannot stat: ") + std::strerror(errno)};
+    *error = ConfigError{path, 0, 0, "", std::string("cannot stat: ") + errno_text(errno)};
     return std::nullopt;
   }
   if (!S_ISREG(st.st_mode)) {
@@ -135,7 +135,7 @@ std::optional<std::string> read_config_text(const std::string& path, std::size_t
     const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      *error = ConfigError{path, 0, 0, "", std::string("cannot read: ") + std::strerror(errno)};
+      *error = ConfigError{path, 0, 0, "", std::string("cannot read: ") + errno_text(errno)};
       return std::nullopt;
     }
     if (n == 0) break;

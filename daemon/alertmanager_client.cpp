@@ -19,6 +19,7 @@
 #include <boost/beast/http.hpp>
 
 #include "util/log.hpp"
+#include "util/text.hpp"
 #include "util/version.hpp"
 
 namespace ckptmon {
@@ -172,7 +173,7 @@ namespace {
 bool read_secret_file(const std::string& path, std::string& out, std::string& error) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    error = "cannot read " + path + ": " + std::strerror(errno);
+    error = "cannot read " + path + ": " + errno_text(errno);
     return false;
   }
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -22,6 +22,7 @@
 #include "events/writer.hpp"
 #include "util/digest.hpp"
 #include "util/log.hpp"
+#include "util/text.hpp"
 
 namespace ckptmon::burst {
 
@@ -109,7 +110,7 @@ double FakePacer::slept() const {
 std::optional<double> fill_level(const std::string& path, std::string* error) {
   struct statvfs st {};
   if (::statvfs(path.c_str(), &st) != 0) {
-    if (error) *error = path + ": statvfs: " + std::strerror(errno);
+    if (error) *error = path + ": statvfs: " + errno_text(errno);
     return std::nullopt;
   }
   const double used = static_cast<double>(st.f_blocks - st.f_bfree);
@@ -120,7 +121,7 @@ std::optional<double> fill_level(const std::string& path, std::string* error) {
 
 namespace {
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string errno_text(int err) { return errno_text(err); }
 
 // ---- the manifest of created paths -------------------------------------------
 //

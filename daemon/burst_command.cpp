@@ -105,7 +105,7 @@ std::string rate(double bps) { return human_bytes(bps) + "/s"; }
 std::optional<std::string> writable_dir(const std::string& flag, const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    return flag + " " + path + ": " + std::strerror(errno) +
+    return flag + " " + path + ": " + errno_text(errno) +
            " (burst writes only into an existing directory)";
   }
   if (!S_ISDIR(st.st_mode)) return flag + " " + path + ": not a directory";
@@ -114,7 +114,7 @@ std::optional<std::string> writable_dir(const std::string& flag, const std::stri
     return flag + " " + path + ": on a read-only mount";
   }
   if (::access(path.c_str(), W_OK | X_OK) != 0) {
-    return flag + " " + path + ": not writable: " + std::strerror(errno);
+    return flag + " " + path + ": not writable: " + errno_text(errno);
   }
   return std::nullopt;
 }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/duration.hpp"
+#include "util/text.hpp"
 
 namespace ckptmon {
 
@@ -165,7 +166,7 @@ bool http_get(const HttpUrl& url, const std::string& path, double timeout, int* 
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
-    last = std::strerror(errno);
+    last = errno_text(errno);
     ::close(fd);
     fd = -1;
   }
@@ -177,7 +178,7 @@ bool http_get(const HttpUrl& url, const std::string& path, double timeout, int* 
   const std::string req = "GET " + url.path + path + " HTTP/1.0\r\nHost: " + url.host + ":" + port +
                           "\r\nConnection: close\r\n\r\n";
   if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
-    *error = "cannot send to " + url.host + ":" + port + ": " + std::strerror(errno);
+    *error = "cannot send to " + url.host + ":" + port + ": " + errno_text(errno);
     ::close(fd);
     return false;
   }

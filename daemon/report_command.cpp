@@ -108,7 +108,7 @@ struct TierReport {
   bool required_from_history = false;
   std::vector<HistoryPoint> required_points, size_points;
   std::optional<double> headroom_bytes;  // size - required
-  bool partial = false;                        // a shard's jobs only
+  bool partial = false;                  // a shard's jobs only
   // Where the source has their history (--prometheus; the state database's
   // samples from schema 6 on); unknown otherwise.
   std::optional<double> cleanup_pending_bytes, cleanup_pending_peak_bytes;
@@ -516,8 +516,7 @@ std::vector<PlanInputs> plan_inputs_of_plan(const nlohmann::json& plan) {
 namespace {
 
 // A daemon older than GET /api/v1/report: its history API and plan only.
-bool from_daemon_history(const ReportCommandOptions& o, Report& r, double now,
-                         std::string* error) {
+bool from_daemon_history(const ReportCommandOptions& o, Report& r, double now, std::string* error) {
   std::string e;
   auto url = parse_http_url(o.from, &e);
   if (!url) {
@@ -660,28 +659,28 @@ json to_json(const Report& r, bool with_series = false) {
       }
       jobs.push_back(std::move(jj));
     }
-    tiers.push_back({{"tier", t.tier},
-                     {"size_bytes", opt(t.size_bytes)},
-                     {"avail_bytes", opt(t.avail_bytes)},
-                     {"used_bytes", opt(t.used_bytes)},
-                     {"samples", t.avail.samples},
-                     {"span_seconds", t.avail.span_seconds},
-                     {"growth_bytes_per_day", opt(t.used.slope_per_day)},
-                     {"growth_stderr_bytes_per_day", opt(t.used.slope_stderr_per_day)},
-                     {"growth_residual_stddev_bytes", opt(t.used.residual_stddev)},
-                     {"time_to_full_seconds", opt(t.time_to_full_seconds)},
-                     {"required_capacity_bytes", opt(t.required_bytes)},
-                     {"required_capacity_as_of",
-                      t.required_bytes ? json(t.required_from_history ? "period_end" : "now")
-                                       : json()},
-                     {"size_minus_required_bytes", opt(t.headroom_bytes)},
-                     {"partial", t.partial},
-                     {"cleanup_pending_bytes", opt(t.cleanup_pending_bytes)},
-                     {"cleanup_pending_peak_bytes", opt(t.cleanup_pending_peak_bytes)},
-                     {"cleanup_oldest_age_peak_seconds", opt(t.cleanup_oldest_age_peak_seconds)},
-                     {"partial_bytes", opt(t.partial_bytes)},
-                     {"partial_peak_bytes", opt(t.partial_peak_bytes)},
-                     {"jobs", std::move(jobs)}});
+    tiers.push_back(
+        {{"tier", t.tier},
+         {"size_bytes", opt(t.size_bytes)},
+         {"avail_bytes", opt(t.avail_bytes)},
+         {"used_bytes", opt(t.used_bytes)},
+         {"samples", t.avail.samples},
+         {"span_seconds", t.avail.span_seconds},
+         {"growth_bytes_per_day", opt(t.used.slope_per_day)},
+         {"growth_stderr_bytes_per_day", opt(t.used.slope_stderr_per_day)},
+         {"growth_residual_stddev_bytes", opt(t.used.residual_stddev)},
+         {"time_to_full_seconds", opt(t.time_to_full_seconds)},
+         {"required_capacity_bytes", opt(t.required_bytes)},
+         {"required_capacity_as_of",
+          t.required_bytes ? json(t.required_from_history ? "period_end" : "now") : json()},
+         {"size_minus_required_bytes", opt(t.headroom_bytes)},
+         {"partial", t.partial},
+         {"cleanup_pending_bytes", opt(t.cleanup_pending_bytes)},
+         {"cleanup_pending_peak_bytes", opt(t.cleanup_pending_peak_bytes)},
+         {"cleanup_oldest_age_peak_seconds", opt(t.cleanup_oldest_age_peak_seconds)},
+         {"partial_bytes", opt(t.partial_bytes)},
+         {"partial_peak_bytes", opt(t.partial_peak_bytes)},
+         {"jobs", std::move(jobs)}});
     if (with_series) {
       tiers.back()["series"] = {{"used_bytes", points_json(t.used_points)},
                                 {"avail_bytes", points_json(t.avail_points)},
@@ -1004,10 +1003,10 @@ bool from_daemon(const ReportCommandOptions& o, Report& r, double now, std::opti
   if (g.status == 404) return from_daemon_history(o, r, now, error);
   json doc = json::parse(g.body, nullptr, false);
   if (g.status != 200) {
-    const std::string why = !doc.is_discarded() && doc.is_object() && doc.contains("error") &&
-                                    doc["error"].is_string()
-                                ? doc["error"].get<std::string>()
-                                : std::string(trim(g.body.substr(0, 300)));
+    const std::string why =
+        !doc.is_discarded() && doc.is_object() && doc.contains("error") && doc["error"].is_string()
+            ? doc["error"].get<std::string>()
+            : std::string(trim(g.body.substr(0, 300)));
     *error = "--from " + o.from + ": GET /api/v1/report answered " + std::to_string(g.status) +
              ": " + why;
     return false;

@@ -15,6 +15,7 @@
 
 #include "config/yaml_reader.hpp"
 #include "util/log.hpp"
+#include "util/text.hpp"
 
 namespace ckptmon {
 
@@ -33,7 +34,7 @@ void add_error(std::vector<ConfigError>* errors, const std::string& source, cons
 bool readable(const WebConfigFile& f, const std::string& source, std::vector<ConfigError>* errors) {
   const int fd = ::open(f.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
-    add_error(errors, source, f, "cannot open " + f.path + ": " + std::strerror(errno));
+    add_error(errors, source, f, "cannot open " + f.path + ": " + errno_text(errno));
     return false;
   }
   struct stat st {};
@@ -41,7 +42,7 @@ bool readable(const WebConfigFile& f, const std::string& source, std::vector<Con
   const int stat_errno = errno;
   ::close(fd);
   if (!stat_ok) {
-    add_error(errors, source, f, "cannot stat " + f.path + ": " + std::strerror(stat_errno));
+    add_error(errors, source, f, "cannot stat " + f.path + ": " + errno_text(stat_errno));
     return false;
   }
   if (!S_ISREG(st.st_mode)) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "events/writer.hpp"
+#include "util/text.hpp"
 
 namespace ckptmon {
 namespace {
@@ -27,7 +28,7 @@ struct LineTally {
 bool check_one(const std::string& file, EventParser& parser, LineTally& tally, std::ostream& err) {
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
-    err << file << ": cannot open: " << std::strerror(errno) << "\n";
+    err << file << ": cannot open: " << errno_text(errno) << "\n";
     return false;
   }
   struct stat st {};
@@ -56,7 +57,7 @@ bool check_one(const std::string& file, EventParser& parser, LineTally& tally, s
       continue;
     }
     if (n < 0) {
-      err << file << ": read error: " << std::strerror(errno) << "\n";
+      err << file << ": read error: " << errno_text(errno) << "\n";
       read_ok = false;
       buf.resize(old);
       break;

@@ -777,8 +777,8 @@ std::optional<double> parse_rfc3339(std::string_view s, std::string* why) {
     return fail("expected Z or a +hh:mm offset");
   }
   if (pos != s.size()) return fail("unexpected text after the offset");
-  std::int64_t secs = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 +
-                      second - offset_seconds;
+  std::int64_t secs = days_from_civil(year, month, day) * 86400 + std::int64_t{hour} * 3600 +
+                      std::int64_t{minute} * 60 + second - offset_seconds;
   if (secs < 0) return fail("before 1970");
   double t = static_cast<double>(secs) + fraction;
   // The same range as numeric timestamps, so a line's validity does not

@@ -75,12 +75,13 @@ struct LineResult {
 };
 
 struct EventParserOptions {
-  std::size_t max_line_bytes = 64 * 1024;  // longer lines are too_long (newline not counted)
-  std::size_t max_depth = 32;              // deeper nesting is too_deep
+  std::size_t max_line_bytes =
+      std::size_t{64} * 1024;  // longer lines are too_long (newline not counted)
+  std::size_t max_depth = 32;  // deeper nesting is too_deep
   // Complete lines are handed to simdjson's parse_many in batches of about
   // this many bytes (one stage-1 pass per batch); 0 parses line by line.
   // Results are identical either way.
-  std::size_t batch_bytes = 64 * 1024;
+  std::size_t batch_bytes = std::size_t{64} * 1024;
 };
 
 // Where a bulk parse stands in one file. The tailer persists all three fields

@@ -85,7 +85,7 @@ std::string format_event_line(const Event& e) {
 
 bool append_line(const std::string& path, std::string_view line, std::string* error) {
   auto fail = [&](const std::string& what, int err) {
-    if (error) *error = path + ": " + what + (err ? std::string(": ") + std::strerror(err) : "");
+    if (error) *error = path + ": " + what + (err ? std::string(": ") + errno_text(err) : "");
     return false;
   };
   // O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader.

@@ -44,8 +44,8 @@ void stamp_generation(Config& next, const Config* previous) {
   for (auto& t : next.tiers) {
     const TierConfig* before = previous != nullptr ? previous->find_tier(t.name) : nullptr;
     // The one place a tier's root is compared: it defines the tier's identity.
-    t.generation = before != nullptr && before->path == t.path ? before->generation
-                                                                : next.generation;
+    t.generation =
+        before != nullptr && before->path == t.path ? before->generation : next.generation;
   }
 }
 

@@ -79,7 +79,7 @@ struct GlobalConfig {
   Duration tail_timeout = std::chrono::minutes(5);
   // Event lines longer than this (newline not counted) are skipped and
   // counted as too_long.
-  std::uint64_t max_line_bytes = 64 * 1024;
+  std::uint64_t max_line_bytes = std::uint64_t{64} * 1024;
 };
 
 // Checkpoint event logs to tail (docs/events.md): every regular file matching

@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "model/policy.hpp"
 #include "model/state.hpp"
 #include "rules/evaluate.hpp"
-#include "model/policy.hpp"
 
 namespace ckptmon {
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "model/checkpoint.hpp"
+#include "model/policy.hpp"
 #include "model/state.hpp"
 #include "rules/inputs.hpp"
-#include "model/policy.hpp"
 
 namespace ckptmon {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "model/checkpoint.hpp"
-#include "rules/inputs.hpp"
 #include "model/policy.hpp"
+#include "rules/inputs.hpp"
 
 namespace ckptmon {
 

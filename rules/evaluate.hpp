@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "model/checkpoint.hpp"
+#include "model/policy.hpp"
 #include "model/state.hpp"
 #include "rules/capacity.hpp"
 #include "rules/drain.hpp"
 #include "rules/gpu_cost.hpp"
 #include "rules/inputs.hpp"
-#include "model/policy.hpp"
 #include "rules/recovery.hpp"
 #include "rules/retention.hpp"
 #include "rules/storage_path.hpp"

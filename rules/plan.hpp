@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "model/checkpoint.hpp"
-#include "rules/capacity.hpp"
 #include "model/policy.hpp"
+#include "rules/capacity.hpp"
 
 namespace ckptmon {
 

@@ -76,8 +76,8 @@ void add_schema6_columns(sql::Db& db) {
 }
 
 bool has_column(sql::Db& db, const char* table, const char* column) {
-  auto st = db.prepare(std::string("SELECT 1 FROM pragma_table_info('") + table +
-                       "') WHERE name=?1");
+  auto st =
+      db.prepare(std::string("SELECT 1 FROM pragma_table_info('") + table + "') WHERE name=?1");
   st.bind(1, std::string_view(column));
   return st.step();
 }
@@ -530,8 +530,7 @@ HistoryResult query_history(sql::Db& db, const HistoryQuery& q) {
 
   std::string tier_columns = "tier, size_bytes, avail_bytes";
   for (const char* col : figures) tier_columns += std::string(", ") + col;
-  const RowsSql tiers =
-      rows_sql("tier_samples", tier_columns.c_str(), "tier", q, false, figures);
+  const RowsSql tiers = rows_sql("tier_samples", tier_columns.c_str(), "tier", q, false, figures);
   const RowsSql jobs =
       rows_sql("tier_job_samples", "tier, job, stored_bytes", "tier, job", q, true);
   // Points, counted before they are read: a sample without a figure gives

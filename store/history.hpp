@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "model/policy.hpp"
 #include "rules/alerts.hpp"
 #include "rules/gpu_cost.hpp"
 #include "rules/inputs.hpp"
-#include "model/policy.hpp"
 #include "store/sqlite.hpp"
 
 namespace ckptmon {
@@ -34,9 +34,9 @@ void create_schema5_tables(sql::Db& db);
 // Schema 6: the rules' per-tier figures kept with each tier sample (nullable
 // REAL columns of tier_samples; TierSample's optionals). Also the names of
 // their /api/v1/history series.
-inline constexpr const char* kTierFigureColumns[] = {
-    "cleanup_pending_bytes", "cleanup_oldest_age_seconds", "partial_bytes",
-    "required_capacity_bytes"};
+inline constexpr const char* kTierFigureColumns[] = {"cleanup_pending_bytes",
+                                                     "cleanup_oldest_age_seconds", "partial_bytes",
+                                                     "required_capacity_bytes"};
 // Adds the columns a database lacks; safe to run again.
 void add_schema6_columns(sql::Db& db);
 bool has_column(sql::Db& db, const char* table, const char* column);
@@ -140,11 +140,14 @@ namespace ckptmon {
 // from samples written at schema 6 on, the rules' figures of kTierFigureColumns
 // (a sample without the figure has no point in that series: not known, not 0);
 // of a job on a tier: stored_bytes.
-inline constexpr const char* kHistorySeriesNames[] = {
-    "size_bytes",           "avail_bytes",
-    "used_bytes",           "stored_bytes",
-    "cleanup_pending_bytes", "cleanup_oldest_age_seconds",
-    "partial_bytes",        "required_capacity_bytes"};
+inline constexpr const char* kHistorySeriesNames[] = {"size_bytes",
+                                                      "avail_bytes",
+                                                      "used_bytes",
+                                                      "stored_bytes",
+                                                      "cleanup_pending_bytes",
+                                                      "cleanup_oldest_age_seconds",
+                                                      "partial_bytes",
+                                                      "required_capacity_bytes"};
 bool is_history_series(std::string_view name);
 
 struct HistoryQuery {

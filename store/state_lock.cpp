@@ -1,4 +1,5 @@
 #include "store/state_lock.hpp"
+#include "util/text.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -38,7 +39,7 @@ std::unique_ptr<StateDirLock> StateDirLock::acquire(const std::string& state_dir
   std::string path = (std::filesystem::path(state_dir) / "ckptmon.lock").string();
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {
-    *error = "cannot open the state lock " + path + ": " + std::strerror(errno);
+    *error = "cannot open the state lock " + path + ": " + errno_text(errno);
     return nullptr;
   }
   int rc = 0;
@@ -53,7 +54,7 @@ std::unique_ptr<StateDirLock> StateDirLock::acquire(const std::string& state_dir
                (pid.empty() ? std::string("PID unknown") : "PID " + pid) + ", holding " + path +
                "); two daemons on one state directory would overwrite each other's state";
     } else {
-      *error = "cannot lock " + path + ": " + std::strerror(err);
+      *error = "cannot lock " + path + ": " + errno_text(err);
     }
     ::close(fd);
     return nullptr;

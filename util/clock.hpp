@@ -38,6 +38,8 @@ class Clock {
   // thread that moved it, for as long as `fn` lives (drop the shared_ptr to
   // stop), and returns true. A real clock returns false: its time passes on
   // its own, so waiting for it means waiting on real time.
+  // By value: the FakeClock override keeps it (a sink parameter).
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   virtual bool listen(std::weak_ptr<const ClockListener> fn) const {
     (void)fn;
     return false;

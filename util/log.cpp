@@ -50,9 +50,9 @@ class StructuredFormatter final : public spdlog::formatter {
     std::tm tm{};
     gmtime_r(&t, &tm);
     std::array<char, 64> ts{};
-    std::snprintf(ts.data(), ts.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                  static_cast<int>(millis));
+    static_cast<void>(std::snprintf(ts.data(), ts.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                                    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                                    tm.tm_min, tm.tm_sec, static_cast<int>(millis)));
     std::string head;
     if (format_ == Format::kJson) {
       head = "{\"ts\":\"" + std::string(ts.data()) + "\",\"level\":\"" +
@@ -102,7 +102,7 @@ void init(spdlog::level::level_enum level, Format format, spdlog::sink_ptr sink)
 
 std::string Field::format_double(double v) {
   std::array<char, 32> buf{};
-  std::snprintf(buf.data(), buf.size(), "%.6g", v);
+  static_cast<void>(std::snprintf(buf.data(), buf.size(), "%.6g", v));
   return buf.data();
 }
 

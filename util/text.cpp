@@ -6,10 +6,17 @@
 #include <array>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
 namespace ckptmon {
+
+std::string errno_text(int err) {
+  std::array<char, 256> buf{};
+  // GNU strerror_r: returns the text, in buf or a static string.
+  return ::strerror_r(err, buf.data(), buf.size());
+}
 
 std::string html_escape(std::string_view raw) {
   // The page is UTF-8: names from outside keep their bad bytes as \xNN, the

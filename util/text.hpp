@@ -11,6 +11,10 @@ namespace ckptmon {
 
 // Escapes for an HTML text node or attribute value.
 // HTML-escaped, and valid UTF-8: ill-formed bytes become \xNN (display_name).
+// The text of an errno value, as strerror() gives it but thread-safe
+// (strerror_r): collectors and workers report errors from many threads.
+std::string errno_text(int err);
+
 std::string html_escape(std::string_view s);
 
 // Encodes a URL query component: every byte but ALPHA / DIGIT / "-._~" as

@@ -39,6 +39,6 @@ std::vector<Checkpoint> recognise_tree(const DirNode& root, const LayoutContext&
 // (manifests, trackers, markers with content). Files larger than
 // kMaxManifestBytes are never read.
 bool wants_content(std::string_view file_name);
-inline constexpr std::uint64_t kMaxManifestBytes = 4 * 1024 * 1024;
+inline constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{4} * 1024 * 1024;
 
 }  // namespace ckptmon

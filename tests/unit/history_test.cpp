@@ -97,9 +97,10 @@ TEST(History, ADatabaseAtSchemaFiveGainsTheFigureColumnsAsUnknown) {
   auto store = open_store(dir);
   ASSERT_TRUE(store);
   EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 6);
-  EXPECT_EQ(count(*store, "SELECT count(*) FROM tier_samples WHERE size_bytes=5 AND "
-                          "cleanup_pending_bytes IS NULL AND cleanup_oldest_age_seconds IS NULL "
-                          "AND partial_bytes IS NULL AND required_capacity_bytes IS NULL"),
+  EXPECT_EQ(count(*store,
+                  "SELECT count(*) FROM tier_samples WHERE size_bytes=5 AND "
+                  "cleanup_pending_bytes IS NULL AND cleanup_oldest_age_seconds IS NULL "
+                  "AND partial_bytes IS NULL AND required_capacity_bytes IS NULL"),
             1);
 }
 

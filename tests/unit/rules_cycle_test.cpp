@@ -204,9 +204,9 @@ TEST_F(RulesCycleTest, AFiringAlertSurvivesARestartAndResolvesOnceDrained) {
 // the same values it exports; a tier not walked yet keeps them unknown.
 TEST_F(RulesCycleTest, TheSamplesKeepTheCyclesFiguresAndUnknownBeforeTheFirstWalk) {
   two_pending();
-  state_.catalogs["staging"].checkpoints.push_back(
+  state_.catalogs["staging"].edit().checkpoints.push_back(
       Ck("staging", "jobA", 300).partial(700, kT0 - 30, kT0 - 20).c);
-  state_.catalogs["rapid"].scanned = false;
+  state_.catalogs["rapid"].edit().scanned = false;
   auto c = cycle();
   c->evaluate();
   store_->flush();
@@ -237,7 +237,8 @@ TEST_F(RulesCycleTest, TheSamplesKeepTheCyclesFiguresAndUnknownBeforeTheFirstWal
   EXPECT_EQ(*s.required, gauge("ckpt_tier_required_capacity_bytes{tier=\"staging\"}"));
   EXPECT_GT(*s.required, 2500);  // at least the retained committed bytes
   EXPECT_EQ(*s.age, gauge("ckpt_cleanup_oldest_age_seconds{tier=\"staging\"}"));
-  EXPECT_EQ(*s.pending, gauge("ckpt_cleanup_pending_bytes{tier=\"staging\",training_job=\"jobA\"}"));
+  EXPECT_EQ(*s.pending,
+            gauge("ckpt_cleanup_pending_bytes{tier=\"staging\",training_job=\"jobA\"}"));
   const Row& r = rows["rapid"];  // sampled (statfs) but never walked
   EXPECT_FALSE(r.partial || r.required || r.pending || r.age);
 }
