@@ -220,7 +220,7 @@ void RulesCycle::sample_tiers(double now, HistoryWrite& write) {
 void RulesCycle::record_tier_figures(const RuleFigures& figures, HistoryWrite& write) const {
   for (auto& [name, s] : write.samples) {
     auto cat = state_.catalogs.find(name);
-    if (cat == state_.catalogs.end() || !cat->second.scanned) continue;
+    if (cat == state_.catalogs.end() || !cat->second->scanned) continue;
     double pending = 0, partial = 0;
     for (const RetentionFigures& r : figures.retention) {
       if (r.tier == name) pending += static_cast<double>(r.pending_bytes());

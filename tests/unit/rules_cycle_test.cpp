@@ -204,9 +204,9 @@ TEST_F(RulesCycleTest, AFiringAlertSurvivesARestartAndResolvesOnceDrained) {
 // the same values it exports; a tier not walked yet keeps them unknown.
 TEST_F(RulesCycleTest, TheSamplesKeepTheCyclesFiguresAndUnknownBeforeTheFirstWalk) {
   two_pending();
-  state_.catalogs["staging"].checkpoints.push_back(
+  state_.catalogs["staging"].edit().checkpoints.push_back(
       Ck("staging", "jobA", 300).partial(700, kT0 - 30, kT0 - 20).c);
-  state_.catalogs["rapid"].scanned = false;
+  state_.catalogs["rapid"].edit().scanned = false;
   auto c = cycle();
   c->evaluate();
   store_->flush();

@@ -83,7 +83,7 @@ class TreeScanGeneration : public ::testing::Test {
   std::uint64_t epoch() const { return state_.tiers.at("rapid").config.generation; }
   std::vector<std::string> paths() {
     std::vector<std::string> out;
-    for (const auto& c : state_.catalogs["rapid"].checkpoints) out.push_back(c.path);
+    for (const auto& c : state_.catalogs["rapid"]->checkpoints) out.push_back(c.path);
     return out;
   }
 
@@ -108,7 +108,7 @@ TEST_F(TreeScanGeneration, AWalkInFlightWhenAReloadRepointsTheTierIsDropped) {
   EXPECT_EQ(epoch(), 2u);
   walk_of_old_root()(state_);  // the walk of the old root returns late: dropped
   EXPECT_TRUE(paths().empty());
-  EXPECT_FALSE(state_.catalogs["rapid"].scanned);
+  EXPECT_FALSE(state_.catalogs["rapid"]->scanned);
 
   collector_.prepare("rapid")()(state_);  // a walk scheduled under epoch 2 applies
   EXPECT_EQ(paths(), (std::vector<std::string>{"gpt/step-7"}));
