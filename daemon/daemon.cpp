@@ -5,11 +5,12 @@
 #include <cerrno>
 #include <csignal>
 
-#include <nlohmann/json.hpp>
 #include <prometheus/text_serializer.h>
 #include <boost/asio/ip/host_name.hpp>
 #include <boost/asio/post.hpp>
+#include <nlohmann/json.hpp>
 
+#include "daemon/alerts_wire.hpp"
 #include "daemon/gzip.hpp"
 #include "daemon/http_get.hpp"
 #include "daemon/metrics.hpp"

@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "daemon/alerts_wire.hpp"
 #include "store/history.hpp"
 #include "store/store.hpp"
 #include "tests/unit/rules_fixtures.hpp"
@@ -237,7 +238,8 @@ TEST_F(RulesCycleTest, TheSamplesKeepTheCyclesFiguresAndUnknownBeforeTheFirstWal
   EXPECT_EQ(*s.required, gauge("ckpt_tier_required_capacity_bytes{tier=\"staging\"}"));
   EXPECT_GT(*s.required, 2500);  // at least the retained committed bytes
   EXPECT_EQ(*s.age, gauge("ckpt_cleanup_oldest_age_seconds{tier=\"staging\"}"));
-  EXPECT_EQ(*s.pending, gauge("ckpt_cleanup_pending_bytes{tier=\"staging\",training_job=\"jobA\"}"));
+  EXPECT_EQ(*s.pending,
+            gauge("ckpt_cleanup_pending_bytes{tier=\"staging\",training_job=\"jobA\"}"));
   const Row& r = rows["rapid"];  // sampled (statfs) but never walked
   EXPECT_FALSE(r.partial || r.required || r.pending || r.age);
 }
