@@ -34,8 +34,12 @@ LAYERS = list(_BELOW)
 
 # Third-party headers a layer owns (an include prefix -> the layers that may
 # include it). Headers not named here (the standard library, POSIX, spdlog,
-# fmt, nlohmann/json...) may be included anywhere.
+# fmt...) may be included anywhere.
 THIRD_PARTY = [
+    # JSON: util (json_quote), collectors (checkpoint manifests, the Prometheus
+    # API they query), store (the JSON the database keeps), daemon (the wire
+    # formats). model and rules hold plain values and render nothing.
+    ("nlohmann/", {"util", "collectors", "store", "daemon"}),
     ("yaml-cpp/", {"config"}),
     ("sqlite3.h", {"store"}),
     ("boost/beast", {"daemon"}),

@@ -80,6 +80,14 @@ def main():
         expect(rc == 1 and f"model/catalog.cpp:{n}: <sqlite3.h> belongs to store, not model" in out,
                f"<sqlite3.h> in model fails:\n{out}")
 
+        # JSON in rules: wire formats are rendered by the daemon.
+        bad = os.path.join(tmp, "rules_json")
+        copy_tree(bad)
+        n = inject(bad, "rules/alerts.cpp", "#include <nlohmann/json.hpp>")
+        rc, out = run(bad)
+        expect(rc == 1 and f"rules/alerts.cpp:{n}: <nlohmann/json.hpp> belongs to collectors, "
+               "daemon, store, util, not rules" in out, f"<nlohmann/json.hpp> in rules fails:\n{out}")
+
         # An exception whose include is gone is reported, so the list shrinks.
         stale = os.path.join(tmp, "stale")
         copy_tree(stale)
@@ -91,7 +99,7 @@ def main():
         rc, out = run(stale)
         expect(rc == 1 and "exception (collectors/layouts/torchsnapshot.cpp, yaml-cpp/yaml.h) "
                "no longer needed" in out, f"a stale exception fails:\n{out}")
-    print("ok: the layer check passes on the tree and fails on 4 injected mistakes")
+    print("ok: the layer check passes on the tree and fails on 5 injected mistakes")
 
 
 if __name__ == "__main__":

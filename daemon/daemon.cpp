@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
+#include "daemon/alerts_wire.hpp"
 #include "daemon/gzip.hpp"
 #include "daemon/http_get.hpp"
 #include "daemon/metrics.hpp"

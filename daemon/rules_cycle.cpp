@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "config/rules_config.hpp"
+#include "daemon/alerts_wire.hpp"
 #include "daemon/metrics/family.hpp"
 #include "daemon/metrics/gpu.hpp"
 #include "daemon/metrics/rules.hpp"

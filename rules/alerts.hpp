@@ -2,8 +2,9 @@
 // Alerts: each cycle the figures become one condition per alert instance
 // (alertname, severity, tier, job); the evaluator moves every instance through
 // inactive -> pending -> firing after its `for:` and back when the condition
-// clears, and renders the outcome for /metrics, /api/v1/alerts, the history
-// and Alertmanager's v2 API. No I/O.
+// clears. It returns plain alert states; the daemon renders them for /metrics,
+// /api/v1/alerts, the history and Alertmanager's v2 API (daemon/alerts_wire.hpp).
+// No I/O.
 
 #include <array>
 #include <compare>
@@ -151,18 +152,5 @@ class AlertEvaluator {
 
 // RFC 3339 in UTC with milliseconds, truncated: "2023-11-14T22:13:20.000Z".
 std::string format_rfc3339(double unix_seconds);
-
-// GET /api/v1/alerts body, shaped like Prometheus' own endpoint:
-// {"status":"success","data":{"alerts":[{"labels":{...},"annotations":{...},
-//  "state":"firing","activeAt":"...","value":"..."}]}}
-std::string alerts_json(std::span<const AlertInstance> active);
-
-// POST /api/v2/alerts body for Alertmanager: firing alerts with endsAt =
-// now + 4 x resend interval (Alertmanager resolves them itself if the daemon
-// stops sending), resolved ones with endsAt = when they resolved. Empty labels
-// are left out.
-std::string alertmanager_payload(std::span<const AlertInstance> firing,
-                                 std::span<const AlertInstance> resolved, double now,
-                                 double resend_interval_seconds, const std::string& generator_url);
 
 }  // namespace ckptmon
