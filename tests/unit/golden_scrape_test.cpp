@@ -85,7 +85,8 @@ std::string_view family_of(std::string_view line) {
 
 // The exposition with masked values: a masked family's sample keeps its
 // name; ckpt_tier_info also loses its label values (mount point, file
-// system type and device of the machine's temporary directory).
+// system type and device of the machine's temporary directory), and
+// ckptmon_build_info its revision label (the commit built).
 std::string normalize(const std::string& text) {
   std::istringstream in(text);
   std::ostringstream out;
@@ -101,6 +102,14 @@ std::string normalize(const std::string& text) {
       continue;
     }
     std::string series = line.substr(0, line.rfind(' '));
+    if (family == "ckptmon_build_info") {
+      // The revision label is the commit built: every commit has its own.
+      const auto at = series.find("revision=\"");
+      if (at != std::string::npos) {
+        const auto end = series.find('"', at + 10);
+        series = series.substr(0, at + 10) + "<machine>" + series.substr(end);
+      }
+    }
     if (family == "ckpt_tier_info") {
       // Keep tier and role, mask the machine's mount.
       const auto cut = series.find(",mountpoint=");
