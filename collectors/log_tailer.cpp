@@ -20,8 +20,6 @@
 namespace ckptmon {
 namespace {
 
-std::string errno_text(int err) { return errno_text(err); }
-
 std::string parent_dir(const std::string& path) {
   const auto slash = path.rfind('/');
   if (slash == std::string::npos) return ".";

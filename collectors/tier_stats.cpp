@@ -23,7 +23,7 @@ namespace {
 constexpr std::size_t kMaxMountinfoBytes = 64 * 1024 * 1024;
 
 std::string errno_text(const char* what, int err) {
-  return std::string(what) + ": " + errno_text(err);
+  return std::string(what) + ": " + ckptmon::errno_text(err);
 }
 
 bool read_small_file(const std::string& path, std::string& out, std::string& error) {

@@ -121,8 +121,6 @@ std::optional<double> fill_level(const std::string& path, std::string* error) {
 
 namespace {
 
-std::string errno_text(int err) { return errno_text(err); }
-
 // ---- the manifest of created paths -------------------------------------------
 //
 // One line per created path, relative to the manifest's directory:
