@@ -510,7 +510,10 @@ void Daemon::add_routes() {
           respond(HttpResponse::json(400, "{\"error\":" + json_quote(error) + "}"));
           return;
         }
-        store_->post([this, q, now, policy, respond = std::move(respond)](sql::Db& db) {
+        // `respond` holds the connection: it is moved on to the loop, so the
+        // last reference never drops on the store thread (the session's
+        // destructor touches the server's session set, a loop-only object).
+        store_->post([this, q, now, policy, respond = std::move(respond)](sql::Db& db) mutable {
           HttpResponse r;
           try {
             const HistoryResult result = query_history(db, q);
@@ -530,7 +533,9 @@ void Daemon::add_routes() {
             r = HttpResponse::json(
                 500, "{\"error\":" + json_quote(std::string("state database: ") + e.what()) + "}");
           }
-          asio::post(io_, [respond, r = std::move(r)]() mutable { respond(std::move(r)); });
+          asio::post(io_, [respond = std::move(respond), r = std::move(r)]() mutable {
+            respond(std::move(r));
+          });
         });
       });
   // The report of the own state database (daemon/report_command.hpp), built
