@@ -560,8 +560,7 @@ void Daemon::add_routes() {
           return;
         }
         report_running_ = true;
-        auto plan = plan_inputs_of_plan(nlohmann::json::parse(rules->plan_json, nullptr, false));
-        pool_->post([this, inbox = report_inbox_, q = std::move(q), plan = std::move(plan),
+        pool_->post([this, inbox = report_inbox_, q = std::move(q), plan = rules->plan_inputs,
                      dir = state_.config->global.state_dir, source = "ckptmon " + self_url(),
                      respond = std::move(respond)]() mutable {
           ReportApiAnswer a;

@@ -311,9 +311,8 @@ void RulesCycle::evaluate() {
     }
     {
       std::vector<TierPlan> plans;
-      for (const PlanInputs& in : plan_inputs_of(figures, checkpoints, policy_, &state_.tiers)) {
-        plans.push_back(make_plan(in, {}));
-      }
+      plan_inputs_ = plan_inputs_of(figures, checkpoints, policy_, &state_.tiers);
+      for (const PlanInputs& in : plan_inputs_) plans.push_back(make_plan(in, {}));
       plan_json_ = render_plan_json(plans, now);
     }
     record_tier_figures(figures, write);
@@ -413,6 +412,7 @@ void RulesCycle::render(const RuleFigures& figures, const std::vector<AlertInsta
   out->active = active;
   out->alerts_json = alerts_json(out->active);
   out->plan_json = plan_json_;
+  out->plan_inputs = plan_inputs_;
   out->storage_path = storage_path_.snapshot();
   out->evaluated_at = now;
   if (gpu_enabled_) {

@@ -24,6 +24,7 @@
 #include "model/state.hpp"
 #include "rules/alerts.hpp"
 #include "rules/evaluate.hpp"
+#include "rules/plan.hpp"
 #include "store/history.hpp"
 #include "util/clock.hpp"
 
@@ -49,6 +50,7 @@ struct RulesOutput {
   std::vector<AlertInstance> active;              // pending and firing alerts, sorted by labels
   std::string alerts_json;                        // GET /api/v1/alerts body: alerts_json(active)
   std::string plan_json;                          // GET /api/v1/plan body (daemon/plan_command.hpp)
+  std::vector<PlanInputs> plan_inputs;  // what plan_json was made from (GET /api/v1/report)
   // Window I/O and slow verdict per catalog entry, for /api/v1/checkpoints.
   std::shared_ptr<const std::map<CheckpointKey, CheckpointStoragePath>> storage_path;
   double evaluated_at = 0;  // the injected clock's now of the cycle
@@ -145,6 +147,7 @@ class RulesCycle {
   bool gpu_enabled_ = false;
 
   std::string plan_json_;  // this cycle's, for render()
+  std::vector<PlanInputs> plan_inputs_;
   std::shared_ptr<const RulesOutput> output_;
   std::uint64_t cycles_ = 0;
   std::uint64_t errors_ = 0;
