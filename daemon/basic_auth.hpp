@@ -4,7 +4,8 @@
 // runs on the event loop: an uncached check goes to a thread of its own and its
 // outcome is cached per (user, keyed SHA-256 of the password), so a scraper
 // that sends the same credentials every 15 s pays for bcrypt once.
-// Loop thread only; the bcrypt threads work on copies.
+// The thread of its io_context only (the daemon's HTTP thread); the bcrypt
+// threads work on copies.
 
 #include <array>
 #include <cstdint>
@@ -58,7 +59,7 @@ class BasicAuth {
   bool enabled() const { return !users_.empty(); }
 
   // Decides on an Authorization header value (empty when absent). `done` runs
-  // on the loop thread: at once when the outcome is cached or the header is
+  // on the thread of its io_context: at once when the outcome is cached or the header is
   // unusable, after bcrypt otherwise.
   void check(std::string_view authorization, std::function<void(AuthDecision)> done);
 

@@ -64,8 +64,8 @@ HttpResponse query_response(QueryRenderer render, const Snapshot& snap, const Ht
 Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
     : opts_(std::move(opts)),
       clock_(std::move(clock)),
-      server_(io_, opts_.limits),
-      web_(std::make_unique<WebSecurity>(io_, server_, opts_.web_config_file)),
+      server_(http_io_, opts_.limits),
+      web_(std::make_unique<WebSecurity>(http_io_, server_, opts_.web_config_file)),
       config_reader_(io_, "the configuration", opts_.config_read_timeout),
       signals_(io_),
       watchdog_timer_(io_),
@@ -81,6 +81,7 @@ Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
 }
 
 Daemon::~Daemon() {
+  stop_http();
   {
     std::lock_guard lock(watch_inbox_->mu);
     watch_inbox_->io = nullptr;
@@ -89,7 +90,7 @@ Daemon::~Daemon() {
     std::lock_guard lock(report_inbox_->mu);
     report_inbox_->io = nullptr;
   }
-  server_.close();
+  server_.close();  // the HTTP thread has ended: this thread owns the server now
   wakes_.clear();
   // The runner closes its inbox first, so jobs still blocked on a hung mount
   // drop their results; then the pool detaches those threads.
@@ -124,6 +125,7 @@ bool Daemon::start(std::string* error) {
     return false;
   }
   auto web = std::move(loaded->web);
+  tls_ = web->tls != nullptr;
   stamp_generation(*loaded->config.config, nullptr);
   auto cfg = std::make_shared<const Config>(std::move(*loaded->config.config));
   state_lock_ = StateDirLock::acquire(cfg->global.state_dir, error);
@@ -146,7 +148,7 @@ bool Daemon::start(std::string* error) {
     if (w->start()) wakes_.push_back(std::move(w));
   }
   rules_ = std::make_unique<RulesCycle>(
-      io_, clock_, store_.get(), state_, [this] { return ready_; }, [this] { changed(); });
+      io_, clock_, store_.get(), state_, [this] { return ready_.load(); }, [this] { changed(); });
 
   // Listen before the configuration is applied: the rules need the bound
   // address for the generatorURL of pushed alerts. Nothing is served before run().
@@ -180,12 +182,20 @@ bool Daemon::start(std::string* error) {
   publish();
   runner_->start();
   schedule_watchdog();
-  report_inbox_->io = &io_;
+  report_inbox_->io = &http_io_;
   if (opts_.config_watch_interval.count() > 0) {
     watch_inbox_->io = &io_;
     config_identity_ = config_file_identity(opts_.config_file);
     schedule_config_watch();
   }
+  // From here on the server and web_ belong to the HTTP thread.
+  http_thread_ = std::thread([this] {
+    try {
+      http_io_.run();
+    } catch (const std::exception& e) {
+      log::error("the HTTP thread stopped", {{"err", e.what()}});
+    }
+  });
   systemd::ready();
   return true;
 }
@@ -201,7 +211,7 @@ void Daemon::stop() {
     stopping_ = true;
     log::info("stopping");
     systemd::stopping();
-    server_.close();
+    stop_http();
     signals_.cancel();
     runner_->stop();
     rules_->stop();
@@ -210,6 +220,23 @@ void Daemon::stop() {
     config_watch_timer_.cancel();
     io_.stop();
   });
+}
+
+void Daemon::stop_http() {
+  asio::post(http_io_, [this] {
+    server_.close();
+    http_work_.reset();
+    http_io_.stop();
+  });
+  // The HTTP thread never waits for the loop, so the loop may join it.
+  if (http_thread_.joinable() && std::this_thread::get_id() != http_thread_.get_id()) {
+    http_thread_.join();
+  }
+}
+
+std::shared_ptr<const Snapshot> Daemon::snapshot() const {
+  std::lock_guard lock(served_mu_);
+  return served_;
 }
 
 void Daemon::load_catalog() {
@@ -251,9 +278,7 @@ void Daemon::apply_config(std::shared_ptr<const Config> cfg) {
   changed();
 }
 
-std::string Daemon::self_url() const {
-  return (server_.tls() ? "https://" : "http://") + self_authority_;
-}
+std::string Daemon::self_url() const { return (tls_ ? "https://" : "http://") + self_authority_; }
 
 void Daemon::reload(std::function<void(ReloadOutcome)> done) {
   systemd::reloading();
@@ -302,8 +327,12 @@ Daemon::ReloadOutcome Daemon::finish_reload(std::optional<LoadedConfig> read,
     log::warn("state_dir and worker_threads take effect at the next restart");
   }
   // The web config first: whether TLS is on decides the scheme of self_url(),
-  // which apply_config hands to the rules.
-  web_->apply(std::move(*web));
+  // which apply_config hands to the rules. The server takes it on its own
+  // thread, for connections accepted from then on.
+  tls_ = web->tls != nullptr;
+  asio::post(http_io_, [this, w = std::make_shared<WebSecurity::Prepared>(std::move(*web))] {
+    web_->apply(std::move(*w));
+  });
   apply_config(cfg);
   reload_ok_->Set(1);
   reload_ts_->Set(clock_->now());
@@ -389,12 +418,15 @@ void Daemon::publish() {
   publish_pending_ = false;
   persist_changes();
   snapshot_ = publisher_.publish(state_, rules_ ? rules_->output() : nullptr, clock_->now());
+  std::lock_guard lock(served_mu_);
+  served_ = snapshot_;
 }
 
-std::string Daemon::render_live() const {
+std::string Daemon::render_live(const Snapshot* snap) const {
   auto families = registry_->Collect();
-  auto live =
-      process_families(state_.config ? state_.config->global.proc_path : "/proc", started_at_);
+  const State* state = snap ? &snap->state : nullptr;
+  auto live = process_families(state && state->config ? state->config->global.proc_path : "/proc",
+                               started_at_);
   HttpFigures http;
   http.connections = server_.connections();
   http.rejected = server_.rejected_connections();
@@ -411,8 +443,8 @@ std::string Daemon::render_live() const {
     st.consecutive_errors = store_->consecutive_errors();
     store_families(st, live);
   }
-  if (state_.integrity_progress) {
-    integrity_live_families(*state_.integrity_progress, clock_->now(), live);
+  if (state && state->integrity_progress) {
+    integrity_live_families(*state->integrity_progress, clock_->now(), live);
   }
   if (pool_) {
     WorkerFigures w;
@@ -426,23 +458,49 @@ std::string Daemon::render_live() const {
   return serialize(families);
 }
 
+void Daemon::route_on_loop(std::string path, std::vector<std::string> methods,
+                           AsyncHttpHandler handler) {
+  server_.route_async(
+      std::move(path), std::move(methods),
+      [this, handler = std::move(handler)](const HttpRequest& req, HttpRespond respond) {
+        asio::post(io_, [this, &handler, req, respond = std::move(respond)]() mutable {
+          handler(req, [this, respond = std::move(respond)](HttpResponse r) mutable {
+            answer_on_http(std::move(respond), std::move(r));
+          });
+        });
+      });
+}
+
+void Daemon::answer_on_http(HttpRespond respond, HttpResponse r) {
+  asio::post(http_io_,
+             [respond = std::move(respond), r = std::move(r)]() mutable { respond(std::move(r)); });
+}
+
+// Every handler below runs on the HTTP thread and reads the served snapshot
+// (immutable, shared with the loop), except those added by route_on_loop.
 void Daemon::add_routes() {
   server_.route("/metrics", {"GET"}, [this](const HttpRequest& req) {
+    const auto snap = snapshot();
     HttpResponse r;
     r.content_type = kMetricsContentType;
     r.headers.emplace_back("Vary", "Accept-Encoding");
+    // The published part is sent from where it lies (shared, not copied);
+    // the few live families are rendered per request and follow it.
     if (!req.accepts_gzip) {
-      r.body = (snapshot_ ? snapshot_->metrics_text : std::string()) + render_live();
+      if (snap) r.shared_body = std::shared_ptr<const std::string>(snap, &snap->metrics_text);
+      r.body = render_live(snap.get());
       return r;
     }
-    // The published part is compressed once per snapshot; the few live
-    // families follow as a second gzip member (readers decode a + b as the
-    // concatenated text, Go's and Python's gzip included).
-    if (gzip_of_ != snapshot_) {
-      gzip_text_ = gzip_compress(snapshot_ ? snapshot_->metrics_text : std::string());
-      gzip_of_ = snapshot_;
+    // Compressed once per snapshot; the live families follow as a second
+    // gzip member (readers decode a + b as the concatenated text, Go's and
+    // Python's gzip included).
+    if (gzip_of_ != snap) {
+      gzip_text_ = std::make_shared<const std::string>(
+          gzip_compress(snap ? snap->metrics_text : std::string()));
+      gzip_of_ = snap;
     }
-    r.body = gzip_text_ + gzip_compress(render_live());
+    r.shared_body = gzip_text_;
+    r.body = gzip_compress(render_live(snap.get()));
     r.headers.emplace_back("Content-Encoding", "gzip");
     return r;
   });
@@ -459,85 +517,79 @@ void Daemon::add_routes() {
     }
     return HttpResponse::text(200, "ckptmon is Ready.\n");
   });
-  server_.route_async("/-/reload", {"POST", "PUT"},
-                      [this](const HttpRequest&, std::function<void(HttpResponse)> reply) {
-                        reload([reply = std::move(reply)](ReloadOutcome out) {
-                          reply(HttpResponse::text(out.ok ? 200 : 500, out.message));
-                        });
-                      });
+  route_on_loop("/-/reload", {"POST", "PUT"}, [this](const HttpRequest&, HttpRespond reply) {
+    reload([reply = std::move(reply)](ReloadOutcome out) mutable {
+      reply(HttpResponse::text(out.ok ? 200 : 500, out.message));
+    });
+  });
   server_.route("/", {"GET"}, [this](const HttpRequest&) {
     HttpResponse r;
     r.content_type = "text/html; charset=utf-8";
-    r.body = render_landing_page(*snapshot_, ready_, reload_ok_->Value() == 1);
+    r.body = render_landing_page(*snapshot(), ready_, reload_ok_->Value() == 1);
     return r;
   });
   server_.route("/api/v1/tiers", {"GET"}, [this](const HttpRequest&) {
-    return HttpResponse::json(200, render_tiers_json(*snapshot_));
+    return HttpResponse::json(200, render_tiers_json(*snapshot()));
   });
   server_.route("/api/v1/checkpoints", {"GET"}, [this](const HttpRequest& req) {
-    return query_response(render_checkpoints_json, *snapshot_, req);
+    return query_response(render_checkpoints_json, *snapshot(), req);
   });
   server_.route("/api/v1/findings", {"GET"}, [this](const HttpRequest& req) {
-    return query_response(render_findings_json, *snapshot_, req);
+    return query_response(render_findings_json, *snapshot(), req);
   });
   server_.route("/api/v1/jobs", {"GET"}, [this](const HttpRequest&) {
-    return HttpResponse::json(200, render_jobs_json(*snapshot_));
+    return HttpResponse::json(200, render_jobs_json(*snapshot()));
   });
   server_.route("/api/v1/alerts", {"GET"}, [this](const HttpRequest&) {
-    const auto& rules = snapshot_->rules;
-    return HttpResponse::json(200, rules ? rules->alerts_json : alerts_json({}));
+    const auto snap = snapshot();
+    return HttpResponse::json(200, snap->rules ? snap->rules->alerts_json : alerts_json({}));
   });
   server_.route("/api/v1/events/summary", {"GET"}, [this](const HttpRequest& req) {
-    return query_response(render_events_summary_json, *snapshot_, req);
+    return query_response(render_events_summary_json, *snapshot(), req);
   });
   server_.route("/api/v1/plan", {"GET"}, [this](const HttpRequest&) {
-    const auto& rules = snapshot_->rules;
-    if (!rules) {
+    const auto snap = snapshot();
+    if (!snap->rules) {
       return HttpResponse::json(
           503, "{\"error\":\"rules not evaluated yet: first collection running\"}");
     }
-    return HttpResponse::json(200, rules->plan_json);
+    return HttpResponse::json(200, snap->rules->plan_json);
   });
-  // Stored history: the query runs on the store thread (the only connection
-  // to the database), the answer comes back to the loop.
-  server_.route_async(
-      "/api/v1/history", {"GET"}, [this](const HttpRequest& req, HttpRespond respond) {
-        const double now = clock_->now();
-        const HistoryPolicy& policy = rules_->policy().history;
-        HistoryQuery q;
-        std::string error;
-        if (!parse_history_query(req.query, now, policy, &q, &error)) {
-          respond(HttpResponse::json(400, "{\"error\":" + json_quote(error) + "}"));
-          return;
+  // Stored history: parsed on the loop (the rules' history policy), the query
+  // runs on the store thread (the only connection to the database), and the
+  // answer goes to the HTTP thread.
+  route_on_loop("/api/v1/history", {"GET"}, [this](const HttpRequest& req, HttpRespond respond) {
+    const double now = clock_->now();
+    const HistoryPolicy& policy = rules_->policy().history;
+    HistoryQuery q;
+    std::string error;
+    if (!parse_history_query(req.query, now, policy, &q, &error)) {
+      respond(HttpResponse::json(400, "{\"error\":" + json_quote(error) + "}"));
+      return;
+    }
+    store_->post([q, now, policy, respond = std::move(respond)](sql::Db& db) mutable {
+      HttpResponse r;
+      try {
+        const HistoryResult result = query_history(db, q);
+        if (result.too_many_points) {
+          r = HttpResponse::json(
+              400,
+              "{\"error\":" +
+                  json_quote("the answer would hold " + std::to_string(*result.too_many_points) +
+                             " points, more than the limit of " + std::to_string(q.max_points) +
+                             "; narrow tier=, job= or series=, shorten the range or raise "
+                             "step=") +
+                  "}");
+        } else {
+          r = HttpResponse::json(200, render_history_json(q, result, now, policy));
         }
-        // `respond` holds the connection: it is moved on to the loop, so the
-        // last reference never drops on the store thread (the session's
-        // destructor touches the server's session set, a loop-only object).
-        store_->post([this, q, now, policy, respond = std::move(respond)](sql::Db& db) mutable {
-          HttpResponse r;
-          try {
-            const HistoryResult result = query_history(db, q);
-            if (result.too_many_points) {
-              r = HttpResponse::json(
-                  400, "{\"error\":" +
-                           json_quote(
-                               "the answer would hold " + std::to_string(*result.too_many_points) +
-                               " points, more than the limit of " + std::to_string(q.max_points) +
-                               "; narrow tier=, job= or series=, shorten the range or raise "
-                               "step=") +
-                           "}");
-            } else {
-              r = HttpResponse::json(200, render_history_json(q, result, now, policy));
-            }
-          } catch (const std::exception& e) {
-            r = HttpResponse::json(
-                500, "{\"error\":" + json_quote(std::string("state database: ") + e.what()) + "}");
-          }
-          asio::post(io_, [respond = std::move(respond), r = std::move(r)]() mutable {
-            respond(std::move(r));
-          });
-        });
-      });
+      } catch (const std::exception& e) {
+        r = HttpResponse::json(
+            500, "{\"error\":" + json_quote(std::string("state database: ") + e.what()) + "}");
+      }
+      respond(std::move(r));  // carries it to the HTTP thread (route_on_loop)
+    });
+  });
   // The report of the own state database (daemon/report_command.hpp), built
   // on a worker over a read-only connection of its own (a WAL reader: the
   // store thread goes on writing); one at a time.
@@ -550,8 +602,9 @@ void Daemon::add_routes() {
           respond(HttpResponse::json(400, "{\"error\":" + json_quote(error) + "}"));
           return;
         }
-        const auto& rules = snapshot_->rules;
-        if (!rules || report_running_) {
+        const auto snap = snapshot();
+        const auto& rules = snap->rules;
+        if (!rules || report_respond_) {
           respond(HttpResponse::json(
               503, std::string("{\"error\":\"") +
                        (rules ? "a report is being built; try again when it is done"
@@ -559,10 +612,11 @@ void Daemon::add_routes() {
                        "\"}"));
           return;
         }
-        report_running_ = true;
+        // The connection waits here, on the HTTP thread, never on the worker.
+        report_respond_ = std::move(respond);
         pool_->post([this, inbox = report_inbox_, q = std::move(q), plan = rules->plan_inputs,
-                     dir = state_.config->global.state_dir, source = "ckptmon " + self_url(),
-                     respond = std::move(respond)]() mutable {
+                     dir = snap->state.config->global.state_dir,
+                     source = "ckptmon " + self_url()]() mutable {
           ReportApiAnswer a;
           std::string err;
           if (auto db = open_state_readonly(dir, &err)) {
@@ -572,15 +626,15 @@ void Daemon::add_routes() {
           }
           std::lock_guard lock(inbox->mu);
           if (inbox->io == nullptr) return;  // the daemon is gone
-          asio::post(*inbox->io, [this, inbox, a = std::move(a), respond = std::move(respond)] {
-            if (inbox->io == nullptr) return;
-            report_running_ = false;
-            respond(HttpResponse::json(a.status, a.body));
+          asio::post(*inbox->io, [this, a = std::move(a)] {
+            HttpRespond waiting = std::move(report_respond_);
+            report_respond_ = nullptr;
+            waiting(HttpResponse::json(a.status, a.body));
           });
         });
       });
   server_.route("/api/v1/events/checkpoints", {"GET"}, [this](const HttpRequest& req) {
-    return HttpResponse::json(200, render_event_checkpoints_json(*snapshot_, req.query));
+    return HttpResponse::json(200, render_event_checkpoints_json(*snapshot(), req.query));
   });
 }
 

@@ -1,17 +1,28 @@
 #pragma once
 // `ckptmon serve`: wires configuration, collectors, the worker pool, the HTTP
-// server and signals onto one io_context. Everything here runs on the loop
-// thread except stop(), which may be called from anywhere.
+// server and signals together. Two threads of its own:
+//  - the loop (run()): collectors' results, the rules cycle, publishing,
+//    reloads, signals, timers; everything below runs there unless it says so;
+//  - the HTTP thread (started by start()): the server, TLS and basic auth.
+//    It answers from the last published snapshot and never waits for the
+//    loop, so a rules cycle or a walk's merge does not delay a scrape. The
+//    few routes that need the loop's live objects (/-/reload,
+//    /api/v1/history) are posted to the loop and answered back on the HTTP
+//    thread.
+// stop() may be called from anywhere.
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -83,11 +94,12 @@ class Daemon {
   void reload(std::function<void(ReloadOutcome)> done = {});
 
   boost::asio::io_context& io() { return io_; }
-  std::shared_ptr<const Snapshot> snapshot() const { return snapshot_; }
+  // The last published snapshot; thread-safe.
+  std::shared_ptr<const Snapshot> snapshot() const;
   // The state database; null before start(). Loop thread (and tests).
   Store* store() const { return store_.get(); }
   // Where the server can be reached, for links in pushed alerts (generatorURL):
-  // https:// while TLS is on, else http://, then host:port. Loop thread only.
+  // https:// while TLS is on, else http://, then host:port. Thread-safe.
   std::string self_url() const;
 
  private:
@@ -108,11 +120,23 @@ class Daemon {
   void changed();
   void publish();
   void add_routes();
+  // A route whose handler needs the loop's objects: it runs on the loop, and
+  // its answer is carried back to the HTTP thread.
+  void route_on_loop(std::string path, std::vector<std::string> methods, AsyncHttpHandler handler);
+  // Hands `r` to `respond` on the HTTP thread (respond holds the connection,
+  // a HTTP-thread object: it is moved there, never dropped elsewhere).
+  void answer_on_http(HttpRespond respond, HttpResponse r);
+  // Closes the server and ends the HTTP thread; any thread. Idempotent.
+  void stop_http();
   // The families read at scrape time (process, HTTP, store, workers), text.
-  std::string render_live() const;
+  // HTTP thread: `snap` is the snapshot being served.
+  std::string render_live(const Snapshot* snap) const;
 
   ServeOptions opts_;
   std::shared_ptr<const Clock> clock_;
+  // Declared before io_ so that it outlives it: answers queued on the loop
+  // hold connections whose sockets belong to http_io_.
+  boost::asio::io_context http_io_;
   boost::asio::io_context io_;
   std::unique_ptr<WorkerPool> pool_;
   // Held from start() until the daemon is gone (declared before the store so
@@ -124,35 +148,44 @@ class Daemon {
   State state_;
   std::unique_ptr<CollectorRunner> runner_;
   std::unique_ptr<RulesCycle> rules_;
-  std::string self_authority_;  // host:port the server listens on (set by start())
+  std::string self_authority_;    // host:port the server listens on (set by start(), then constant)
+  std::atomic<bool> tls_{false};  // whether the web config in force has TLS (self_url())
   std::vector<std::unique_ptr<WakeWatch>> wakes_;  // collectors that ask to run early (inotify)
-  HttpServer server_;
-  std::unique_ptr<WebSecurity> web_;  // guards server_; goes before it
+  HttpServer server_;                              // HTTP thread
+  std::unique_ptr<WebSecurity> web_;               // guards server_; goes before it. HTTP thread
   DeadlineReader<LoadedConfig> config_reader_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer watchdog_timer_;
   boost::asio::steady_timer config_watch_timer_;
   std::string config_identity_;  // the config file's stat() as last seen
-  // Where a config-watch stat() that returns late posts its result; closed
-  // at destruction (the collector runner's pattern).
-  struct WatchInbox {
+  // Where work that returns late from a worker posts its result (a
+  // config-watch stat() to the loop, a GET /api/v1/report to the HTTP
+  // thread); closed at destruction (the collector runner's pattern).
+  struct Inbox {
     std::mutex mu;
     boost::asio::io_context* io = nullptr;
   };
-  std::shared_ptr<WatchInbox> watch_inbox_ = std::make_shared<WatchInbox>();
-  // Where a GET /api/v1/report built on a worker posts its answer.
-  std::shared_ptr<WatchInbox> report_inbox_ = std::make_shared<WatchInbox>();
+  std::shared_ptr<Inbox> watch_inbox_ = std::make_shared<Inbox>();
+  std::shared_ptr<Inbox> report_inbox_ = std::make_shared<Inbox>();
   SnapshotPublisher publisher_;
-  // snapshot_'s metrics_text compressed once (loop thread), for every scrape
-  // that accepts gzip; gzip_of_ is the snapshot it was made from.
+  std::shared_ptr<const Snapshot> snapshot_;  // loop thread
+  // What the HTTP thread serves: snapshot_ as last published.
+  mutable std::mutex served_mu_;
+  std::shared_ptr<const Snapshot> served_;
+  // HTTP thread: the served snapshot's metrics_text compressed once, for
+  // every scrape that accepts gzip; gzip_of_ is the snapshot it was made from.
   std::shared_ptr<const Snapshot> gzip_of_;
-  std::string gzip_text_;
-  std::shared_ptr<const Snapshot> snapshot_;
+  std::shared_ptr<const std::string> gzip_text_;
+  // HTTP thread. The GET /api/v1/report being built (one at a time): its
+  // connection, answered when the worker is done.
+  HttpRespond report_respond_;
   bool publish_pending_ = false;
-  bool report_running_ = false;  // GET /api/v1/report: one at a time
-  bool ready_ = false;
+  std::atomic<bool> ready_{false};
   bool stopping_ = false;
   double started_at_ = 0;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> http_work_{
+      http_io_.get_executor()};
+  std::thread http_thread_;
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Gauge* reload_ok_ = nullptr;

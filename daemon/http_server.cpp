@@ -95,6 +95,42 @@ std::string url_decode(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// A Beast body of two pieces, a shared immutable one and a string of its
+// own, written as one buffer sequence: a response that starts with a 1 MB
+// exposition does not copy it.
+struct SharedPrefixBody {
+  struct value_type {
+    std::shared_ptr<const std::string> prefix;
+    std::string rest;
+  };
+  static std::uint64_t size(const value_type& v) {
+    return (v.prefix ? v.prefix->size() : 0) + v.rest.size();
+  }
+  class writer {
+   public:
+    using const_buffers_type = std::array<asio::const_buffer, 2>;
+    template <bool isRequest, class Fields>
+    writer(const http::header<isRequest, Fields>&, const value_type& v) : v_(v) {}
+    void init(beast::error_code& ec) { ec = {}; }
+    boost::optional<std::pair<const_buffers_type, bool>> get(beast::error_code& ec) {
+      ec = {};
+      if (done_) return boost::none;
+      done_ = true;
+      const_buffers_type b{v_.prefix ? asio::buffer(*v_.prefix) : asio::const_buffer(),
+                           asio::buffer(v_.rest)};
+      return std::make_pair(b, false);
+    }
+
+   private:
+    const value_type& v_;
+    bool done_ = false;
+  };
+};
+
+}  // namespace
+
 // One connection, plain or TLS. Owned by shared_ptr through its pending
 // operations. The request handling is written once; only reads, writes and
 // the end of the connection look at which stream it is.
@@ -343,15 +379,16 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   void send(HttpResponse resp, bool keep_alive, unsigned version, bool head,
             const std::string& route) {
     ++served_;
-    auto res = std::make_shared<http::response<http::string_body>>(
+    auto res = std::make_shared<http::response<SharedPrefixBody>>(
         static_cast<http::status>(resp.status), version);
     res->set(http::field::server, "ckptmon");
     res->set(http::field::content_type, resp.content_type);
     for (const auto& [k, v] : resp.headers) res->set(k, v);
     res->keep_alive(keep_alive);
-    res->body() = std::move(resp.body);
+    res->body().prefix = std::move(resp.shared_body);
+    res->body().rest = std::move(resp.body);
     res->prepare_payload();
-    if (head) res->body().clear();  // Content-Length stays that of the GET body
+    if (head) res->body() = {};  // Content-Length stays that of the GET body
     server_.observe(route, resp.status);
     tcp_stream().expires_after(server_.limits().read_timeout);
     with_stream([&](auto& s) {

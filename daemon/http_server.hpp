@@ -1,9 +1,10 @@
 #pragma once
-// HTTP/1.1 server on the daemon's io_context (Boost.Beast), plain or TLS.
-// Handlers run on the loop thread and must be quick: they render what is
-// already in memory. Enforces a header size limit, a body limit, a read
-// timeout (which also bounds the TLS handshake) and a cap on concurrent
-// connections; an optional authenticator guards every path. Loop thread only.
+// HTTP/1.1 server on an io_context of its own (Boost.Beast), plain or TLS;
+// the daemon runs it on its HTTP thread. Handlers run on that thread and must
+// be quick: they render what is already in memory. Enforces a header size limit, a body limit, a
+// read timeout (which also bounds the TLS handshake) and a cap on concurrent connections; an
+// optional authenticator guards every path. Only the thread that runs its io_context may touch it
+// ("its thread" below).
 
 #include <chrono>
 #include <cstdint>
@@ -40,6 +41,10 @@ struct HttpRequest {
 struct HttpResponse {
   unsigned status = 200;
   std::string content_type = "text/plain; charset=utf-8";
+  // What is sent: *shared_body (when set), then body. The shared part is
+  // written from where it lies, not copied per response: /metrics serves
+  // the published exposition to every scraper this way.
+  std::shared_ptr<const std::string> shared_body;
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
 
@@ -78,15 +83,15 @@ void apply_request_limits(Parser& parser, const HttpLimits& limits) {
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 // A handler that answers later: it starts the work (on a worker, the store
-// thread) and returns at once; `reply` must then be called once, on the loop
-// thread. The connection waits meanwhile; the loop does not. The connection
+// thread) and returns at once; `reply` must then be called once, on the
+// server's thread. The connection waits meanwhile; that thread does not. The connection
 // is dropped without an answer if the server closes first.
 using HttpRespond = std::function<void(HttpResponse)>;
 using AsyncHttpHandler = std::function<void(const HttpRequest&, HttpRespond reply)>;
 
 enum class AuthDecision { kAllow, kDeny, kBusy };
 // Decides from the Authorization header value (empty when absent) whether a
-// request may be served. Must call `done` once, on the loop thread, at once or
+// request may be served. Must call `done` once, on the server's thread, at once or
 // later; the connection waits meanwhile.
 using HttpAuthenticator =
     std::function<void(std::string_view authorization, std::function<void(AuthDecision)> done)>;

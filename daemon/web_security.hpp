@@ -4,7 +4,7 @@
 // matched to certificate) before anything changes, and swapped in as a whole.
 // A reload re-reads the file and the certificates it names, so certificates
 // rotated on disk are picked up; a bad file is refused and the running
-// settings stay. Loop thread only.
+// settings stay. The server's thread only (the daemon's HTTP thread).
 
 #include <memory>
 #include <optional>

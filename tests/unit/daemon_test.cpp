@@ -360,6 +360,44 @@ TEST_F(DaemonTest, SelfUrlFollowsTlsAcrossReloads) {
   EXPECT_EQ(on_loop([this] { return daemon_->self_url(); }), "http://" + authority);
 }
 
+// The HTTP thread answers from the published snapshot: while the loop is
+// held (as a long rules cycle or a walk's merge would hold it), scrapes and
+// the snapshot's API are still answered; a route that needs the loop
+// (/-/reload) is answered once the loop is free.
+TEST_F(DaemonTest, ScrapesAreAnsweredWhileTheLoopIsBusy) {
+  write_config(tier_line("a", "a"));
+  std::string error;
+  ASSERT_TRUE(start(&error)) << error;
+  ASSERT_TRUE(eventually([&] { return fetch("/-/ready").result_int() == 200; }));
+
+  std::promise<void> held;
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  boost::asio::post(daemon_->io(), [&held, released] {
+    held.set_value();
+    released.wait();
+  });
+  held.get_future().wait();
+
+  auto metrics = fetch("/metrics");
+  EXPECT_EQ(metrics.result_int(), 200u);
+  EXPECT_THAT(metrics.body(), HasSubstr("ckpt_tier_up{tier=\"a\"} 1"));
+  EXPECT_THAT(metrics.body(), HasSubstr("ckptmon_http_requests_total"));
+  EXPECT_EQ(fetch("/-/ready").result_int(), 200u);
+  auto tiers = fetch("/api/v1/tiers");
+  EXPECT_EQ(tiers.result_int(), 200u);
+  EXPECT_THAT(tiers.body(), HasSubstr("\"a\""));
+
+  // Sent while the loop is held; answered after.
+  RawClient reloader(port_);
+  reloader.send(test_http::request("/-/reload", "POST", "Content-Length: 0\r\n"));
+  release.set_value();
+  auto reloaded = reloader.read_response();
+  ASSERT_TRUE(reloaded);
+  EXPECT_EQ(reloaded->result_int(), 200u);
+  EXPECT_THAT(reloaded->body(), HasSubstr("configuration reloaded"));
+}
+
 TEST_F(DaemonTest, StopEndsRunWithZero) {
   write_config(tier_line("a", "a"));
   std::string error;
