@@ -26,6 +26,11 @@ void collector_families(const State& state, std::vector<prometheus::MetricFamily
                             MetricType::Counter);
   FamilyBuilder errors("ckptmon_collector_errors_total", "Collector runs that failed.",
                        MetricType::Counter);
+  FamilyBuilder dropped("ckptmon_collector_results_dropped_total",
+                        "Collector results dropped on return, by reason: stale_generation, "
+                        "the tier was re-pointed or removed by a reload while the run was in "
+                        "flight.",
+                        MetricType::Counter);
   for (const auto& [name, c] : state.collectors) {
     const Labels l{{"collector", name}};
     dur.add(l, c.duration_seconds());
@@ -34,6 +39,8 @@ void collector_families(const State& state, std::vector<prometheus::MetricFamily
     skipped.add(l, static_cast<double>(c.skipped));
     not_started.add(l, static_cast<double>(c.not_started));
     errors.add(l, static_cast<double>(c.errors));
+    dropped.add({{"collector", name}, {"reason", "stale_generation"}},
+                static_cast<double>(c.stale_results_dropped));
   }
   append(out, std::move(dur));
   append(out, std::move(ok));
@@ -41,6 +48,7 @@ void collector_families(const State& state, std::vector<prometheus::MetricFamily
   append(out, std::move(skipped));
   append(out, std::move(not_started));
   append(out, std::move(errors));
+  append(out, std::move(dropped));
 }
 
 }  // namespace ckptmon
