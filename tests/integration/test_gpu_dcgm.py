@@ -138,17 +138,13 @@ class GpuDcgmEndToEnd(unittest.TestCase):
         self.addCleanup(self.dcgm.close)
 
     def emit(self, event, step, ts, *extra):
-        harness.run([harness.BIN, "emit", "--log", self.log, "--job", "llama", "--step", str(step),
-                     "--ts", repr(ts), *extra, event])
+        harness.emit(self.log, event, step, ts, *extra)
 
     def config(self, extra=""):
-        tier = self.ws.mkdir("staging")
-        self.log = self.ws.path("events", "llama.jsonl")
-        os.makedirs(os.path.dirname(self.log), exist_ok=True)
-        return (harness.config_yaml([harness.tier_yaml("staging", tier, role="staging")]) +
-                f"manifests:\n  - {{glob: \"{self.ws.path('events')}/*.jsonl\", tier: staging}}\n"
-                f"gpu: {{source: dcgm, dcgm_url: \"{self.dcgm.url}\", interval: 250ms, max_window: 1m}}\n"
-                + extra)
+        text, self.log = harness.gpu_config(
+            self.ws,
+            f"gpu: {{source: dcgm, dcgm_url: \"{self.dcgm.url}\", interval: 250ms, max_window: 1m}}\n")
+        return text + extra
 
     def test_dip_costs_gpu_seconds(self):
         # A 5 s pause starting at a whole second at least 6 s ahead: 5 s of
