@@ -36,6 +36,20 @@ PROMTOOL = "/usr/bin/promtool"
 INTERVAL = 0.25
 
 
+def assert_dip_joined(test, m, idle_gpu_seconds):
+    """The join of one checkpoint of job llama whose pause dipped two GPUs
+    from 90 % to 10 %: `idle_gpu_seconds` lost (2 x 0.8 x the pause, worked
+    out by the caller), none unknown, GPUs found by the source's labels."""
+    test.assertEqual(m.get("ckpt_checkpoint_gpu_unknown_total", training_job="llama"), 0)
+    test.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_idle_seconds_total", training_job="llama"),
+                           idle_gpu_seconds, 6)
+    test.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_utilization_ratio", training_job="llama"), 0.1, 6)
+    test.assertAlmostEqual(
+        m.get("ckpt_checkpoint_gpu_baseline_utilization_ratio", training_job="llama"), 0.9, 6)
+    test.assertEqual(m.get("ckpt_checkpoint_gpu_attribution_info", training_job="llama",
+                           attribution="source_labels"), 1)
+
+
 class Dcgm:
     """A scripted dcgm-exporter: mode and dip window are set by the test."""
 
@@ -174,14 +188,7 @@ class GpuDcgmEndToEnd(unittest.TestCase):
             raise
         self.assertEqual(m.get("ckptmon_gpu_source_up"), 1)
         self.assertEqual(m.get("ckptmon_gpu_source_errors_total"), 0)
-        self.assertEqual(m.get("ckpt_checkpoint_gpu_unknown_total", training_job="llama"), 0)
-        # 2 GPUs x (0.9 - 0.1) x 5 s.
-        self.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_idle_seconds_total", training_job="llama"), 8, 6)
-        self.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_utilization_ratio", training_job="llama"), 0.1, 6)
-        self.assertAlmostEqual(
-            m.get("ckpt_checkpoint_gpu_baseline_utilization_ratio", training_job="llama"), 0.9, 6)
-        self.assertEqual(
-            m.get("ckpt_checkpoint_gpu_attribution_info", training_job="llama", attribution="source_labels"), 1)
+        assert_dip_joined(self, m, 8)  # 2 GPUs x (0.9 - 0.1) x 5 s
         info = sorted(m.labels_of("ckpt_gpu_info"), key=lambda l: l["gpu"])
         self.assertEqual([(l["gpu"], l["uuid"], l["model"], l["source"]) for l in info],
                          [("0", "GPU-aaaa", "NVIDIA H100 80GB HBM3", "dcgm"),

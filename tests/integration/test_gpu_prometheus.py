@@ -27,7 +27,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from test_gpu_dcgm import Dcgm  # noqa: E402
+from test_gpu_dcgm import Dcgm, assert_dip_joined  # noqa: E402
 
 class FakeApi:
     """A Prometheus HTTP API that misbehaves on purpose (mode set by the test)."""
@@ -112,14 +112,7 @@ class GpuPrometheusEndToEnd(unittest.TestCase):
             return m if m.get("ckpt_checkpoint_gpu_idle_seconds_count", training_job="llama") == 1 else None
         m = harness.wait_for(joined, timeout=90, interval=0.5, what="the checkpoint joined")
         self.assertEqual(m.get("ckptmon_gpu_source_up"), 1)
-        self.assertEqual(m.get("ckpt_checkpoint_gpu_unknown_total", training_job="llama"), 0)
-        # 2 GPUs x (0.9 - 0.1) x 10 s.
-        self.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_idle_seconds_total", training_job="llama"), 16, 6)
-        self.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_utilization_ratio", training_job="llama"), 0.1, 6)
-        self.assertAlmostEqual(
-            m.get("ckpt_checkpoint_gpu_baseline_utilization_ratio", training_job="llama"), 0.9, 6)
-        self.assertEqual(
-            m.get("ckpt_checkpoint_gpu_attribution_info", training_job="llama", attribution="source_labels"), 1)
+        assert_dip_joined(self, m, 16)  # 2 GPUs x (0.9 - 0.1) x 10 s
         info = sorted((l["uuid"], l["source"]) for l in m.labels_of("ckpt_gpu_info"))
         self.assertEqual(info, [("GPU-aaaa", "prometheus"), ("GPU-bbbb", "prometheus")])
 
