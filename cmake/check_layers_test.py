@@ -47,6 +47,38 @@ def expect(cond, what):
         sys.exit(1)
 
 
+# One wrong include each: (what, file, the line added after its first line,
+# the line the checker must print for it). Line 2 is where inject() puts it;
+# the allowed layers are read off the table in docs/architecture.md.
+WRONG_INCLUDES = [
+    ("a rule including the daemon: the rules layer sits below it",
+     "rules/evaluate.cpp", '#include "daemon/metrics.hpp"',
+     "rules/evaluate.cpp:2: rules may not include daemon/metrics.hpp "
+     "(layer daemon; rules may use events, model, rules, util)"),
+    ("a collector including its sibling layer, rules",
+     "collectors/tier_stats.cpp", '#include "rules/capacity.hpp"',
+     "collectors/tier_stats.cpp:2: collectors may not include rules/capacity.hpp "
+     "(layer rules; collectors may use collectors, events, model, util)"),
+    ("the store including its sibling layer, config",
+     "store/history.cpp", '#include "config/config.hpp"',
+     "store/history.cpp:2: store may not include config/config.hpp "
+     "(layer config; store may use collectors, events, model, rules, store, util)"),
+    ("SQLite outside store/",
+     "model/catalog.cpp", "#include <sqlite3.h>",
+     "model/catalog.cpp:2: <sqlite3.h> belongs to store, not model"),
+    ("JSON in rules: wire formats are rendered by the daemon",
+     "rules/alerts.cpp", "#include <nlohmann/json.hpp>",
+     "rules/alerts.cpp:2: <nlohmann/json.hpp> belongs to collectors, daemon, store, util, not rules"),
+]
+
+
+def expect_failure(root, want, what):
+    """The checker fails on `root` and prints `want` as one of its lines."""
+    rc, out = run(root)
+    expect(rc == 1 and want in out.splitlines(), f"{what}: rc {rc}, wanted the line\n{want}\n"
+           f"got:\n{out}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         clean = os.path.join(tmp, "clean")
@@ -54,39 +86,11 @@ def main():
         rc, out = run(clean)
         expect(rc == 0 and out == "", f"the tree passes (rc {rc}):\n{out}")
 
-        # A rule including the daemon: the rules layer sits below it.
-        bad = os.path.join(tmp, "rules_daemon")
-        copy_tree(bad)
-        n = inject(bad, "rules/evaluate.cpp", '#include "daemon/metrics.hpp"')
-        rc, out = run(bad)
-        expect(rc == 1, f"rules -> daemon fails (rc {rc})")
-        expect(out.startswith(f"rules/evaluate.cpp:{n}: rules may not include daemon/metrics.hpp "
-                              "(layer daemon; rules may use events, model, rules, util)"),
-               f"the message names file:line and the rule:\n{out}")
-
-        # A collector including another sibling layer, rules.
-        bad = os.path.join(tmp, "collectors_rules")
-        copy_tree(bad)
-        n = inject(bad, "collectors/tier_stats.cpp", '#include "rules/capacity.hpp"')
-        rc, out = run(bad)
-        expect(rc == 1 and f"collectors/tier_stats.cpp:{n}: collectors may not include "
-               "rules/capacity.hpp" in out, f"collectors -> rules fails:\n{out}")
-
-        # SQLite outside store/.
-        bad = os.path.join(tmp, "model_sqlite")
-        copy_tree(bad)
-        n = inject(bad, "model/catalog.cpp", "#include <sqlite3.h>")
-        rc, out = run(bad)
-        expect(rc == 1 and f"model/catalog.cpp:{n}: <sqlite3.h> belongs to store, not model" in out,
-               f"<sqlite3.h> in model fails:\n{out}")
-
-        # JSON in rules: wire formats are rendered by the daemon.
-        bad = os.path.join(tmp, "rules_json")
-        copy_tree(bad)
-        n = inject(bad, "rules/alerts.cpp", "#include <nlohmann/json.hpp>")
-        rc, out = run(bad)
-        expect(rc == 1 and f"rules/alerts.cpp:{n}: <nlohmann/json.hpp> belongs to collectors, "
-               "daemon, store, util, not rules" in out, f"<nlohmann/json.hpp> in rules fails:\n{out}")
+        for i, (what, rel, line, want) in enumerate(WRONG_INCLUDES):
+            bad = os.path.join(tmp, f"wrong{i}")
+            copy_tree(bad)
+            expect(inject(bad, rel, line) == 2, "inject() adds line 2")
+            expect_failure(bad, want, what)
 
         # An exception whose include is gone is reported, so the list shrinks.
         stale = os.path.join(tmp, "stale")
@@ -96,10 +100,11 @@ def main():
             text = f.read()
         with open(path, "w") as f:
             f.write(text.replace("#include <yaml-cpp/yaml.h>", ""))
-        rc, out = run(stale)
-        expect(rc == 1 and "exception (collectors/layouts/torchsnapshot.cpp, yaml-cpp/yaml.h) "
-               "no longer needed" in out, f"a stale exception fails:\n{out}")
-    print("ok: the layer check passes on the tree and fails on 5 injected mistakes")
+        expect_failure(stale, "cmake/check_layers.py: exception (collectors/layouts/torchsnapshot.cpp, "
+                       "yaml-cpp/yaml.h) no longer needed: remove it from EXCEPTIONS",
+                       "a stale exception")
+    print(f"ok: the layer check passes on the tree and fails on {len(WRONG_INCLUDES) + 1} "
+          "injected mistakes")
 
 
 if __name__ == "__main__":

@@ -17,12 +17,7 @@ namespace {
 constexpr unsigned kMaxIndex = 64;
 constexpr double kMiB = 1024.0 * 1024.0;
 
-// Utilisation fields in order of preference: (name, scale to a ratio).
-constexpr std::array<std::pair<std::string_view, double>, 3> kUtil{{
-    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1.0},
-    {"DCGM_FI_PROF_SM_ACTIVE", 1.0},
-    {"DCGM_FI_DEV_GPU_UTIL", 0.01},
-}};
+constexpr const auto& kUtil = kDcgmUtilFields;
 constexpr std::string_view kFbUsed = "DCGM_FI_DEV_FB_USED";
 
 struct Seen {
@@ -40,16 +35,6 @@ std::optional<unsigned> gpu_index(const std::string* v) {
   auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
   if (ec != std::errc() || p != v->data() + v->size() || n >= kMaxIndex) return std::nullopt;
   return n;
-}
-
-std::string label_or_empty(const ExpositionSample& s, std::string_view a, std::string_view b = {}) {
-  if (const std::string* v = s.label(a); v != nullptr && !v->empty()) return gpu_label_value(*v);
-  if (!b.empty()) {
-    if (const std::string* v = s.label(b); v != nullptr && !v->empty()) {
-      return gpu_label_value(*v);
-    }
-  }
-  return {};
 }
 
 class DcgmSource final : public GpuSource {
@@ -91,6 +76,32 @@ class DcgmSource final : public GpuSource {
 
 }  // namespace
 
+std::size_t dcgm_util_field(std::string_view metric) {
+  for (std::size_t k = 0; k < kDcgmUtilFields.size(); ++k) {
+    if (metric == kDcgmUtilFields[k].first) return k;
+  }
+  return kDcgmUtilFields.size();
+}
+
+DcgmSeriesLabels dcgm_series_labels(
+    const std::function<const std::string*(std::string_view)>& label) {
+  auto first = [&](std::string_view a, std::string_view b = {}) -> std::string {
+    for (std::string_view k : {a, b}) {
+      if (k.empty()) continue;
+      if (const std::string* v = label(k); v != nullptr && !v->empty()) return gpu_label_value(*v);
+    }
+    return {};
+  };
+  DcgmSeriesLabels l{first("Hostname", "hostname"), first("UUID", "uuid"), first("modelName"),
+                     first("hpc_job")};
+  if (l.job.empty()) {
+    const std::string pod = first("pod");
+    const std::string ns = first("namespace");
+    if (!pod.empty()) l.job = gpu_label_value(ns.empty() ? pod : ns + "/" + pod);
+  }
+  return l;
+}
+
 GpuPoll dcgm_readings(std::string_view body, double now) {
   GpuPoll out;
   ExpositionLimits limits;
@@ -105,10 +116,7 @@ GpuPoll dcgm_readings(std::string_view body, double now) {
   std::string bad_index;  // the first bad `gpu` label, reported once per poll
   std::string collision;
   for (const ExpositionSample& s : e.samples) {
-    std::size_t field = kUtil.size();
-    for (std::size_t k = 0; k < kUtil.size(); ++k) {
-      if (s.name == kUtil[k].first) field = k;
-    }
+    const std::size_t field = dcgm_util_field(s.name);
     const bool fb = s.name == kFbUsed;
     if (field == kUtil.size() && !fb) continue;
     any = true;
@@ -126,7 +134,8 @@ GpuPoll dcgm_readings(std::string_view body, double now) {
       }
       continue;
     }
-    std::string host = label_or_empty(s, "Hostname", "hostname");
+    DcgmSeriesLabels l = dcgm_series_labels([&s](std::string_view name) { return s.label(name); });
+    const std::string& host = l.host;
     auto [it, fresh] = gpus.try_emplace(*idx);
     Seen& g = it->second;
     if (fresh) {
@@ -140,16 +149,9 @@ GpuPoll dcgm_readings(std::string_view body, double now) {
       }
       continue;
     }
-    if (g.uuid.empty()) g.uuid = label_or_empty(s, "UUID", "uuid");
-    if (g.model.empty()) g.model = label_or_empty(s, "modelName");
-    if (g.job.empty()) {
-      g.job = label_or_empty(s, "hpc_job");
-      if (g.job.empty()) {
-        std::string ns = label_or_empty(s, "namespace");
-        std::string pod = label_or_empty(s, "pod");
-        if (!pod.empty()) g.job = gpu_label_value(ns.empty() ? pod : ns + "/" + pod);
-      }
-    }
+    if (g.uuid.empty()) g.uuid = std::move(l.uuid);
+    if (g.model.empty()) g.model = std::move(l.model);
+    if (g.job.empty()) g.job = std::move(l.job);
     if (!std::isfinite(s.value)) continue;  // unknown, not 0
     const double t = s.timestamp_ms ? static_cast<double>(*s.timestamp_ms) / 1000.0 : now;
     if (fb) {

@@ -24,20 +24,14 @@ namespace {
 constexpr unsigned kMaxIndex = 64;  // kMaxGpus: the bound on the `gpu` label
 constexpr std::size_t kMaxBody = 16u << 20;
 
-constexpr std::array<std::pair<std::string_view, double>, 3> kFields{{
-    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1.0},
-    {"DCGM_FI_PROF_SM_ACTIVE", 1.0},
-    {"DCGM_FI_DEV_GPU_UTIL", 0.01},
-}};
+constexpr const auto& kFields = kDcgmUtilFields;
 
-std::string label(const std::map<std::string, std::string>& m, std::string_view a,
-                  std::string_view b = {}) {
-  for (std::string_view k : {a, b}) {
-    if (k.empty()) continue;
+// A series' labels as dcgm_series_labels() and the sources' keys read them.
+auto labels_of(const std::map<std::string, std::string>& m) {
+  return [&m](std::string_view k) -> const std::string* {
     auto it = m.find(std::string(k));
-    if (it != m.end() && !it->second.empty()) return gpu_label_value(it->second);
-  }
-  return {};
+    return it == m.end() ? nullptr : &it->second;
+  };
 }
 
 class PrometheusSource final : public GpuSource {
@@ -86,25 +80,26 @@ class PrometheusSource final : public GpuSource {
     // The best field per GPU: (host, gpu, uuid) -> index into kFields.
     auto field_of = [](const PromSeries& s) {
       auto it = s.metric.find("__name__");
-      for (std::size_t k = 0; k < kFields.size(); ++k) {
-        if (it != s.metric.end() && it->second == kFields[k].first) return k;
-      }
-      return kFields.size();
+      return it == s.metric.end() ? kFields.size() : dcgm_util_field(it->second);
     };
-    auto key_of = [](const PromSeries& s) {
-      return std::make_tuple(label(s.metric, "Hostname", "hostname"), label(s.metric, "gpu"),
-                             label(s.metric, "UUID", "uuid"));
+    // (host, gpu, uuid) and what else the series says of its GPU.
+    auto read = [](const PromSeries& s) {
+      DcgmSeriesLabels l = dcgm_series_labels(labels_of(s.metric));
+      const std::string* gpu = labels_of(s.metric)("gpu");
+      auto key =
+          std::make_tuple(l.host, gpu == nullptr ? std::string() : gpu_label_value(*gpu), l.uuid);
+      return std::make_pair(std::move(key), std::move(l));
     };
     std::map<std::tuple<std::string, std::string, std::string>, std::size_t> best;
     for (const PromSeries& s : r.series) {
-      auto [it, fresh] = best.try_emplace(key_of(s), field_of(s));
+      auto [it, fresh] = best.try_emplace(read(s).first, field_of(s));
       if (!fresh) it->second = std::min(it->second, field_of(s));
     }
     std::map<unsigned, GpuReading> readings;
     bool too_many = false;
     for (const PromSeries& s : r.series) {
       const std::size_t field = field_of(s);
-      auto key = key_of(s);
+      auto [key, l] = read(s);
       if (field == kFields.size() || best[key] != field) continue;
       const std::string& host = std::get<0>(key);
       const std::string& uuid = std::get<2>(key);
@@ -119,14 +114,9 @@ class PrometheusSource final : public GpuSource {
       GpuReading& g = readings[it->second];
       g.index = it->second;
       g.uuid = uuid;
-      g.model = label(s.metric, "modelName");
+      g.model = std::move(l.model);
       g.host = host;
-      g.job = label(s.metric, "hpc_job");
-      if (g.job.empty()) {
-        const std::string pod = label(s.metric, "pod");
-        const std::string ns = label(s.metric, "namespace");
-        if (!pod.empty()) g.job = gpu_label_value(ns.empty() ? pod : ns + "/" + pod);
-      }
+      g.job = std::move(l.job);
       double& seen = last_[it->second];
       for (const PromSample& p : s.values) {
         if (!std::isfinite(p.v) || p.t <= seen) continue;  // NaN: unknown, not 0

@@ -4,7 +4,9 @@
 // runs on a worker, one call at a time per source (the collector runner
 // never runs a target twice at once); sources are not thread-safe otherwise.
 
+#include <array>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +68,28 @@ std::shared_ptr<GpuSource> make_dcgm_source(std::string url, HttpFetch fetch,
 // that a second host names, is a call error.
 inline constexpr std::size_t kDcgmMaxSeries = 20000;
 GpuPoll dcgm_readings(std::string_view body, double now);
+
+// dcgm-exporter's utilisation fields in order of preference, each with its
+// scale to a ratio; the dcgm and prometheus sources both take the first a
+// GPU has.
+inline constexpr std::array<std::pair<std::string_view, double>, 3> kDcgmUtilFields{{
+    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1.0},
+    {"DCGM_FI_PROF_SM_ACTIVE", 1.0},
+    {"DCGM_FI_DEV_GPU_UTIL", 0.01},
+}};
+// The index of `metric` in kDcgmUtilFields; kDcgmUtilFields.size() for any other name.
+std::size_t dcgm_util_field(std::string_view metric);
+
+// What a dcgm-exporter series says of its GPU, each sanitised
+// (gpu_label_value), empty when absent: host from Hostname (else hostname),
+// uuid from UUID (else uuid), model from modelName, job from hpc_job, else
+// namespace/pod (pod alone without a namespace). `label` gives a label's
+// raw value, null or empty when the series has none.
+struct DcgmSeriesLabels {
+  std::string host, uuid, model, job;
+};
+DcgmSeriesLabels dcgm_series_labels(
+    const std::function<const std::string*(std::string_view)>& label);
 
 // dcgm-exporter's series in a Prometheus (gpu.prometheus.url): each poll one
 // /api/v1/query for the raw samples since the last poll of

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "collectors/mountinfo.hpp"
 #include "util/text.hpp"
 
 namespace ckptmon {
@@ -29,22 +30,6 @@ std::vector<std::string_view> fields_of(std::string_view line) {
     const std::size_t start = i;
     while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
     if (i > start) out.push_back(line.substr(start, i - start));
-  }
-  return out;
-}
-
-// seq_escape() in mountstats writes space, tab, newline and backslash as \ooo.
-std::string unescape_octal(std::string_view s) {
-  auto octal = [](char c) { return c >= '0' && c <= '7'; };
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && octal(s[i + 1]) && octal(s[i + 2]) && octal(s[i + 3])) {
-      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-      i += 3;
-      continue;
-    }
-    out += s[i];
   }
   return out;
 }
@@ -228,8 +213,8 @@ MountstatsParse parse_mountstats(std::string_view text) {
       continue;
     }
     NfsMountStats m;
-    m.device = unescape_octal(h[1]);
-    m.mount_point = unescape_octal(h[4]);
+    m.device = unescape_mount_field(h[1]);
+    m.mount_point = unescape_mount_field(h[4]);
     m.fstype = fstype;
     auto reject = [&](std::string why) {
       m.ok = false;

@@ -7,22 +7,6 @@
 namespace ckptmon {
 namespace {
 
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string unescape(std::string_view s) {
-  auto octal = [](char c) { return c >= '0' && c <= '7'; };
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && octal(s[i + 1]) && octal(s[i + 2]) && octal(s[i + 3])) {
-      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-      i += 3;
-      continue;
-    }
-    out += s[i];
-  }
-  return out;
-}
-
 template <typename T>
 bool to_num(std::string_view s, T& out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -67,11 +51,11 @@ std::vector<MountInfo> parse_mountinfo(std::string_view text, int* skipped) {
       ++bad;
       continue;
     }
-    m.root = unescape(f[3]);
-    m.mount_point = unescape(f[4]);
+    m.root = unescape_mount_field(f[3]);
+    m.mount_point = unescape_mount_field(f[4]);
     m.mount_options = std::string(f[5]);
     m.fstype = std::string(f[sep + 1]);
-    m.source = unescape(f[sep + 2]);
+    m.source = unescape_mount_field(f[sep + 2]);
     m.super_options = sep + 3 < f.size() ? std::string(f[sep + 3]) : std::string();
     out.push_back(std::move(m));
   }
@@ -94,6 +78,21 @@ const MountInfo* find_mount(const std::vector<MountInfo>& mounts, std::string_vi
     }
   }
   return best;
+}
+
+std::string unescape_mount_field(std::string_view s) {
+  auto octal = [](char c) { return c >= '0' && c <= '7'; };
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && octal(s[i + 1]) && octal(s[i + 2]) && octal(s[i + 3])) {
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+      continue;
+    }
+    out += s[i];
+  }
+  return out;
 }
 
 bool has_option(std::string_view options, std::string_view opt) {

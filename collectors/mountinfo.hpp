@@ -31,6 +31,11 @@ std::vector<MountInfo> parse_mountinfo(std::string_view text, int* skipped = nul
 const MountInfo* find_mount(const std::vector<MountInfo>& mounts, std::string_view real_path,
                             std::optional<std::pair<unsigned, unsigned>> dev);
 
+// A field as the kernel writes it in mountinfo and mountstats (seq_escape:
+// space, tab, newline and backslash as \ooo), decoded. A backslash not
+// followed by three octal digits stays as it is.
+std::string unescape_mount_field(std::string_view s);
+
 // True when the comma-separated option list contains `opt` exactly.
 bool has_option(std::string_view options, std::string_view opt);
 

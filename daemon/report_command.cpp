@@ -17,6 +17,7 @@
 #include "daemon/plan_command.hpp"
 #include "daemon/report_prometheus.hpp"
 #include "daemon/report_render.hpp"
+#include "daemon/time_range.hpp"
 #include "daemon/web.hpp"
 #include "model/checkpoint.hpp"
 #include "rules/alerts.hpp"
@@ -1025,29 +1026,26 @@ bool from_daemon(const ReportCommandOptions& o, Report& r, double now, std::opti
 bool parse_report_query(const std::map<std::string, std::string>& query, double now,
                         ReportApiRequest* out, std::string* error) {
   ReportApiRequest q;
-  q.since = now - 30 * kDay;
-  q.until = now;
+  TimeRange range;
+  switch (parse_time_range(query, now, 30 * kDay, &range, error)) {
+    case TimeRangeFault::none:
+      break;
+    case TimeRangeFault::unparsable:
+      return false;
+    case TimeRangeFault::since_in_future:
+    case TimeRangeFault::until_before_since:
+      // This route has always named both bounds in one message.
+      *error = "since: " + format_rfc3339(range.since) + " must be before until (" +
+               format_rfc3339(range.until) + ") and not in the future (now is " +
+               format_rfc3339(now) + ")";
+      return false;
+  }
+  q.since = range.since;
+  q.until = range.until;
   auto value = [&](const char* key) {
     auto it = query.find(key);
     return it == query.end() ? std::string() : it->second;
   };
-  for (auto [key, target] : {std::pair{"since", &q.since}, std::pair{"until", &q.until}}) {
-    const std::string text = value(key);
-    if (text.empty()) continue;
-    auto t = parse_time_arg(text, now);
-    if (!t) {
-      *error = std::string(key) + ": expected a duration before now (30d) or unix seconds, got \"" +
-               text + "\"";
-      return false;
-    }
-    *target = *t;
-  }
-  if (q.since > now || q.until < q.since) {
-    *error = "since: " + format_rfc3339(q.since) + " must be before until (" +
-             format_rfc3339(q.until) + ") and not in the future (now is " + format_rfc3339(now) +
-             ")";
-    return false;
-  }
   if (const std::string m = value("min_history"); !m.empty()) {
     char* end = nullptr;
     q.min_history_seconds = std::strtod(m.c_str(), &end);

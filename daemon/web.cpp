@@ -714,18 +714,6 @@ std::string render_event_checkpoints_json(const Snapshot& snap,
 
 namespace ckptmon {
 
-std::optional<double> parse_time_arg(std::string_view text, double now) {
-  text = trim(text);
-  if (text.empty()) return std::nullopt;
-  if (auto d = parse_duration(text)) return now - to_seconds(*d);
-  double v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v) || v < 0) {
-    return std::nullopt;
-  }
-  return v;
-}
-
 bool parse_history_query(const std::map<std::string, std::string>& query, double now,
                          const HistoryPolicy& policy, HistoryQuery* out, std::string* error) {
   HistoryQuery q;
@@ -742,29 +730,10 @@ bool parse_history_query(const std::map<std::string, std::string>& query, double
     *error = "series: " + q.series + " is a tier series; with job= only stored_bytes exists";
     return false;
   }
-  q.since = now - 86400;
-  q.until = now;
-  for (auto [key, target] : {std::pair{"since", &q.since}, std::pair{"until", &q.until}}) {
-    const std::string text = query_value(query, key);
-    if (text.empty()) continue;
-    auto t = parse_time_arg(text, now);
-    if (!t) {
-      *error = std::string(key) + ": expected a duration before now (30d) or unix seconds, got \"" +
-               text + "\"";
-      return false;
-    }
-    *target = *t;
-  }
-  if (q.since > now) {
-    *error = "since: " + format_rfc3339(q.since) + " is in the future (now is " +
-             format_rfc3339(now) + ")";
-    return false;
-  }
-  if (q.until < q.since) {
-    *error =
-        "until: " + format_rfc3339(q.until) + " is before since (" + format_rfc3339(q.since) + ")";
-    return false;
-  }
+  TimeRange range;
+  if (parse_time_range(query, now, 86400, &range, error) != TimeRangeFault::none) return false;
+  q.since = range.since;
+  q.until = range.until;
   if (const std::string text = query_value(query, "step"); !text.empty()) {
     if (auto d = parse_duration(text)) {
       q.step = to_seconds(*d);

@@ -47,17 +47,14 @@ std::string render_event_checkpoints_json(const Snapshot& snap,
 
 }  // namespace ckptmon
 
+#include "daemon/time_range.hpp"
 #include "store/history.hpp"
 
 namespace ckptmon {
 
-// A time as the history API and `ckptmon report --since` take it: a
-// duration before `now` ("30d", "6h") or unix seconds ("1767225600",
-// "1767225600.5"). nullopt for anything else.
-std::optional<double> parse_time_arg(std::string_view text, double now);
-
 // /api/v1/history?tier=&job=&series=&since=&until=&step= into a query, as of
-// `now`: since defaults to 1d before now, until to now, step to the coarsest
+// `now`: since and until as parse_time_range() takes them (since defaults to
+// 1d before now, until to now), step to the coarsest
 // resolution the stored history has over the range (0, every sample, when
 // the range is all raw). Returns false with `error` naming the parameter.
 bool parse_history_query(const std::map<std::string, std::string>& query, double now,

@@ -47,9 +47,10 @@ void State::apply_config(std::shared_ptr<const Config> cfg) {
 }
 
 bool State::current_tier(std::string_view collector, const std::string& tier,
-                         std::uint64_t generation) const {
+                         std::uint64_t generation) {
   auto it = tiers.find(tier);
   if (it != tiers.end() && it->second.config.generation == generation) return true;
+  ++collectors[std::string(collector)].stale_results_dropped;
   log::debug("result of a reloaded tier dropped",
              {{"collector", collector},
               {"tier", tier},

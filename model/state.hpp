@@ -55,6 +55,9 @@ struct CollectorStatus {
   // refused because their target already has a stuck job. Not probed.
   std::uint64_t not_started = 0;
   std::uint64_t errors = 0;
+  // Results dropped on return because their tier was re-pointed or removed
+  // by a reload while the run was in flight (State::current_tier).
+  std::uint64_t stale_results_dropped = 0;
 
   bool success() const;             // every target's last run succeeded
   double duration_seconds() const;  // the slowest target's last run
@@ -93,9 +96,9 @@ struct State {
   // Whether a result of `collector` for `tier`, prepared under the tier epoch
   // `generation` (TierConfig::generation), still applies: the tier is
   // configured and has not been re-pointed since. A stale result is dropped
-  // by the caller; this logs it at debug.
-  bool current_tier(std::string_view collector, const std::string& tier,
-                    std::uint64_t generation) const;
+  // by the caller; this counts it (collectors[collector].stale_results_dropped)
+  // and logs it at debug.
+  bool current_tier(std::string_view collector, const std::string& tier, std::uint64_t generation);
 };
 
 // A change computed off the loop (on a worker) and applied on the loop thread.

@@ -1,7 +1,9 @@
 #pragma once
 // The collector runner's own families from State::collectors:
 // ckptmon_collector_{duration_seconds,success,timeouts_total,skipped_total,
-// not_started_total,errors_total}{collector}. Part of state_families().
+// not_started_total,errors_total}{collector} and
+// ckptmon_collector_results_dropped_total{collector,reason}. Part of
+// state_families().
 
 #include <vector>
 

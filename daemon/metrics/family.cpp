@@ -50,8 +50,21 @@ FamilyBuilder& FamilyBuilder::add_histogram(const Labels& labels, const Histogra
   return *this;
 }
 
+FamilyBuilder gauge(std::string name, std::string help) {
+  return {std::move(name), std::move(help), prometheus::MetricType::Gauge};
+}
+
+FamilyBuilder counter(std::string name, std::string help) {
+  return {std::move(name), std::move(help), prometheus::MetricType::Counter};
+}
+
 void append(std::vector<prometheus::MetricFamily>& out, FamilyBuilder&& b) {
   if (!b.empty()) out.push_back(b.take());
+}
+
+void append(std::vector<prometheus::MetricFamily>& out,
+            std::initializer_list<FamilyBuilder*> builders) {
+  for (FamilyBuilder* b : builders) append(out, std::move(*b));
 }
 
 void append_scalar(std::vector<prometheus::MetricFamily>& out, std::string name, std::string help,

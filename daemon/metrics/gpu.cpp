@@ -6,72 +6,64 @@
 namespace ckptmon {
 
 void gpu_families(const State& state, std::vector<prometheus::MetricFamily>& out) {
-  using prometheus::MetricType;
   if (!state.config || !state.config->gpu.enabled()) return;
   const GpuState empty;
   const GpuState& g = state.gpu ? *state.gpu : empty;
-  append_scalar(out, "ckptmon_gpu_source_up",
-                "1 when the last poll of the GPU source (gpu.source) succeeded.", MetricType::Gauge,
-                g.up ? 1 : 0);
-  append_scalar(out, "ckptmon_gpu_source_errors_total",
-                "Failed polls and failed calls of the GPU source (each logged once).",
-                MetricType::Counter, static_cast<double>(g.errors));
-  append_scalar(out, "ckptmon_gpu_job_mapping_errors_total",
-                "Job mapping files (gpu.job_mapping_dir) rejected: empty, binary, too "
-                "large, too many jobs, unreadable.",
-                MetricType::Counter, static_cast<double>(g.mapping_errors));
+  append_gauge(out, "ckptmon_gpu_source_up",
+               "1 when the last poll of the GPU source (gpu.source) succeeded.", g.up ? 1 : 0);
+  append_counter(out, "ckptmon_gpu_source_errors_total",
+                 "Failed polls and failed calls of the GPU source (each logged once).",
+                 static_cast<double>(g.errors));
+  append_counter(out, "ckptmon_gpu_job_mapping_errors_total",
+                 "Job mapping files (gpu.job_mapping_dir) rejected: empty, binary, too "
+                 "large, too many jobs, unreadable.",
+                 static_cast<double>(g.mapping_errors));
 
-  FamilyBuilder util("ckpt_gpu_utilization_ratio",
-                     "Share of the last sample period the GPU was busy (NVML gpu utilisation, "
-                     "dcgm GR_ENGINE_ACTIVE), 0..1.",
-                     MetricType::Gauge);
-  FamilyBuilder mem("ckpt_gpu_memory_used_bytes", "GPU memory in use.", MetricType::Gauge);
-  FamilyBuilder info("ckpt_gpu_info", "Identity of each local GPU. Always 1.", MetricType::Gauge);
+  FamilyBuilder util =
+      gauge("ckpt_gpu_utilization_ratio",
+            "Share of the last sample period the GPU was busy (NVML gpu utilisation, "
+            "dcgm GR_ENGINE_ACTIVE), 0..1.");
+  FamilyBuilder mem = gauge("ckpt_gpu_memory_used_bytes", "GPU memory in use.");
+  FamilyBuilder info = gauge("ckpt_gpu_info", "Identity of each local GPU. Always 1.");
   for (const GpuDevice& d : g.devices) {
     const std::string idx = std::to_string(d.index);
     if (d.utilization) util.add({{"gpu", idx}}, *d.utilization);
     if (d.memory_used_bytes) mem.add({{"gpu", idx}}, *d.memory_used_bytes);
     info.add({{"gpu", idx}, {"uuid", d.uuid}, {"model", d.model}, {"source", g.source}}, 1);
   }
-  append(out, std::move(util));
-  append(out, std::move(mem));
-  append(out, std::move(info));
+  append(out, {&util, &mem, &info});
 }
 
 std::vector<prometheus::MetricFamily> gpu_cost_families(const GpuCostTracker& tracker) {
   using prometheus::MetricType;
   std::vector<prometheus::MetricFamily> out;
-  FamilyBuilder during("ckpt_checkpoint_gpu_utilization_ratio",
-                       "Mean GPU utilisation of the job's GPUs during its last checkpoint's "
-                       "blocking window (with a known cost).",
-                       MetricType::Gauge);
-  FamilyBuilder baseline("ckpt_checkpoint_gpu_baseline_utilization_ratio",
-                         "Mean GPU utilisation of the job's GPUs over the same length of "
-                         "non-checkpoint time just before its last checkpoint.",
-                         MetricType::Gauge);
-  FamilyBuilder last_lost("ckpt_last_checkpoint_gpu_idle_seconds",
-                          "GPU-seconds lost to the job's last checkpoint with a known cost.",
-                          MetricType::Gauge);
-  FamilyBuilder total("ckpt_checkpoint_gpu_idle_seconds_total",
-                      "GPU-seconds lost to checkpoints: sum over the job's GPUs of "
-                      "max(0, baseline - during) x window seconds.",
-                      MetricType::Counter);
+  FamilyBuilder during =
+      gauge("ckpt_checkpoint_gpu_utilization_ratio",
+            "Mean GPU utilisation of the job's GPUs during its last checkpoint's "
+            "blocking window (with a known cost).");
+  FamilyBuilder baseline = gauge("ckpt_checkpoint_gpu_baseline_utilization_ratio",
+                                 "Mean GPU utilisation of the job's GPUs over the same length of "
+                                 "non-checkpoint time just before its last checkpoint.");
+  FamilyBuilder last_lost =
+      gauge("ckpt_last_checkpoint_gpu_idle_seconds",
+            "GPU-seconds lost to the job's last checkpoint with a known cost.");
+  FamilyBuilder total = counter("ckpt_checkpoint_gpu_idle_seconds_total",
+                                "GPU-seconds lost to checkpoints: sum over the job's GPUs of "
+                                "max(0, baseline - during) x window seconds.");
   FamilyBuilder hist("ckpt_checkpoint_gpu_idle_seconds",
                      "GPU-seconds lost per checkpoint, once per checkpoint with a known cost.",
                      MetricType::Histogram);
-  FamilyBuilder unknown("ckpt_checkpoint_gpu_unknown_total",
-                        "Checkpoints whose GPU cost stayed unknown (samples missing).",
-                        MetricType::Counter);
-  FamilyBuilder window("ckpt_checkpoint_gpu_window_info",
-                       "Where the last checkpoint's blocking window came from: pause "
-                       "(pause_start/pause_end) or save (checkpoint_start to commit). Always 1.",
-                       MetricType::Gauge);
-  FamilyBuilder attribution("ckpt_checkpoint_gpu_attribution_info",
-                            "How the job's GPUs were found: job_map, job_mapping_dir, "
-                            "source_labels or all_local. Always 1.",
-                            MetricType::Gauge);
-  FamilyBuilder gpus("ckpt_checkpoint_gpus", "GPUs attributed to the job at its last checkpoint.",
-                     MetricType::Gauge);
+  FamilyBuilder unknown = counter("ckpt_checkpoint_gpu_unknown_total",
+                                  "Checkpoints whose GPU cost stayed unknown (samples missing).");
+  FamilyBuilder window =
+      gauge("ckpt_checkpoint_gpu_window_info",
+            "Where the last checkpoint's blocking window came from: pause "
+            "(pause_start/pause_end) or save (checkpoint_start to commit). Always 1.");
+  FamilyBuilder attribution = gauge("ckpt_checkpoint_gpu_attribution_info",
+                                    "How the job's GPUs were found: job_map, job_mapping_dir, "
+                                    "source_labels or all_local. Always 1.");
+  FamilyBuilder gpus =
+      gauge("ckpt_checkpoint_gpus", "GPUs attributed to the job at its last checkpoint.");
   for (const auto& [job, c] : tracker.jobs()) {
     const Labels l{{kTrainingJobLabel, job}};
     if (!c.recent.empty()) {
@@ -91,15 +83,8 @@ std::vector<prometheus::MetricFamily> gpu_cost_families(const GpuCostTracker& tr
         {{kTrainingJobLabel, job}, {"attribution", std::string(to_string(c.attribution))}}, 1);
     gpus.add(l, static_cast<double>(c.gpus));
   }
-  append(out, std::move(during));
-  append(out, std::move(baseline));
-  append(out, std::move(last_lost));
-  append(out, std::move(total));
-  append(out, std::move(hist));
-  append(out, std::move(unknown));
-  append(out, std::move(window));
-  append(out, std::move(attribution));
-  append(out, std::move(gpus));
+  append(out,
+         {&during, &baseline, &last_lost, &total, &hist, &unknown, &window, &attribution, &gpus});
   return out;
 }
 

@@ -14,26 +14,24 @@ std::string joined(const std::vector<std::string>& v) {
 }  // namespace
 
 void io_families(const State& state, std::vector<prometheus::MetricFamily>& out) {
-  using prometheus::MetricType;
   if (!state.io) return;
   const IoState& io = *state.io;
-  FamilyBuilder read("ckpt_tier_read_bytes_total",
-                     "Bytes read from the tier's storage: 512-byte sectors of its block "
-                     "devices, NFS server read bytes, Lustre llite read_bytes. Tiers on one "
-                     "device share its counters (ckpt_tier_io_source_info's shared_with).",
-                     MetricType::Counter);
-  FamilyBuilder written("ckpt_tier_written_bytes_total",
-                        "Bytes written to the tier's storage (same sources as "
-                        "ckpt_tier_read_bytes_total).",
-                        MetricType::Counter);
-  FamilyBuilder meta("ckpt_tier_metadata_operations_total",
-                     "Metadata operations the tier's NFS mount or Lustre client sent, by op "
-                     "(a fixed set; others are summed into other). Absent for block devices.",
-                     MetricType::Counter);
-  FamilyBuilder info("ckpt_tier_io_source_info",
-                     "Where the tier's I/O counters come from: source block, nfs, lustre or "
-                     "none; devices read; other tiers sharing them. Always 1.",
-                     MetricType::Gauge);
+  FamilyBuilder read =
+      counter("ckpt_tier_read_bytes_total",
+              "Bytes read from the tier's storage: 512-byte sectors of its block "
+              "devices, NFS server read bytes, Lustre llite read_bytes. Tiers on one "
+              "device share its counters (ckpt_tier_io_source_info's shared_with).");
+  FamilyBuilder written = counter("ckpt_tier_written_bytes_total",
+                                  "Bytes written to the tier's storage (same sources as "
+                                  "ckpt_tier_read_bytes_total).");
+  FamilyBuilder meta =
+      counter("ckpt_tier_metadata_operations_total",
+              "Metadata operations the tier's NFS mount or Lustre client sent, by op "
+              "(a fixed set; others are summed into other). Absent for block devices.");
+  FamilyBuilder info =
+      gauge("ckpt_tier_io_source_info",
+            "Where the tier's I/O counters come from: source block, nfs, lustre or "
+            "none; devices read; other tiers sharing them. Always 1.");
   for (const auto& [name, t] : io.tiers) {
     // A tier whose mount was never resolved (root down) has no known source:
     // unknown, not "none".
@@ -52,21 +50,18 @@ void io_families(const State& state, std::vector<prometheus::MetricFamily>& out)
       meta.add({{"tier", name}, {"op", std::string(kMetaOpNames[i])}}, t.totals.metadata_ops[i]);
     }
   }
-  append(out, std::move(read));
-  append(out, std::move(written));
-  append(out, std::move(meta));
-  append(out, std::move(info));
+  append(out, {&read, &written, &meta, &info});
 
-  FamilyBuilder rx("ckpt_network_receive_bytes_total",
-                   "Bytes received by the interface (InfiniBand ports: port_rcv_data x 4).",
-                   MetricType::Counter);
-  FamilyBuilder tx("ckpt_network_transmit_bytes_total",
-                   "Bytes transmitted by the interface (InfiniBand ports: port_xmit_data x 4).",
-                   MetricType::Counter);
-  FamilyBuilder speed("ckpt_network_link_speed_bytes_per_second",
-                      "Link speed of the interface; absent while the driver does not know it "
-                      "(speed -1, link down).",
-                      MetricType::Gauge);
+  FamilyBuilder rx =
+      counter("ckpt_network_receive_bytes_total",
+              "Bytes received by the interface (InfiniBand ports: port_rcv_data x 4).");
+  FamilyBuilder tx =
+      counter("ckpt_network_transmit_bytes_total",
+              "Bytes transmitted by the interface (InfiniBand ports: port_xmit_data x 4).");
+  FamilyBuilder speed =
+      gauge("ckpt_network_link_speed_bytes_per_second",
+            "Link speed of the interface; absent while the driver does not know it "
+            "(speed -1, link down).");
   for (const auto& [name, n] : io.interfaces) {
     const Labels l{{"interface", name}};
     if (n.has_totals) {
@@ -75,22 +70,16 @@ void io_families(const State& state, std::vector<prometheus::MetricFamily>& out)
     }
     if (n.ok && n.link_speed_bytes_per_second) speed.add(l, *n.link_speed_bytes_per_second);
   }
-  append(out, std::move(rx));
-  append(out, std::move(tx));
-  append(out, std::move(speed));
+  append(out, {&rx, &tx, &speed});
 
-  FamilyBuilder errors("ckptmon_io_read_errors_total",
-                       "Failed reads or parses of an I/O counter source (diskstats, "
-                       "mountstats, llite stats, interface counters), each logged once.",
-                       MetricType::Counter);
-  errors.add({}, static_cast<double>(io.read_errors));
-  append(out, std::move(errors));
-  FamilyBuilder resets("ckptmon_io_resets_total",
-                       "Raw I/O counters that went backwards (device replaced, module "
-                       "reloaded, wrap): counted as resets, never as a negative rate.",
-                       MetricType::Counter);
-  resets.add({}, static_cast<double>(io.counter_resets));
-  append(out, std::move(resets));
+  append_counter(out, "ckptmon_io_read_errors_total",
+                 "Failed reads or parses of an I/O counter source (diskstats, "
+                 "mountstats, llite stats, interface counters), each logged once.",
+                 static_cast<double>(io.read_errors));
+  append_counter(out, "ckptmon_io_resets_total",
+                 "Raw I/O counters that went backwards (device replaced, module "
+                 "reloaded, wrap): counted as resets, never as a negative rate.",
+                 static_cast<double>(io.counter_resets));
 }
 
 }  // namespace ckptmon

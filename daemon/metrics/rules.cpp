@@ -5,14 +5,8 @@
 
 namespace ckptmon {
 
-using prometheus::MetricType;
-
 std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) {
   std::vector<prometheus::MetricFamily> out;
-  auto gauge = [](const char* name, const char* help) {
-    return FamilyBuilder(name, help, MetricType::Gauge);
-  };
-
   FamilyBuilder backlog = gauge("ckpt_drain_backlog_bytes",
                                 "Bytes of committed checkpoints on the tier not yet copied to "
                                 "to_tier (missing files, and the missing tail of short ones).");
@@ -37,9 +31,7 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
     overlap.add(l, static_cast<double>(d.overlapping_checkpoints));
     pending.add(l, static_cast<double>(d.pending_checkpoints));
   }
-  for (FamilyBuilder* b : {&backlog, &rate, &tte, &oldest, &overlap, &pending}) {
-    append(out, std::move(*b));
-  }
+  append(out, {&backlog, &rate, &tte, &oldest, &overlap, &pending});
 
   FamilyBuilder required = gauge("ckpt_tier_required_capacity_bytes",
                                  "Capacity the sizing rule asks of the tier: retained versions x "
@@ -104,11 +96,9 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
       if (j.next_fits) job_next_fits.add(jl, *j.next_fits ? 1 : 0);
     }
   }
-  for (FamilyBuilder* b :
-       {&required, &retained, &temp, &residue, &growth, &needed, &headroom, &ttf, &concurrent,
-        &next_bytes, &next_fits, &job_next_bytes, &job_next_fits, &job_retained}) {
-    append(out, std::move(*b));
-  }
+  append(out,
+         {&required, &retained, &temp, &residue, &growth, &needed, &headroom, &ttf, &concurrent,
+          &next_bytes, &next_fits, &job_next_bytes, &job_next_fits, &job_retained});
 
   FamilyBuilder bw_req = gauge("ckpt_tier_required_write_bandwidth_bytes_per_second",
                                "Bytes per checkpoint / allowed window x concurrent writers x (1 + "
@@ -136,20 +126,17 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
       bw_mtime.add(l, *b.observed_bytes_per_second);
     }
   }
-  append(out, std::move(bw_req));
-  append(out, std::move(bw_obs));
-  append(out, std::move(bw_writers));
-  append(out, std::move(bw_mtime));
+  append(out, {&bw_req, &bw_obs, &bw_writers, &bw_mtime});
 
   const StoragePathFigures& sp = figures.storage_path;
   FamilyBuilder cause = gauge("ckpt_last_checkpoint_slow_cause",
                               "1 for the cause of the (tier, job)'s latest judged checkpoint "
                               "when it was slow (missed checkpoint_window or median_multiple), "
                               "0 for the other causes; all 0 when it was on time.");
-  FamilyBuilder slow_total("ckpt_slow_checkpoints_total",
-                           "Slow checkpoints by cause, counted once per checkpoint committed "
-                           "while this process runs.",
-                           MetricType::Counter);
+  FamilyBuilder slow_total =
+      counter("ckpt_slow_checkpoints_total",
+              "Slow checkpoints by cause, counted once per checkpoint committed "
+              "while this process runs.");
   for (const LastSlowFigures& l : sp.last_slow) {
     for (std::size_t i = 0; i < kSlowCauseCount; ++i) {
       const auto c = static_cast<SlowCause>(i);
@@ -160,8 +147,7 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
       slow_total.add(cl, n == sp.slow_counts.end() ? 0 : static_cast<double>(n->second));
     }
   }
-  append(out, std::move(cause));
-  append(out, std::move(slow_total));
+  append(out, {&cause, &slow_total});
 
   FamilyBuilder est = gauge("ckpt_estimated_restore_seconds",
                             "Estimated time to restore the job's newest restorable checkpoint "
@@ -174,8 +160,7 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
     if (r.estimate) est.add(l, r.estimate->seconds);
     if (r.objective_seconds > 0) rto.add(l, r.objective_seconds);
   }
-  append(out, std::move(est));
-  append(out, std::move(rto));
+  append(out, {&est, &rto});
   FamilyBuilder restore_rate = gauge("ckpt_last_restore_read_bytes_per_second",
                                      "Read throughput the job's last successful restore "
                                      "achieved: its bytes over restore_start to restore_done.");
@@ -199,9 +184,7 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
   }
   for (const auto& [tier, age] : figures.cleanup_oldest_age_seconds)
     cl_age.add({{"tier", tier}}, age);
-  append(out, std::move(cl_bytes));
-  append(out, std::move(cl_count));
-  append(out, std::move(cl_age));
+  append(out, {&cl_bytes, &cl_count, &cl_age});
 
   FamilyBuilder rts = gauge("ckpt_restorable_timestamp_seconds",
                             "Commit time of the job's newest restorable checkpoint on any tier.");
@@ -222,17 +205,13 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
     rver.add(l, p.verified ? 1 : 0);
     runread.add(l, p.unreadable ? 1 : 0);
   }
-  append(out, std::move(rts));
-  append(out, std::move(rstep));
-  append(out, std::move(rver));
-  append(out, std::move(runread));
+  append(out, {&rts, &rstep, &rver, &runread});
   return out;
 }
 
 std::vector<prometheus::MetricFamily> alert_families(std::span<const AlertInstance> firing) {
   std::vector<prometheus::MetricFamily> out;
-  FamilyBuilder b("ckpt_alert", "1 for each firing alert, like Prometheus' ALERTS.",
-                  MetricType::Gauge);
+  FamilyBuilder b = gauge("ckpt_alert", "1 for each firing alert, like Prometheus' ALERTS.");
   for (const AlertInstance& a : firing) {
     Labels l{{"alertname", a.labels.alertname}};
     if (!a.labels.severity.empty()) l.emplace_back("severity", a.labels.severity);
@@ -246,54 +225,36 @@ std::vector<prometheus::MetricFamily> alert_families(std::span<const AlertInstan
 
 std::vector<prometheus::MetricFamily> alertmanager_families(const AlertmanagerStats& stats) {
   std::vector<prometheus::MetricFamily> out;
-  FamilyBuilder posts("ckptmon_alertmanager_posts_total", "POSTs to Alertmanager that finished.",
-                      MetricType::Counter);
-  posts.add({}, static_cast<double>(stats.posts_total));
-  FamilyBuilder errors("ckptmon_alertmanager_post_errors_total",
-                       "POSTs to Alertmanager that failed (network, timeout, non-2xx).",
-                       MetricType::Counter);
-  errors.add({}, static_cast<double>(stats.post_errors_total));
-  FamilyBuilder sent("ckptmon_alertmanager_alerts_sent_total",
-                     "Alerts in POSTs Alertmanager accepted.", MetricType::Counter);
-  sent.add({}, static_cast<double>(stats.alerts_sent_total));
-  append(out, std::move(posts));
-  append(out, std::move(errors));
-  append(out, std::move(sent));
+  append_counter(out, "ckptmon_alertmanager_posts_total", "POSTs to Alertmanager that finished.",
+                 static_cast<double>(stats.posts_total));
+  append_counter(out, "ckptmon_alertmanager_post_errors_total",
+                 "POSTs to Alertmanager that failed (network, timeout, non-2xx).",
+                 static_cast<double>(stats.post_errors_total));
+  append_counter(out, "ckptmon_alertmanager_alerts_sent_total",
+                 "Alerts in POSTs Alertmanager accepted.",
+                 static_cast<double>(stats.alerts_sent_total));
   if (stats.last_success > 0) {
-    FamilyBuilder last("ckptmon_alertmanager_last_success_timestamp_seconds",
-                       "When Alertmanager last accepted a POST.", MetricType::Gauge);
-    last.add({}, stats.last_success);
-    append(out, std::move(last));
+    append_gauge(out, "ckptmon_alertmanager_last_success_timestamp_seconds",
+                 "When Alertmanager last accepted a POST.", stats.last_success);
   }
   return out;
 }
 
 void rules_cycle_families(const RulesCycleFigures& f, std::vector<prometheus::MetricFamily>& out) {
-  using prometheus::MetricType;
-  FamilyBuilder evals("ckptmon_rules_evaluations_total", "Rules evaluation cycles completed.",
-                      MetricType::Counter);
-  evals.add({}, static_cast<double>(f.cycles));
-  append(out, std::move(evals));
-  FamilyBuilder errors("ckptmon_rules_evaluation_errors_total",
-                       "Rules evaluation cycles that failed (the previous figures stay).",
-                       MetricType::Counter);
-  errors.add({}, static_cast<double>(f.errors));
-  append(out, std::move(errors));
-  FamilyBuilder duration("ckptmon_rules_evaluation_duration_seconds",
-                         "Loop-thread time of the last rules evaluation: figures, alerts, "
-                         "history and Alertmanager hand-off (rendering excluded).",
-                         MetricType::Gauge);
-  duration.add({}, f.last_duration_seconds);
-  append(out, std::move(duration));
-  FamilyBuilder last("ckptmon_rules_last_evaluation_timestamp_seconds",
-                     "When the rules were last evaluated.", MetricType::Gauge);
-  last.add({}, f.evaluated_at);
-  append(out, std::move(last));
-  FamilyBuilder pending("ckptmon_alerts_pending",
-                        "Alerts whose condition holds but whose for: has not passed yet.",
-                        MetricType::Gauge);
-  pending.add({}, static_cast<double>(f.pending_alerts));
-  append(out, std::move(pending));
+  append_counter(out, "ckptmon_rules_evaluations_total", "Rules evaluation cycles completed.",
+                 static_cast<double>(f.cycles));
+  append_counter(out, "ckptmon_rules_evaluation_errors_total",
+                 "Rules evaluation cycles that failed (the previous figures stay).",
+                 static_cast<double>(f.errors));
+  append_gauge(out, "ckptmon_rules_evaluation_duration_seconds",
+               "Loop-thread time of the last rules evaluation: figures, alerts, "
+               "history and Alertmanager hand-off (rendering excluded).",
+               f.last_duration_seconds);
+  append_gauge(out, "ckptmon_rules_last_evaluation_timestamp_seconds",
+               "When the rules were last evaluated.", f.evaluated_at);
+  append_gauge(out, "ckptmon_alerts_pending",
+               "Alerts whose condition holds but whose for: has not passed yet.",
+               static_cast<double>(f.pending_alerts));
 }
 
 }  // namespace ckptmon

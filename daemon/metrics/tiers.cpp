@@ -7,37 +7,32 @@
 namespace ckptmon {
 
 void tier_families(const State& state, std::vector<prometheus::MetricFamily>& out) {
-  using prometheus::MetricType;
-
-  FamilyBuilder up("ckpt_tier_up",
-                   "1 when the tier root answered its last probe in time, 0 when it is missing, "
-                   "unreadable or stuck.",
-                   MetricType::Gauge);
-  FamilyBuilder info("ckpt_tier_info", "Tier identity: role and the mount it lives on. Always 1.",
-                     MetricType::Gauge);
-  FamilyBuilder size("ckpt_tier_size_bytes", "Size of the file system holding the tier.",
-                     MetricType::Gauge);
-  FamilyBuilder avail("ckpt_tier_avail_bytes",
-                      "Space available to unprivileged writers on the tier's file system.",
-                      MetricType::Gauge);
-  FamilyBuilder free_b("ckpt_tier_free_bytes",
-                       "Free space on the tier's file system, root-reserved blocks included.",
-                       MetricType::Gauge);
-  FamilyBuilder files("ckpt_tier_files", "Inodes (file nodes) of the tier's file system.",
-                      MetricType::Gauge);
-  FamilyBuilder files_free("ckpt_tier_files_free", "Free inodes of the tier's file system.",
-                           MetricType::Gauge);
-  FamilyBuilder ro("ckpt_tier_readonly",
-                   "1 when the tier's file system is mounted read-only (superblock options).",
-                   MetricType::Gauge);
-  FamilyBuilder last_ok("ckpt_tier_last_success_timestamp_seconds",
-                        "When the tier last answered a probe successfully.", MetricType::Gauge);
-  FamilyBuilder shards("ckpt_tier_shards",
-                       "Instances the tier's jobs are split between (shard: i/n gives n; 1 when "
-                       "not sharded). Above 1 this instance's required capacity, still-needed "
-                       "bytes and headroom cover only its own jobs: partial figures that the "
-                       "fleet recording rules sum per tier.",
-                       MetricType::Gauge);
+  FamilyBuilder up =
+      gauge("ckpt_tier_up",
+            "1 when the tier root answered its last probe in time, 0 when it is missing, "
+            "unreadable or stuck.");
+  FamilyBuilder info =
+      gauge("ckpt_tier_info", "Tier identity: role and the mount it lives on. Always 1.");
+  FamilyBuilder size = gauge("ckpt_tier_size_bytes", "Size of the file system holding the tier.");
+  FamilyBuilder avail = gauge("ckpt_tier_avail_bytes",
+                              "Space available to unprivileged writers on the tier's file system.");
+  FamilyBuilder free_b =
+      gauge("ckpt_tier_free_bytes",
+            "Free space on the tier's file system, root-reserved blocks included.");
+  FamilyBuilder files = gauge("ckpt_tier_files", "Inodes (file nodes) of the tier's file system.");
+  FamilyBuilder files_free =
+      gauge("ckpt_tier_files_free", "Free inodes of the tier's file system.");
+  FamilyBuilder ro =
+      gauge("ckpt_tier_readonly",
+            "1 when the tier's file system is mounted read-only (superblock options).");
+  FamilyBuilder last_ok = gauge("ckpt_tier_last_success_timestamp_seconds",
+                                "When the tier last answered a probe successfully.");
+  FamilyBuilder shards =
+      gauge("ckpt_tier_shards",
+            "Instances the tier's jobs are split between (shard: i/n gives n; 1 when "
+            "not sharded). Above 1 this instance's required capacity, still-needed "
+            "bytes and headroom cover only its own jobs: partial figures that the "
+            "fleet recording rules sum per tier.");
 
   for (const auto& [name, t] : state.tiers) {
     const Labels tier{{"tier", name}};
@@ -59,16 +54,7 @@ void tier_families(const State& state, std::vector<prometheus::MetricFamily>& ou
     files_free.add(tier, t.stats.files_free);
     ro.add(tier, t.stats.readonly ? 1 : 0);
   }
-  append(out, std::move(up));
-  append(out, std::move(info));
-  append(out, std::move(size));
-  append(out, std::move(avail));
-  append(out, std::move(free_b));
-  append(out, std::move(files));
-  append(out, std::move(files_free));
-  append(out, std::move(ro));
-  append(out, std::move(last_ok));
-  append(out, std::move(shards));
+  append(out, {&up, &info, &size, &avail, &free_b, &files, &files_free, &ro, &last_ok, &shards});
 }
 
 }  // namespace ckptmon

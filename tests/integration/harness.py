@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 
 SOURCE_DIR = os.environ.get(
     "CKPTMON_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -265,6 +266,91 @@ class Ckptmon(Process):
 
     def wait_ready(self, timeout=20.0):
         wait_for(lambda: self.get("/-/ready").status == 200, timeout=timeout, what="/-/ready")
+
+
+PROMETHEUS = "/usr/bin/prometheus"
+
+
+class Prometheus(Process):
+    """Debian's Prometheus on a free port of 127.0.0.1 with `config_file`
+    and its TSDB in `tsdb`; `extra_args` go before the listen address. The
+    caller checks require_executable(PROMETHEUS, "prometheus") first."""
+
+    def __init__(self, config_file, tsdb, extra_args=()):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__([PROMETHEUS, f"--config.file={config_file}",
+                          f"--storage.tsdb.path={tsdb}", *extra_args,
+                          f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"])
+
+    def ready(self):
+        """Whether /-/ready answers 200 (False while not listening yet)."""
+        try:
+            return http_request(self.port, "/-/ready", timeout=2).status == 200
+        except OSError:
+            return False
+
+    def api(self, path, timeout=5.0, **params):
+        """The `data` of a successful HTTP API answer; None while not
+        listening yet, on an error status or a failed query."""
+        q = f"{path}?{urllib.parse.urlencode(params)}" if params else path
+        try:
+            r = http_request(self.port, q, timeout=timeout)
+        except OSError:
+            return None
+        if r.status != 200:
+            return None
+        body = r.json()
+        return body["data"] if body.get("status") == "success" else None
+
+    def query(self, expr, timeout=5.0):
+        """The result list of an instant query of `expr`, or None as api()."""
+        data = self.api("/api/v1/query", timeout=timeout, query=expr)
+        return None if data is None else data["result"]
+
+
+NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
+
+
+def start_node_exporter(ws, collector_args):
+    """Debian's node_exporter with `collector_args` on 127.0.0.1, started
+    under `ws`; returns its port. It cannot listen on port 0 and say which
+    port it got, so a free one is picked, and another tried (5 in all) if a
+    process takes it first."""
+    p = None
+    for _ in range(5):
+        port = free_port()
+        p = ws.start(Process([NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}",
+                              *collector_args]))
+
+        def answers():
+            if p.proc.poll() is not None:
+                return "exited"
+            try:
+                return "up" if http_request(port, "/metrics").status == 200 else None
+            except OSError:
+                return None
+        if wait_for(answers, what="node_exporter to answer") == "up":
+            return port
+    raise AssertionError(f"node_exporter did not start: {p.output()}")
+
+
+def emit(log, event, step, ts, *extra, job="llama"):
+    """`ckptmon emit` one event of `job` at unix time `ts` to `log`."""
+    run([BIN, "emit", "--log", log, "--job", job, "--step", str(step), "--ts", repr(ts), *extra,
+         event])
+
+
+def gpu_config(ws, gpu):
+    """A daemon configuration for the GPU tests: one staging tier whose event
+    logs are ws/events/*.jsonl, plus `gpu` (the YAML of the gpu: section).
+    Returns (config text, the event log to emit to)."""
+    tier = ws.mkdir("staging")
+    log = ws.path("events", "llama.jsonl")
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    return (config_yaml([tier_yaml("staging", tier, role="staging")]) +
+            f"manifests:\n  - {{glob: \"{ws.path('events')}/*.jsonl\", tier: staging}}\n" + gpu,
+            log)
 
 
 def tier_yaml(name, path, role="rapid", drains_to=None):

@@ -36,6 +36,20 @@ PROMTOOL = "/usr/bin/promtool"
 INTERVAL = 0.25
 
 
+def assert_dip_joined(test, m, idle_gpu_seconds):
+    """The join of one checkpoint of job llama whose pause dipped two GPUs
+    from 90 % to 10 %: `idle_gpu_seconds` lost (2 x 0.8 x the pause, worked
+    out by the caller), none unknown, GPUs found by the source's labels."""
+    test.assertEqual(m.get("ckpt_checkpoint_gpu_unknown_total", training_job="llama"), 0)
+    test.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_idle_seconds_total", training_job="llama"),
+                           idle_gpu_seconds, 6)
+    test.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_utilization_ratio", training_job="llama"), 0.1, 6)
+    test.assertAlmostEqual(
+        m.get("ckpt_checkpoint_gpu_baseline_utilization_ratio", training_job="llama"), 0.9, 6)
+    test.assertEqual(m.get("ckpt_checkpoint_gpu_attribution_info", training_job="llama",
+                           attribution="source_labels"), 1)
+
+
 class Dcgm:
     """A scripted dcgm-exporter: mode and dip window are set by the test."""
 
@@ -138,17 +152,13 @@ class GpuDcgmEndToEnd(unittest.TestCase):
         self.addCleanup(self.dcgm.close)
 
     def emit(self, event, step, ts, *extra):
-        harness.run([harness.BIN, "emit", "--log", self.log, "--job", "llama", "--step", str(step),
-                     "--ts", repr(ts), *extra, event])
+        harness.emit(self.log, event, step, ts, *extra)
 
     def config(self, extra=""):
-        tier = self.ws.mkdir("staging")
-        self.log = self.ws.path("events", "llama.jsonl")
-        os.makedirs(os.path.dirname(self.log), exist_ok=True)
-        return (harness.config_yaml([harness.tier_yaml("staging", tier, role="staging")]) +
-                f"manifests:\n  - {{glob: \"{self.ws.path('events')}/*.jsonl\", tier: staging}}\n"
-                f"gpu: {{source: dcgm, dcgm_url: \"{self.dcgm.url}\", interval: 250ms, max_window: 1m}}\n"
-                + extra)
+        text, self.log = harness.gpu_config(
+            self.ws,
+            f"gpu: {{source: dcgm, dcgm_url: \"{self.dcgm.url}\", interval: 250ms, max_window: 1m}}\n")
+        return text + extra
 
     def test_dip_costs_gpu_seconds(self):
         # A 5 s pause starting at a whole second at least 6 s ahead: 5 s of
@@ -178,14 +188,7 @@ class GpuDcgmEndToEnd(unittest.TestCase):
             raise
         self.assertEqual(m.get("ckptmon_gpu_source_up"), 1)
         self.assertEqual(m.get("ckptmon_gpu_source_errors_total"), 0)
-        self.assertEqual(m.get("ckpt_checkpoint_gpu_unknown_total", training_job="llama"), 0)
-        # 2 GPUs x (0.9 - 0.1) x 5 s.
-        self.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_idle_seconds_total", training_job="llama"), 8, 6)
-        self.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_utilization_ratio", training_job="llama"), 0.1, 6)
-        self.assertAlmostEqual(
-            m.get("ckpt_checkpoint_gpu_baseline_utilization_ratio", training_job="llama"), 0.9, 6)
-        self.assertEqual(
-            m.get("ckpt_checkpoint_gpu_attribution_info", training_job="llama", attribution="source_labels"), 1)
+        assert_dip_joined(self, m, 8)  # 2 GPUs x (0.9 - 0.1) x 5 s
         info = sorted(m.labels_of("ckpt_gpu_info"), key=lambda l: l["gpu"])
         self.assertEqual([(l["gpu"], l["uuid"], l["model"], l["source"]) for l in info],
                          [("0", "GPU-aaaa", "NVIDIA H100 80GB HBM3", "dcgm"),

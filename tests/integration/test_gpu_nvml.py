@@ -39,24 +39,17 @@ class GpuNvmlEndToEnd(unittest.TestCase):
         self.addCleanup(self.ws.close)
         self.addCleanup(os.environ.pop, "FAKE_NVML_SCRIPT", None)
 
-    def emit(self, log, event, step, ts, *extra):
-        harness.run([harness.BIN, "emit", "--log", log, "--job", "llama", "--step", str(step),
-                     "--ts", repr(ts), *extra, event])
-
     def checkpoint(self, log, step, a, b):
-        self.emit(log, "checkpoint_start", step, a - 1)
-        self.emit(log, "pause_start", step, a)
-        self.emit(log, "pause_end", step, b)
-        self.emit(log, "checkpoint_commit", step, b + 1, "--files", "2", "--bytes", "1024")
+        harness.emit(log, "checkpoint_start", step, a - 1)
+        harness.emit(log, "pause_start", step, a)
+        harness.emit(log, "pause_end", step, b)
+        harness.emit(log, "checkpoint_commit", step, b + 1, "--files", "2", "--bytes", "1024")
 
     def config(self, library, extra=""):
-        tier = self.ws.mkdir("staging")
-        self.log = self.ws.path("events", "llama.jsonl")
-        os.makedirs(os.path.dirname(self.log), exist_ok=True)
-        return (harness.config_yaml([harness.tier_yaml("staging", tier, role="staging")]) +
-                f"manifests:\n  - {{glob: \"{self.ws.path('events')}/*.jsonl\", tier: staging}}\n"
-                f"gpu: {{source: nvml, nvml_library: \"{library}\", interval: 1s, max_window: 5m}}\n"
-                + extra)
+        text, self.log = harness.gpu_config(
+            self.ws,
+            f"gpu: {{source: nvml, nvml_library: \"{library}\", interval: 1s, max_window: 5m}}\n")
+        return text + extra
 
     def test_dip_fires_then_resolves(self):
         t0 = float(int(time.time()))

@@ -24,14 +24,10 @@ import sys
 import threading
 import time
 import unittest
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from test_gpu_dcgm import Dcgm  # noqa: E402
-
-PROMETHEUS = "/usr/bin/prometheus"
-
+from test_gpu_dcgm import Dcgm, assert_dip_joined  # noqa: E402
 
 class FakeApi:
     """A Prometheus HTTP API that misbehaves on purpose (mode set by the test)."""
@@ -80,48 +76,31 @@ class GpuPrometheusEndToEnd(unittest.TestCase):
         self.addCleanup(self.ws.close)
 
     def emit(self, event, step, ts, *extra):
-        harness.run([harness.BIN, "emit", "--log", self.log, "--job", "llama", "--step", str(step),
-                     "--ts", repr(ts), *extra, event])
+        harness.emit(self.log, event, step, ts, *extra)
 
     def config(self, url, selector):
-        tier = self.ws.mkdir("staging")
-        self.log = self.ws.path("events", "llama.jsonl")
-        os.makedirs(os.path.dirname(self.log), exist_ok=True)
-        return (harness.config_yaml([harness.tier_yaml("staging", tier, role="staging")]) +
-                f"manifests:\n  - {{glob: \"{self.ws.path('events')}/*.jsonl\", tier: staging}}\n"
-                f"gpu:\n  source: prometheus\n  interval: 1s\n  max_window: 1m\n"
-                f"  prometheus: {{url: \"{url}\", selector: '{selector}'}}\n")
-
-    def prom_query(self, port, expr):
-        try:
-            r = harness.http_request(port, "/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
-        except OSError:  # not listening yet
-            return None
-        if r.status != 200:
-            return None
-        body = r.json()
-        return body["data"]["result"] if body.get("status") == "success" else None
+        text, self.log = harness.gpu_config(
+            self.ws, f"gpu:\n  source: prometheus\n  interval: 1s\n  max_window: 1m\n"
+                     f"  prometheus: {{url: \"{url}\", selector: '{selector}'}}\n")
+        return text
 
     def test_dip_through_a_real_prometheus(self):
-        harness.require_executable(PROMETHEUS, "prometheus")
+        harness.require_executable(harness.PROMETHEUS, "prometheus")
         dcgm = Dcgm()
         self.addCleanup(dcgm.close)
-        port = harness.free_port()
         cfg = self.ws.write("prometheus.yml", (
             "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
             "scrape_configs:\n"
             f"  - job_name: dcgm\n    static_configs: [{{targets: ['127.0.0.1:{dcgm.port}']}}]\n"))
-        self.ws.start(harness.Process([
-            PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={self.ws.mkdir('tsdb')}",
-            f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"]))
-        harness.wait_for(lambda: self.prom_query(port, 'up{job="dcgm"} == 1'), timeout=60,
+        prom = self.ws.start(harness.Prometheus(cfg, self.ws.mkdir("tsdb")))
+        harness.wait_for(lambda: prom.query('up{job="dcgm"} == 1'), timeout=60,
                          interval=0.2, what="Prometheus scraping the dcgm endpoint")
         # The pause starts on a whole second, 11 s ahead: 10 s of baseline
         # are scraped first.
         a = math.ceil(time.time()) + 11.0
         b = a + 10.0
         dcgm.dip = (a, b)
-        ck = self.ws.ckptmon(self.config(f"http://127.0.0.1:{port}", '{job="dcgm"}'))
+        ck = self.ws.ckptmon(self.config(prom.url, '{job="dcgm"}'))
         ck.wait_ready()
         self.emit("checkpoint_start", 100, a - 0.5)
         self.emit("pause_start", 100, a)
@@ -133,14 +112,7 @@ class GpuPrometheusEndToEnd(unittest.TestCase):
             return m if m.get("ckpt_checkpoint_gpu_idle_seconds_count", training_job="llama") == 1 else None
         m = harness.wait_for(joined, timeout=90, interval=0.5, what="the checkpoint joined")
         self.assertEqual(m.get("ckptmon_gpu_source_up"), 1)
-        self.assertEqual(m.get("ckpt_checkpoint_gpu_unknown_total", training_job="llama"), 0)
-        # 2 GPUs x (0.9 - 0.1) x 10 s.
-        self.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_idle_seconds_total", training_job="llama"), 16, 6)
-        self.assertAlmostEqual(m.get("ckpt_checkpoint_gpu_utilization_ratio", training_job="llama"), 0.1, 6)
-        self.assertAlmostEqual(
-            m.get("ckpt_checkpoint_gpu_baseline_utilization_ratio", training_job="llama"), 0.9, 6)
-        self.assertEqual(
-            m.get("ckpt_checkpoint_gpu_attribution_info", training_job="llama", attribution="source_labels"), 1)
+        assert_dip_joined(self, m, 16)  # 2 GPUs x (0.9 - 0.1) x 10 s
         info = sorted((l["uuid"], l["source"]) for l in m.labels_of("ckpt_gpu_info"))
         self.assertEqual(info, [("GPU-aaaa", "prometheus"), ("GPU-bbbb", "prometheus")])
 

@@ -15,7 +15,6 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
-NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
 PAGE = os.sysconf("SC_PAGESIZE")  # tmpfs block size
 # Free space may move between the two reads (it does not here, since nothing
 # writes to these private mounts, but the contract allows a few blocks).
@@ -35,7 +34,7 @@ class NodeExporterComparison(unittest.TestCase):
     def setUp(self):
         harness.require_binary()
         harness.require_root("mounting tmpfs")
-        harness.require_executable(NODE_EXPORTER, "prometheus-node-exporter")
+        harness.require_executable(harness.NODE_EXPORTER, "prometheus-node-exporter")
         self.ws = harness.Workspace()
         self.addCleanup(self.ws.close)
 
@@ -63,29 +62,10 @@ class NodeExporterComparison(unittest.TestCase):
         self.ne_port = self.start_node_exporter()
 
     def start_node_exporter(self):
-        # node_exporter cannot listen on port 0 and say which port it got, so
-        # pick a free one; retry if another process takes it first.
-        last = None
-        for _ in range(5):
-            port = harness.free_port()
-            p = self.ws.start(harness.Process([
-                NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}",
-                "--collector.disable-defaults", "--collector.filesystem",
-                f"--collector.filesystem.mount-points-exclude={MOUNT_POINTS_EXCLUDE}",
-                f"--collector.filesystem.fs-types-exclude={FS_TYPES_EXCLUDE}",
-            ]))
-
-            def answers():
-                if p.proc.poll() is not None:
-                    return "exited"
-                try:
-                    return "up" if harness.http_request(port, "/metrics").status == 200 else None
-                except OSError:
-                    return None
-            last = harness.wait_for(answers, what="node_exporter to answer")
-            if last == "up":
-                return port
-        self.fail(f"node_exporter did not start: {p.output()}")
+        return harness.start_node_exporter(self.ws, [
+            "--collector.disable-defaults", "--collector.filesystem",
+            f"--collector.filesystem.mount-points-exclude={MOUNT_POINTS_EXCLUDE}",
+            f"--collector.filesystem.fs-types-exclude={FS_TYPES_EXCLUDE}"])
 
     def node(self, name, mountpoint):
         m = harness.scrape(self.ne_port)

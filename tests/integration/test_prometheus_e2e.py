@@ -23,13 +23,11 @@ import re
 import shutil
 import sys
 import unittest
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import test_rules_e2e  # noqa: E402  (Debian's Alertmanager on 127.0.0.1)
 
-PROMETHEUS = "/usr/bin/prometheus"
 PROM_DIR = os.path.join(harness.SOURCE_DIR, "deploy", "prometheus")
 
 
@@ -49,7 +47,7 @@ def domain_alert_names():
 class PrometheusEndToEnd(unittest.TestCase):
     def setUp(self):
         harness.require_binary()
-        harness.require_executable(PROMETHEUS, "prometheus")
+        harness.require_executable(harness.PROMETHEUS, "prometheus")
         harness.require_executable(test_rules_e2e.ALERTMANAGER, "prometheus-alertmanager")
         self.ws = harness.Workspace()
         self.addCleanup(self.ws.close)
@@ -57,11 +55,7 @@ class PrometheusEndToEnd(unittest.TestCase):
         self.demo = self.ws.start(harness.Process(
             [harness.BIN, "demo", "--web.listen-address", "127.0.0.1:0", "--exit-after", "240s"]))
         self.demo_port = int(self.demo.wait_line(r"msg=listening .*\bport=(\d+)").group(1))
-        self.prom_port = harness.free_port()
-        cfg = self.copy_config()
-        self.prom = self.ws.start(harness.Process([
-            PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={self.ws.mkdir('tsdb')}",
-            f"--web.listen-address=127.0.0.1:{self.prom_port}", "--log.level=warn"]))
+        self.prom = self.ws.start(harness.Prometheus(self.copy_config(), self.ws.mkdir("tsdb")))
 
     def copy_config(self):
         d = self.ws.mkdir("prometheus")
@@ -88,29 +82,15 @@ class PrometheusEndToEnd(unittest.TestCase):
             f.write(head + sep + domain)
         return os.path.join(d, "prometheus.yml")
 
-    def api(self, path, **params):
-        q = f"{path}?{urllib.parse.urlencode(params)}" if params else path
-        try:
-            r = harness.http_request(self.prom_port, q, timeout=5)
-        except OSError:
-            return None
-        if r.status != 200:
-            return None
-        body = r.json()
-        return body["data"] if body.get("status") == "success" else None
-
-    def query(self, expr):
-        return self.api("/api/v1/query", query=expr)
-
     def test_scrape_rules_alerts_and_alertmanager(self):
-        harness.wait_for(lambda: self.api("/api/v1/status/config"), timeout=60,
+        harness.wait_for(lambda: self.prom.api("/api/v1/status/config"), timeout=60,
                          what="Prometheus answering")
         # ckptmon's own series, scraped under job="ckptmon".
-        up = harness.wait_for(lambda: (self.query('up{job="ckptmon"} == 1') or {}).get("result"),
+        up = harness.wait_for(lambda: self.prom.query('up{job="ckptmon"} == 1'),
                               timeout=60, what="the demo scraped")
         self.assertEqual(up[0]["metric"]["instance"], f"127.0.0.1:{self.demo_port}")
         tiers = harness.wait_for(
-            lambda: (self.query('ckpt_tier_up{job="ckptmon"}') or {}).get("result"),
+            lambda: self.prom.query('ckpt_tier_up{job="ckptmon"}'),
             timeout=60, what="ckpt_tier_up scraped")
         demo_tiers = sorted(t["name"] for t in
                             harness.http_request(self.demo_port, "/api/v1/tiers").json())
@@ -119,13 +99,13 @@ class PrometheusEndToEnd(unittest.TestCase):
         # Per-job series keep the training job next to job="ckptmon" with the
         # default scrape config (no honor_labels): nothing became exported_job.
         per_job = harness.wait_for(
-            lambda: (self.query('ckpt_checkpoints{job="ckptmon", training_job!=""}') or {})
-            .get("result"), timeout=60, what="per-job series with training_job")
+            lambda: self.prom.query('ckpt_checkpoints{job="ckptmon", training_job!=""}'),
+            timeout=60, what="per-job series with training_job")
         self.assertTrue(all(s["metric"]["job"] == "ckptmon" for s in per_job))
-        self.assertEqual(self.query('{exported_job!=""}')["result"], [])
+        self.assertEqual(self.prom.query('{exported_job!=""}'), [])
 
         # A recording rule's result: tier:ckpt_tier_up:min, one series per tier.
-        rec = harness.wait_for(lambda: (self.query("tier:ckpt_tier_up:min") or {}).get("result"),
+        rec = harness.wait_for(lambda: self.prom.query("tier:ckpt_tier_up:min"),
                                timeout=60, what="the recording rule evaluated")
         self.assertEqual(sorted(s["metric"]["tier"] for s in rec), demo_tiers)
         by_tier = {s["metric"]["tier"]: float(s["value"][1]) for s in tiers}
@@ -137,7 +117,7 @@ class PrometheusEndToEnd(unittest.TestCase):
         self.assertGreaterEqual(len(names), 5)
 
         def firing_domain():
-            data = self.api("/api/v1/alerts")
+            data = self.prom.api("/api/v1/alerts")
             if not data:
                 return None
             return [a for a in data["alerts"]
@@ -159,7 +139,7 @@ class PrometheusEndToEnd(unittest.TestCase):
                                what=f"{alert['labels']['alertname']} in Alertmanager")
         self.assertEqual(got["status"]["state"], "active")
         # Sent by this Prometheus (its generatorURL names its port and the rule).
-        self.assertRegex(got["generatorURL"], rf":{self.prom_port}/graph\?g0\.expr=ckpt_")
+        self.assertRegex(got["generatorURL"], rf":{self.prom.port}/graph\?g0\.expr=ckpt_")
         print(f"\nfiring in Prometheus and received by Alertmanager: "
               f"{json.dumps(alert['labels'], sort_keys=True)}")
 

@@ -21,7 +21,6 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
-PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = "/usr/bin/promtool"
 PROM_DIR = os.path.join(harness.SOURCE_DIR, "deploy", "prometheus")
 
@@ -198,7 +197,7 @@ class ReportPrometheus(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         harness.require_binary()
-        harness.require_executable(PROMETHEUS, "prometheus")
+        harness.require_executable(harness.PROMETHEUS, "prometheus")
         harness.require_executable(PROMTOOL, "prometheus")
         cls.ws = harness.Workspace()
         try:
@@ -212,14 +211,11 @@ class ReportPrometheus(unittest.TestCase):
             shutil.copy(os.path.join(PROM_DIR, "ckptmon-recording-rules.yml"), cls.ws.path())
             cfg = cls.ws.write("prometheus.yml", "global:\n  scrape_interval: 1m\n"
                                "rule_files: [ckptmon-recording-rules.yml]\n")
-            cls.prom_port = harness.free_port()
-            cls.prom = cls.ws.start(harness.Process([
-                PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={tsdb}",
-                # Retention counts back from the newest block: keep all 30 days.
-                "--storage.tsdb.retention.time=3650d",
-                f"--web.listen-address=127.0.0.1:{cls.prom_port}", "--log.level=warn"]))
-            harness.wait_for(cls.ready, timeout=120, what="Prometheus ready")
-            cls.url = f"http://127.0.0.1:{cls.prom_port}"
+            # Retention counts back from the newest block: keep all 30 days.
+            cls.prom = cls.ws.start(harness.Prometheus(
+                cfg, tsdb, ["--storage.tsdb.retention.time=3650d"]))
+            harness.wait_for(cls.prom.ready, timeout=120, what="Prometheus ready")
+            cls.url = cls.prom.url
             cls.state = cls.write_state_db()
         except BaseException:
             cls.ws.close()
@@ -228,13 +224,6 @@ class ReportPrometheus(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.ws.close()
-
-    @classmethod
-    def ready(cls):
-        try:
-            return harness.http_request(cls.prom_port, "/-/ready", timeout=2).status == 200
-        except OSError:
-            return False
 
     @classmethod
     def write_state_db(cls):
@@ -439,7 +428,7 @@ class PlanPrometheus(unittest.TestCase):
 
     def setUp(self):
         harness.require_binary()
-        harness.require_executable(PROMETHEUS, "prometheus")
+        harness.require_executable(harness.PROMETHEUS, "prometheus")
         self.ws = harness.Workspace()
         self.addCleanup(self.ws.close)
         tier = self.ws.mkdir("rapid")
@@ -461,24 +450,14 @@ class PlanPrometheus(unittest.TestCase):
         harness.wait_for(lambda: self.d.scrape().get("ckpt_job_retained_versions", tier="rapid",
                                                      training_job="b") is not None,
                          what="the rules over the catalog")
-        self.prom_port = harness.free_port()
         pcfg = self.ws.write("prometheus.yml", (
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
             "scrape_configs:\n  - job_name: ckptmon\n"
             f"    static_configs: [{{targets: ['127.0.0.1:{self.d.port}']}}]\n"))
-        self.ws.start(harness.Process([
-            PROMETHEUS, f"--config.file={pcfg}", f"--storage.tsdb.path={self.ws.mkdir('tsdb')}",
-            f"--web.listen-address=127.0.0.1:{self.prom_port}", "--log.level=warn"]))
-        self.prom = f"http://127.0.0.1:{self.prom_port}"
-
-        def scraped():
-            try:
-                r = harness.http_request(self.prom_port, "/api/v1/query?query="
-                                         "ckpt_job_retained_versions", timeout=2)
-            except OSError:
-                return False
-            return r.status == 200 and len(r.json()["data"]["result"]) == 2
-        harness.wait_for(scraped, timeout=60, what="Prometheus scraped the daemon")
+        prom = self.ws.start(harness.Prometheus(pcfg, self.ws.mkdir("tsdb")))
+        self.prom = prom.url
+        harness.wait_for(lambda: len(prom.query("ckpt_job_retained_versions", timeout=2) or []) == 2,
+                         timeout=60, what="Prometheus scraped the daemon")
 
     def plan(self, *args):
         r = ckptmon("plan", *args, "--format", "json")

@@ -17,7 +17,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 PROMTOOL = "/usr/bin/promtool"
-NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
 FILE_BYTES = 8 * 1024 * 1024
 
 
@@ -103,7 +102,7 @@ class TierIoOnALoopDevice(unittest.TestCase):
         # A real peer reads the same device: node_exporter's diskstats
         # collector. Equal once both read a settled counter (the ext4 journal
         # may still commit between two reads, hence the wait).
-        if os.access(NODE_EXPORTER, os.X_OK):
+        if os.access(harness.NODE_EXPORTER, os.X_OK):
             port = self.start_node_exporter(dev)
 
             def both():
@@ -119,23 +118,9 @@ class TierIoOnALoopDevice(unittest.TestCase):
         self.assertEqual(tiers["shm"]["io_source"], "none")
 
     def start_node_exporter(self, dev):
-        for _ in range(5):
-            port = harness.free_port()
-            p = self.ws.start(harness.Process([
-                NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}",
-                "--collector.disable-defaults", "--collector.diskstats",
-                "--collector.diskstats.device-exclude=^$"]))
-
-            def answers():
-                if p.proc.poll() is not None:
-                    return "exited"
-                try:
-                    return "up" if harness.http_request(port, "/metrics").status == 200 else None
-                except OSError:
-                    return None
-            if harness.wait_for(answers, what="node_exporter to answer") == "up":
-                return port
-        self.fail(f"node_exporter did not start: {p.output()}")
+        return harness.start_node_exporter(self.ws, [
+            "--collector.disable-defaults", "--collector.diskstats",
+            "--collector.diskstats.device-exclude=^$"])
 
 
 FIXTURES = os.path.join(harness.SOURCE_DIR, "tests", "fixtures")

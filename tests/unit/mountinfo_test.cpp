@@ -213,5 +213,18 @@ TEST(HasOption, MatchesWholeOptionsOnly) {
   EXPECT_TRUE(has_option("size=4k,mode=755", "mode=755"));
 }
 
+// The decoding mountinfo and mountstats (io_parsers) share: \040 space,
+// \011 tab, \012 newline, \134 backslash; anything short of three octal
+// digits after a backslash is kept as written.
+TEST(UnescapeMountField, DecodesThreeOctalDigitsAndKeepsTheRest) {
+  EXPECT_EQ(unescape_mount_field("/mnt/a\\040b\\011c\\012d\\134e"), "/mnt/a b\tc\nd\\e");
+  EXPECT_EQ(unescape_mount_field("\\040"), " ");        // at the very end
+  EXPECT_EQ(unescape_mount_field("x\\04"), "x\\04");    // two digits: kept
+  EXPECT_EQ(unescape_mount_field("x\\08a"), "x\\08a");  // 8 is no octal digit
+  // A backslash followed by no digits stays; the next one starts an escape.
+  EXPECT_EQ(unescape_mount_field("\\\\040"), "\\ ");
+  EXPECT_EQ(unescape_mount_field(""), "");
+}
+
 }  // namespace
 }  // namespace ckptmon

@@ -201,22 +201,27 @@ TEST_F(RulesCycleTest, AFiringAlertSurvivesARestartAndResolvesOnceDrained) {
   EXPECT_EQ(last->at, kT0 + 630);
 }
 
-// Schema 6: the cycle keeps its per-tier figures with the samples it takes,
-// the same values it exports; a tier not walked yet keeps them unknown.
+// Schema 6: the cycle keeps its per-tier figures with the samples it takes;
+// a tier not walked yet keeps them unknown. The figures are worked out by
+// hand from the fixture below (default policy: keep_last 3, no max_age,
+// partial window 1h; sizing: replicas 1, temp-write allowance 1.0, growth
+// headroom 0.2, concurrency as observed).
 TEST_F(RulesCycleTest, TheSamplesKeepTheCyclesFiguresAndUnknownBeforeTheFirstWalk) {
+  // jobA on staging, oldest first (commit time = marker time = last write):
+  //   step  10  committed  400  at kT0 - 290
+  //   step  20  committed  600  at kT0 - 190
+  //   step 100  committed 1000  at kT0 -  90   (two_pending)
+  //   step 200  committed 1500  at kT0 -  40   (two_pending)
+  //   step 300  partial    700  last write kT0 - 4000
   two_pending();
-  state_.catalogs["staging"].edit().checkpoints.push_back(
-      Ck("staging", "jobA", 300).partial(700, kT0 - 30, kT0 - 20).c);
+  auto& staging = state_.catalogs["staging"].edit().checkpoints;
+  staging.push_back(Ck("staging", "jobA", 10).committed(400, kT0 - 300, kT0 - 290).c);
+  staging.push_back(Ck("staging", "jobA", 20).committed(600, kT0 - 200, kT0 - 190).c);
+  staging.push_back(Ck("staging", "jobA", 300).partial(700, kT0 - 5000, kT0 - 4000).c);
   state_.catalogs["rapid"].edit().scanned = false;
   auto c = cycle();
   c->evaluate();
   store_->flush();
-  const std::string m = c->output()->metrics_text;
-  auto gauge = [&](const std::string& name_labels) {
-    const auto at = m.find(name_labels + " ");
-    EXPECT_NE(at, std::string::npos) << name_labels;
-    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name_labels.size() + 1));
-  };
   struct Row {
     std::optional<double> pending, age, partial, required;
   };
@@ -234,12 +239,26 @@ TEST_F(RulesCycleTest, TheSamplesKeepTheCyclesFiguresAndUnknownBeforeTheFirstWal
   ASSERT_EQ(rows.size(), 2u);
   const Row& s = rows["staging"];
   ASSERT_TRUE(s.partial && s.required && s.pending && s.age);
-  EXPECT_EQ(*s.partial, 700);  // the one partial checkpoint, by hand
-  EXPECT_EQ(*s.required, gauge("ckpt_tier_required_capacity_bytes{tier=\"staging\"}"));
-  EXPECT_GT(*s.required, 2500);  // at least the retained committed bytes
-  EXPECT_EQ(*s.age, gauge("ckpt_cleanup_oldest_age_seconds{tier=\"staging\"}"));
-  EXPECT_EQ(*s.pending,
-            gauge("ckpt_cleanup_pending_bytes{tier=\"staging\",training_job=\"jobA\"}"));
+  // The one partial checkpoint.
+  EXPECT_EQ(*s.partial, 700);
+  // The sizing rule: the latest committed checkpoint (1500) x 3 retained
+  // versions x 1 replica = 4500; temp-write allowance 1.0 x 1500 (one job
+  // observed) = 1500; residue = every partial checkpoint = 700; growth
+  // headroom 0.2 x 4500 = 900. 4500 + 1500 + 700 + 900 = 7600.
+  EXPECT_EQ(*s.required, 7600);
+  // The deletion queue: step 10 fell out of keep_last 3 (expired, 400 bytes,
+  // due since step 200 committed at kT0 - 40); step 300 is residue (its last
+  // write is 4000 s old, past the 3600 s window: 700 bytes, due since
+  // kT0 - 4000 + 3600 = kT0 - 400). 400 + 700 = 1100 bytes pending.
+  EXPECT_EQ(*s.pending, 1100);
+  // The oldest entry is the residue, due since kT0 - 400: 400 s old now.
+  EXPECT_EQ(*s.age, 400);
+  // And the exported gauges say the same.
+  const std::string m = c->output()->metrics_text;
+  EXPECT_THAT(m, HasSubstr("ckpt_tier_required_capacity_bytes{tier=\"staging\"} 7600\n"));
+  EXPECT_THAT(m, HasSubstr("ckpt_cleanup_oldest_age_seconds{tier=\"staging\"} 400\n"));
+  EXPECT_THAT(m, HasSubstr("ckpt_cleanup_pending_bytes{tier=\"staging\",training_job=\"jobA\"} "
+                           "1100\n"));
   const Row& r = rows["rapid"];  // sampled (statfs) but never walked
   EXPECT_FALSE(r.partial || r.required || r.pending || r.age);
 }

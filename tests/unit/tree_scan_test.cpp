@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "daemon/metrics/collectors.hpp"
+#include "daemon/metrics/family.hpp"
+
 #include "temp_dir.hpp"
 
 namespace ckptmon {
@@ -86,6 +89,15 @@ class TreeScanGeneration : public ::testing::Test {
     for (const auto& c : state_.catalogs["rapid"]->checkpoints) out.push_back(c.path);
     return out;
   }
+  // The collector families as a scrape shows them.
+  std::string scrape() const {
+    std::vector<prometheus::MetricFamily> families;
+    collector_families(state_, families);
+    return serialize(families);
+  }
+  static constexpr const char* kDropped =
+      "ckptmon_collector_results_dropped_total{collector=\"tree_scan\","
+      "reason=\"stale_generation\"} ";
 
   testing::TempDir old_root_;
   testing::TempDir new_root_;
@@ -106,12 +118,31 @@ TEST_F(TreeScanGeneration, AWalkInFlightWhenAReloadRepointsTheTierIsDropped) {
   reload(new_root_.str());                             // ...then the tier is re-pointed
   EXPECT_EQ(state_.config->generation, 2u);
   EXPECT_EQ(epoch(), 2u);
+  EXPECT_EQ(state_.collectors["tree_scan"].stale_results_dropped, 0u);
   walk_of_old_root()(state_);  // the walk of the old root returns late: dropped
   EXPECT_TRUE(paths().empty());
   EXPECT_FALSE(state_.catalogs["rapid"]->scanned);
+  EXPECT_EQ(state_.collectors["tree_scan"].stale_results_dropped, 1u);  // and counted
+  EXPECT_NE(scrape().find(std::string(kDropped) + "1\n"), std::string::npos) << scrape();
 
   collector_.prepare("rapid")()(state_);  // a walk scheduled under epoch 2 applies
   EXPECT_EQ(paths(), (std::vector<std::string>{"gpt/step-7"}));
+  EXPECT_EQ(state_.collectors["tree_scan"].stale_results_dropped, 1u);
+}
+
+TEST_F(TreeScanGeneration, AWalkOfARemovedTierIsDroppedAndCounted) {
+  old_root_.write("llama/step-1/__0_0.distcp", 100);
+  old_root_.write("llama/step-1/.metadata", 10);
+  reload(old_root_.str());
+  Job walk = collector_.prepare("rapid");
+  Config next =
+      config_of("tiers:\n  - {name: other, path: " + new_root_.str() + ", role: rapid}\n");
+  stamp_generation(next, state_.config.get());
+  state_.apply_config(std::make_shared<const Config>(std::move(next)));  // rapid removed
+  walk()(state_);
+  EXPECT_FALSE(state_.catalogs.contains("rapid"));  // not brought back by the late result
+  EXPECT_EQ(state_.collectors["tree_scan"].stale_results_dropped, 1u);
+  EXPECT_NE(scrape().find(std::string(kDropped) + "1\n"), std::string::npos) << scrape();
 }
 
 TEST_F(TreeScanGeneration, AReloadThatKeepsTheRootKeepsTheEpochAndTheWalkInFlightApplies) {
@@ -124,6 +155,8 @@ TEST_F(TreeScanGeneration, AReloadThatKeepsTheRootKeepsTheEpochAndTheWalkInFligh
   EXPECT_EQ(epoch(), 1u);
   walk()(state_);
   EXPECT_EQ(paths(), (std::vector<std::string>{"llama/step-1"}));
+  EXPECT_EQ(state_.collectors["tree_scan"].stale_results_dropped, 0u);  // nothing dropped
+  EXPECT_NE(scrape().find(std::string(kDropped) + "0\n"), std::string::npos) << scrape();
 }
 
 }  // namespace
