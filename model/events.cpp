@@ -364,13 +364,9 @@ void EventAggregator::apply(const Event& e, std::string_view tier) {
         if (last_pack_ == nullptr) {
           last_pack_ = &checks_[last_key_];
           // Shards of a checkpoint come in runs: grow in steps, not one by one.
-          last_pack_->reserve(64);
+          last_pack_->reserve(64, 64 * (e.checksum.hex.size() + e.path.size()));
         }
-        ShardCheck& c = last_pack_->emplace_back();
-        c.rank = rank;
-        c.bytes = e.bytes.value_or(0);
-        c.checksum = e.checksum;
-        c.path = e.path;
+        last_pack_->add(rank, e.bytes.value_or(0), e.checksum, e.path);
       }
       break;
     }

@@ -220,6 +220,52 @@ struct ShardCheck {
   Checksum checksum;
 };
 
+// The checksummed shards of one checkpoint that one batch read, in a compact
+// form: per shard a fixed record, its digest and path appended to one byte
+// arena, so the hot path allocates nothing per shard (the store packs them
+// for its queue, store/shard_pack.hpp).
+class ShardChecks {
+ public:
+  struct View {
+    std::int64_t rank = -1;
+    std::uint64_t bytes = 0;
+    ChecksumAlgo algo = ChecksumAlgo::kNone;
+    std::string_view hex;  // as the parser wrote it (lower case)
+    std::string_view path;
+  };
+
+  void add(std::int64_t rank, std::uint64_t bytes, const Checksum& sum, std::string_view path) {
+    recs_.push_back(Rec{rank, bytes, arena_.size(), static_cast<std::uint32_t>(path.size()),
+                        static_cast<std::uint16_t>(sum.hex.size()), sum.algo});
+    arena_.append(sum.hex);
+    arena_.append(path);
+  }
+  void reserve(std::size_t shards, std::size_t bytes) {
+    recs_.reserve(shards);
+    arena_.reserve(bytes);
+  }
+  std::size_t size() const { return recs_.size(); }
+  bool empty() const { return recs_.empty(); }
+  View operator[](std::size_t i) const {
+    const Rec& r = recs_[i];
+    const std::string_view a(arena_);
+    return View{r.rank, r.bytes, r.algo, a.substr(r.off, r.hex_len),
+                a.substr(r.off + r.hex_len, r.path_len)};
+  }
+
+ private:
+  struct Rec {
+    std::int64_t rank;
+    std::uint64_t bytes;
+    std::size_t off;  // the digest's first byte in arena_; the path follows it
+    std::uint32_t path_len;
+    std::uint16_t hex_len;
+    ChecksumAlgo algo;
+  };
+  std::vector<Rec> recs_;
+  std::string arena_;
+};
+
 // Applies parsed lines to an EventCatalog and remembers which entries it
 // touched, so the caller can write exactly those to the store. Lines are
 // counted in the totals whatever their status. Not thread-safe.
@@ -241,7 +287,7 @@ class EventAggregator {
   const std::set<std::string>& touched_restores() const { return touched_restores_; }
   // Checksummed shards by checkpoint, for the verifier's queue.
   // (tier, job and step are the key's; the store packs them, store/shard_pack.hpp).
-  const std::map<StepKey, std::vector<ShardCheck>>& checks() const { return checks_; }
+  const std::map<StepKey, ShardChecks>& checks() const { return checks_; }
   void clear();
 
  private:
@@ -264,8 +310,8 @@ class EventAggregator {
   std::set<StepKey> touched_steps_;
   std::set<std::pair<std::string, std::string>> touched_jobs_;
   std::set<std::string> touched_restores_;
-  std::map<StepKey, std::vector<ShardCheck>> checks_;
-  std::vector<ShardCheck>* last_pack_ = nullptr;  // checks_ entry of last_step_, once it has one
+  std::map<StepKey, ShardChecks> checks_;
+  ShardChecks* last_pack_ = nullptr;  // checks_ entry of last_step_, once it has one
   DrainProgress* last_drain_ = nullptr;
   const EventStep* last_drain_step_ = nullptr;
   std::string last_drain_from_;

@@ -209,7 +209,7 @@ void save_batch(sql::Db& db, const EventCatalog& cat, const EventAggregator& agg
         "VALUES(?1,?2,?3,0,?4,?5)");
     for (const auto& [k, shards] : agg.checks()) {
       ShardPack pack;
-      for (const ShardCheck& c : shards) pack.add(c);
+      pack.add(shards);
       ins.bind(1, std::string_view(k.tier))
           .bind(2, std::string_view(k.job))
           .bind(3, k.step)

@@ -31,13 +31,18 @@ bool get_varint(std::string_view& in, std::uint64_t& v) {
 
 }  // namespace
 
-void ShardPack::add(std::int64_t rank, std::uint64_t bytes, const Checksum& sum,
+void ShardPack::add(std::int64_t rank, std::uint64_t bytes, ChecksumAlgo algo, std::string_view hex,
                     std::string_view path) {
+  append(rank, bytes, algo, hex, path, last_path_);
+  last_path_.assign(path);
+}
+
+void ShardPack::append(std::int64_t rank, std::uint64_t bytes, ChecksumAlgo algo,
+                       std::string_view hex, std::string_view path, std::string_view prev) {
   // This runs for every checksummed shard of a catch-up: one append per shard.
-  const std::size_t limit = std::min(path.size(), last_path_.size());
+  const std::size_t limit = std::min(path.size(), prev.size());
   const auto common = static_cast<std::size_t>(
-      std::mismatch(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(limit),
-                    last_path_.begin())
+      std::mismatch(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(limit), prev.begin())
           .first -
       path.begin());
   char head[3 * 10 + 1 + 32 + 2 * 10];
@@ -46,8 +51,8 @@ void ShardPack::add(std::int64_t rank, std::uint64_t bytes, const Checksum& sum,
   p = put_varint(p,
                  (static_cast<std::uint64_t>(rank) << 1) ^ static_cast<std::uint64_t>(rank >> 63));
   p = put_varint(p, bytes);
-  *p++ = static_cast<char>(sum.algo);
-  const std::size_t n = std::min<std::size_t>(sum.hex.size() / 2, 32);
+  *p++ = static_cast<char>(algo);
+  const std::size_t n = std::min<std::size_t>(hex.size() / 2, 32);
   // The parser checked the digits and wrote them in lower case; a table
   // avoids a mispredicted branch per digit (digests are random).
   static constexpr auto kNibble = [] {
@@ -60,7 +65,7 @@ void ShardPack::add(std::int64_t rank, std::uint64_t bytes, const Checksum& sum,
     }
     return t;
   }();
-  const auto* h = reinterpret_cast<const unsigned char*>(sum.hex.data());
+  const auto* h = reinterpret_cast<const unsigned char*>(hex.data());
   for (std::size_t i = 0; i < n; ++i) {
     *p++ = static_cast<char>((kNibble[h[2 * i]] << 4) | kNibble[h[2 * i + 1]]);
   }
@@ -68,7 +73,6 @@ void ShardPack::add(std::int64_t rank, std::uint64_t bytes, const Checksum& sum,
   p = put_varint(p, path.size() - common);
   data_.append(head, static_cast<std::size_t>(p - head));
   data_.append(path.substr(common));
-  last_path_.assign(path);
   ++count_;
 }
 
@@ -107,6 +111,17 @@ bool ShardPack::unpack(std::string_view in, std::vector<ShardCheck>& out) {
   return true;
 }
 
-void ShardPack::add(const ShardCheck& s) { add(s.rank, s.bytes, s.checksum, s.path); }
+void ShardPack::add(const ShardChecks& checks) {
+  if (checks.empty()) return;
+  // Front-coded against the previous shard's path where it lies in the
+  // arena, so nothing is copied per shard.
+  std::string_view prev = last_path_;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    const ShardChecks::View s = checks[i];
+    append(s.rank, s.bytes, s.algo, s.hex, s.path, prev);
+    prev = s.path;
+  }
+  last_path_.assign(prev);
+}
 
 }  // namespace ckptmon

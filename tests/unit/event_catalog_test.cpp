@@ -75,12 +75,13 @@ TEST(EventCatalog, OneSaveGivesDurationSkewSlowestRankAndShardTotals) {
   EXPECT_EQ(j.duration.count, 1u);
   EXPECT_DOUBLE_EQ(j.duration.sum, 20.5);
   ASSERT_EQ(feed.agg().checks().size(), 1u);
-  const std::vector<ShardCheck>& shards = feed.agg().checks().at(StepKey{"rapid", "llama", 10});
+  const ShardChecks& shards = feed.agg().checks().at(StepKey{"rapid", "llama", 10});
   ASSERT_EQ(shards.size(), 1u);
   EXPECT_EQ(shards[0].rank, 1);
   EXPECT_EQ(shards[0].path, "/ckpt/s10/r1");
   EXPECT_EQ(shards[0].bytes, 200u);
-  EXPECT_EQ(shards[0].checksum.to_string(), "crc32c:e3069283");
+  EXPECT_EQ(shards[0].algo, ChecksumAlgo::kCrc32c);
+  EXPECT_EQ(shards[0].hex, "e3069283");
   // A repeated commit (a retried writer) is not a second observation.
   feed(ev("checkpoint_commit", 1021.0, ",\"step\":10,\"files\":4,\"bytes\":600"));
   EXPECT_EQ(j.duration.count, 1u);
@@ -113,6 +114,40 @@ TEST(ShardPack, RoundTripsAndFrontCodesPaths) {
     const bool ok = ShardPack::unpack(std::string_view(pack.data()).substr(0, cut), partial);
     EXPECT_TRUE(!ok || partial.size() < 3) << cut;
   }
+}
+
+// The aggregator's compact per-checkpoint form packs into the same queue
+// bytes as packing each event's own values in the order they were read, also
+// when the steps interleave (the arena is per checkpoint, not per run).
+TEST(ShardChecks, PackIntoTheQueueBytesOfTheEventsInReadOrder) {
+  EventCatalog cat;
+  Feed feed(cat);
+  const std::string sha = "sha256:" + std::string(62, 'a') + "0f";
+  feed(shard(7, 0, 1.0, 2.0, 10, "crc32c:00000001") + shard(8, 0, 1.0, 2.0, 20, sha) +
+       shard(7, 1, 1.0, 3.0, 30, "xxh64:0123456789abcdef") + shard(7, 2, 1.0, 4.0, 40) +
+       shard(8, 3, 1.0, 5.0, 1ull << 40, "crc32c:ffffffff"));
+  ASSERT_EQ(feed.agg().checks().size(), 2u);
+  ShardPack got7;
+  got7.add(feed.agg().checks().at(StepKey{"rapid", "llama", 7}));
+  ShardPack want7;
+  want7.add(0, 10, *parse_checksum("crc32c:00000001"), "/ckpt/s7/r0");
+  want7.add(1, 30, *parse_checksum("xxh64:0123456789abcdef"), "/ckpt/s7/r1");
+  EXPECT_EQ(got7.count(), 2u);
+  EXPECT_EQ(got7.data(), want7.data());
+  ShardPack got8;
+  got8.add(feed.agg().checks().at(StepKey{"rapid", "llama", 8}));
+  ShardPack want8;
+  want8.add(0, 20, *parse_checksum(sha), "/ckpt/s8/r0");
+  want8.add(3, 1ull << 40, *parse_checksum("crc32c:ffffffff"), "/ckpt/s8/r3");
+  EXPECT_EQ(got8.data(), want8.data());
+  std::vector<ShardCheck> out;
+  ASSERT_TRUE(ShardPack::unpack(got8.data(), out));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].checksum.to_string(), sha);
+  EXPECT_EQ(out[1].path, "/ckpt/s8/r3");
+  EXPECT_EQ(out[1].bytes, 1ull << 40);
+  feed.agg().clear();
+  EXPECT_TRUE(feed.agg().checks().empty());
 }
 
 TEST(EventCatalog, CommitReadBeforeStartIsObservedWhenTheStartArrives) {
