@@ -847,6 +847,11 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
         ctimes = std::move(c2);
         if (listing->dirs != w.prior->dirs) changed = true;
       }
+      // Reserved for every entry: a directory of directories (a job's)
+      // would otherwise keep a FileEntry's room per subdirectory in the
+      // listing remembered for the next walk.
+      files.shrink_to_fit();
+      listing->dirs.shrink_to_fit();
       node.files = std::move(files);
       node.dirs = std::move(dirs);
       // A partial listing (node.error) is never remembered: it is read again.
