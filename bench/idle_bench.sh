@@ -45,6 +45,7 @@ ticks() { # PID -> utime+stime in clock ticks
 kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status"; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+. "$here/serve_lib.sh"
 pid=""
 npid=""
 trap 'kill $pid $npid 2>/dev/null || true' EXIT
@@ -74,20 +75,8 @@ tiers:
   - {name: capacity, path: $prefix/capacity, role: capacity}
   - {name: archive, path: $prefix/archive, role: capacity}
 YML
-  "$bin" serve --config.file "$work/c.yml" --web.listen-address 127.0.0.1:0 2>"$work/log" &
-  pid=$!
-  port=""
-  for _ in $(seq 300); do
-    port=$(grep -o 'port=[0-9]*' "$work/log" | head -1 | cut -d= -f2 || true)
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
-  [ -n "$port" ] || { echo "the daemon did not start:"; cat "$work/log"; exit 1; }
-  start=$(date +%s)
-  until curl -sf "127.0.0.1:$port/-/ready" >/dev/null; do
-    [ $(($(date +%s) - start)) -gt 900 ] && { echo "not ready after 900 s"; exit 1; }
-    sleep 1
-  done
+  start_serve "$bin" "$work/c.yml" "$work/log"
+  wait_ready 900
   # Every checkpoint catalogued (whatever its state).
   while :; do
     have=$(curl -s "127.0.0.1:$port/metrics" | awk '/^ckpt_checkpoints\{/ {s+=$2} END {print s+0}')
