@@ -38,22 +38,12 @@ tiers:
   - {name: capacity, path: $work/capacity, role: capacity}
   - {name: archive, path: $work/archive, role: capacity}"
 printf '%s\n' "$base" >"$work/c.yml"
-"$bin" serve --config.file "$work/c.yml" --web.listen-address 127.0.0.1:0 2>"$work/log" &
-pid=$!
+. "$here/serve_lib.sh"
+pid=""
 toucher=""
 trap 'kill $pid ${toucher} 2>/dev/null || true' EXIT
-port=""
-for _ in $(seq 300); do
-  port=$(grep -o 'port=[0-9]*' "$work/log" | head -1 | cut -d= -f2 || true)
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "the daemon did not start:"; cat "$work/log"; exit 1; }
-start=$(date +%s)
-until curl -sf "127.0.0.1:$port/-/ready" >/dev/null; do
-  [ $(( $(date +%s) - start )) -gt 600 ] && { echo "not ready after 600 s"; exit 1; }
-  sleep 1
-done
+start_serve "$bin" "$work/c.yml" "$work/log"
+wait_ready 600
 sleep 3  # the first rules cycle
 series=$(curl -s "127.0.0.1:$port/metrics" | grep -vc '^#')
 # The big tier now, so its first walk runs during the scrapes.

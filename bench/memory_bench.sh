@@ -14,20 +14,15 @@ if [ ! -d "$tree/job-19" ]; then
 fi
 files=$(find "$tree" -type f | wc -l)
 work=$(mktemp -d)
+pid=""
 trap 'kill $pid 2>/dev/null || true; rm -rf "$work"' EXIT
 cat >"$work/c.yml" <<YML
 global: {state_dir: $work/state, scan_interval: 2s, scan_timeout: 10m}
 tiers:
   - {name: big, path: $tree, role: rapid}
 YML
-"$bin" serve --config.file "$work/c.yml" --web.listen-address 127.0.0.1:0 2>"$work/log" &
-pid=$!
-port=""
-for _ in $(seq 200); do
-  port=$(grep -o 'port=[0-9]*' "$work/log" | head -1 | cut -d= -f2 || true)
-  [ -n "$port" ] && break
-  sleep 0.1
-done
+. "$here/serve_lib.sh"
+start_serve "$bin" "$work/c.yml" "$work/log"
 # Wait for the full walk to have catalogued every checkpoint.
 start=$(date +%s)
 while :; do

@@ -348,7 +348,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
         // Unchanged since the last walk: keep what that walk remembered.
         auto it = memory_.frozen.find(tier_rel);
         if (it != memory_.frozen.end()) {
-          findings = it->second.findings;
+          findings = it->second->findings;
           if (c.state == CkptState::kCommitted) next_memory.frozen.emplace(it->first, it->second);
         }
         if (!c.shard_files && node->reused->shard_files) c.shard_files = node->reused->shard_files;
@@ -371,7 +371,8 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
           f.checkpoint = std::make_shared<const Checkpoint>(std::move(remembered));
           f.dirs = subtree_dirs(*node, tier_rel);
           f.findings = findings;
-          next_memory.frozen.emplace(tier_rel, std::move(f));
+          next_memory.frozen.emplace(tier_rel,
+                                     std::make_shared<const WalkMemory::Frozen>(std::move(f)));
         }
       }
       out.findings.insert(out.findings.end(), findings.begin(), findings.end());

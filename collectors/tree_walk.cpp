@@ -265,10 +265,7 @@ bool same_entry(const FileEntry& a, const FileEntry& b) {
 }
 
 // A committed checkpoint the walk may not need to list again.
-struct FrozenCheck {
-  std::shared_ptr<const Checkpoint> checkpoint;
-  std::vector<std::pair<std::string, double>> dirs;
-};
+using FrozenCheck = WalkMemory::Frozen;
 
 // One entry to stat: `prev` is what an earlier listing said of it (files only).
 struct EntryIn {
@@ -593,8 +590,7 @@ bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error)
   if (memory_ != nullptr) {
     auto it = memory_->frozen.find(rel);
     if (it != memory_->frozen.end()) {
-      auto check =
-          std::make_shared<FrozenCheck>(FrozenCheck{it->second.checkpoint, it->second.dirs});
+      std::shared_ptr<const FrozenCheck> check = it->second;
       auto res = std::make_shared<std::pair<bool, WalkStats>>();
       std::vector<std::function<void()>> t{[env = env_, check, res, rel, m = out.mtime] {
         res->first = frozen_unchanged(*env, rel, m, *check, res->second);
@@ -710,8 +706,7 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
         if (memory_ == nullptr || memory_->frozen.empty()) return nullptr;
         auto it = memory_->frozen.find(join(w.p.rel, name));
         if (it == memory_->frozen.end()) return nullptr;
-        return std::make_shared<const FrozenCheck>(
-            FrozenCheck{it->second.checkpoint, it->second.dirs});
+        return it->second;
       };
       if (w.prior) {
         ++stats_.listings_reused;
@@ -852,6 +847,11 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
         ctimes = std::move(c2);
         if (listing->dirs != w.prior->dirs) changed = true;
       }
+      // Reserved for every entry: a directory of directories (a job's)
+      // would otherwise keep a FileEntry's room per subdirectory in the
+      // listing remembered for the next walk.
+      files.shrink_to_fit();
+      listing->dirs.shrink_to_fit();
       node.files = std::move(files);
       node.dirs = std::move(dirs);
       // A partial listing (node.error) is never remembered: it is read again.

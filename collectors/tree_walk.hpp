@@ -70,13 +70,15 @@ struct DirListing {
 // directory (tier-relative path), the record and the mtimes of all its
 // directories. If none changed, the checkpoint is not listed again. And the
 // listings of the other directories listed (not inside a frozen checkpoint).
+// A Frozen is immutable once made and shared by the walks that reuse it (and
+// the walk slots' tasks), not copied into each walk's memory.
 struct WalkMemory {
   struct Frozen {
     std::shared_ptr<const Checkpoint> checkpoint;      // path relative to its job root
     std::vector<std::pair<std::string, double>> dirs;  // tier-relative path, mtime
     std::vector<AccessFinding> findings;               // the access audit of that walk
   };
-  std::unordered_map<std::string, Frozen> frozen;
+  std::unordered_map<std::string, std::shared_ptr<const Frozen>> frozen;
   std::unordered_map<std::string, std::shared_ptr<const DirListing>> listings;  // tier-relative
 };
 

@@ -13,6 +13,7 @@
 #include "daemon/burst_command.hpp"
 #include "daemon/daemon.hpp"
 #include "daemon/demo.hpp"
+#include "daemon/malloc_tuning.hpp"
 #include "daemon/plan_command.hpp"
 #include "daemon/report_command.hpp"
 #include "daemon/scan_command.hpp"
@@ -42,6 +43,7 @@ std::optional<Duration> duration_flag(const char* command, const char* flag,
 }
 
 int cmd_serve(ServeOptions opts) {
+  tune_malloc_for_daemon();  // before the daemon's threads start
   Daemon daemon(opts, std::make_shared<SystemClock>());
   std::string error;
   if (!daemon.start(&error)) {

@@ -54,6 +54,7 @@ void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
   cat.scanned = true;
   cat.jobs = std::move(scan.jobs);
   cat.findings = std::move(scan.findings);
+  cat.findings.shrink_to_fit();
   std::sort(scan.unreadable.begin(), scan.unreadable.end(),
             [](const UnreadableDir& a, const UnreadableDir& b) { return a.path < b.path; });
   cat.unreadable = std::move(scan.unreadable);
@@ -91,6 +92,9 @@ void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
   std::sort(next.begin(), next.end(), [](const Checkpoint& a, const Checkpoint& b) {
     return a.job != b.job ? a.job < b.job : a.path < b.path;
   });
+  // The walk appended one job's checkpoints after another: up to twice the
+  // capacity it needs, kept by the catalog until the next walk.
+  next.shrink_to_fit();
   cat.checkpoints = std::move(next);
 }
 
