@@ -25,6 +25,7 @@
 #include "store/history.hpp"
 #include "store/store.hpp"
 #include "util/text.hpp"
+#include "util/time_format.hpp"
 
 namespace ckptmon {
 namespace {

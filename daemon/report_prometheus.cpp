@@ -11,6 +11,7 @@
 #include "config/rules_config.hpp"
 #include "daemon/http_get.hpp"
 #include "util/text.hpp"
+#include "util/time_format.hpp"
 
 namespace ckptmon {
 

@@ -6,8 +6,8 @@
 #include <ctime>
 #include <limits>
 
-#include "rules/alerts.hpp"
 #include "util/text.hpp"
+#include "util/time_format.hpp"
 
 namespace ckptmon {
 namespace {

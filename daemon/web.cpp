@@ -19,6 +19,7 @@
 #include "util/duration.hpp"
 #include "util/label.hpp"
 #include "util/text.hpp"
+#include "util/time_format.hpp"
 #include "util/version.hpp"
 
 namespace ckptmon {

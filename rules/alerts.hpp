@@ -150,7 +150,4 @@ class AlertEvaluator {
   std::vector<AlertInstance> resolved_;
 };
 
-// RFC 3339 in UTC with milliseconds, truncated: "2023-11-14T22:13:20.000Z".
-std::string format_rfc3339(double unix_seconds);
-
 }  // namespace ckptmon
