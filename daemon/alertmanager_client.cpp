@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <sstream>
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -177,7 +178,9 @@ bool read_secret_file(const std::string& path, std::string& out, std::string& er
     error = "cannot read " + path + ": " + errno_text(errno);
     return false;
   }
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ostringstream read;
+  read << in.rdbuf();
+  std::string text = std::move(read).str();
   if (text.size() > 64 * 1024) {
     error = path + " is larger than 64 KiB";
     return false;

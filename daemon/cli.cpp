@@ -7,7 +7,11 @@
 #include <optional>
 #include <tuple>
 
+// g++ 12 -Wnull-dereference false positive in CLI11's own CLI::detail::split.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
+#pragma GCC diagnostic pop
 
 #include "config/config.hpp"
 #include "daemon/burst_command.hpp"

@@ -495,6 +495,10 @@ bool HttpServer::listen(const std::string& address, tcp::endpoint* bound, std::s
         *error = "cannot resolve " + host + ": " + ec.message();
         return false;
       }
+      if (results.empty()) {
+        *error = "cannot resolve " + host + ": no address";
+        return false;
+      }
       endpoints.push_back(results.begin()->endpoint());
     }
   }

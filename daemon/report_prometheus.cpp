@@ -5,7 +5,11 @@
 #include <set>
 #include <tuple>
 
+// g++ 12 -Wnull-dereference false positive in basic_json::value<std::string>.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <nlohmann/json.hpp>
+#pragma GCC diagnostic pop
 
 #include "collectors/prometheus_api.hpp"
 #include "config/rules_config.hpp"
