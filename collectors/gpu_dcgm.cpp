@@ -147,7 +147,8 @@ GpuPoll dcgm_readings(std::string_view body, double now) {
       if (g.job.empty()) {
         std::string ns = label_or_empty(s, "namespace");
         std::string pod = label_or_empty(s, "pod");
-        if (!pod.empty()) g.job = gpu_label_value(ns.empty() ? pod : ns + "/" + pod);
+        if (!pod.empty())
+          g.job = gpu_label_value(ns.empty() ? pod : std::string(ns).append("/").append(pod));
       }
     }
     if (!std::isfinite(s.value)) continue;  // unknown, not 0

@@ -125,7 +125,8 @@ class PrometheusSource final : public GpuSource {
       if (g.job.empty()) {
         const std::string pod = label(s.metric, "pod");
         const std::string ns = label(s.metric, "namespace");
-        if (!pod.empty()) g.job = gpu_label_value(ns.empty() ? pod : ns + "/" + pod);
+        if (!pod.empty())
+          g.job = gpu_label_value(ns.empty() ? pod : std::string(ns).append("/").append(pod));
       }
       double& seen = last_[it->second];
       for (const PromSample& p : s.values) {

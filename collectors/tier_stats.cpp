@@ -21,7 +21,7 @@
 namespace ckptmon {
 namespace {
 
-constexpr std::size_t kMaxMountinfoBytes = 64 * 1024 * 1024;
+constexpr std::size_t kMaxMountinfoBytes = std::size_t{64} * 1024 * 1024;
 
 std::string errno_text(const char* what, int err) {
   return std::string(what) + ": " + ckptmon::errno_text(err);

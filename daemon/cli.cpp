@@ -46,7 +46,7 @@ std::optional<Duration> duration_flag(const char* command, const char* flag,
 }
 
 int cmd_serve(ServeOptions opts) {
-  Daemon daemon(opts, std::make_shared<SystemClock>());
+  Daemon daemon(std::move(opts), std::make_shared<SystemClock>());
   std::string error;
   if (!daemon.start(&error)) {
     log::error("cannot start", {{"err", error}});

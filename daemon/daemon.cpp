@@ -243,7 +243,7 @@ void Daemon::persist_changes() {
   }
 }
 
-void Daemon::apply_config(std::shared_ptr<const Config> cfg) {
+void Daemon::apply_config(const std::shared_ptr<const Config>& cfg) {
   state_.apply_config(cfg);
   for (auto& c : runner_->collectors()) c->configure(*cfg);
   rules_->configure(*cfg, self_url());
@@ -260,7 +260,7 @@ void Daemon::reload(std::function<void(ReloadOutcome)> done) {
   // Certificates rotated on disk are re-read too.
   config_reader_.load(
       [c = opts_.config_file, w = opts_.web_config_file] { return read_configs(c, w); },
-      [this, done = std::move(done)](std::optional<LoadedConfig> loaded, std::string error) {
+      [this, done = std::move(done)](std::optional<LoadedConfig> loaded, const std::string& error) {
         auto out = finish_reload(std::move(loaded), error);
         if (done) done(std::move(out));
       });
@@ -461,7 +461,7 @@ void Daemon::add_routes() {
   });
   server_.route_async("/-/reload", {"POST", "PUT"},
                       [this](const HttpRequest&, std::function<void(HttpResponse)> reply) {
-                        reload([reply = std::move(reply)](ReloadOutcome out) {
+                        reload([reply = std::move(reply)](const ReloadOutcome& out) {
                           reply(HttpResponse::text(out.ok ? 200 : 500, out.message));
                         });
                       });

@@ -271,7 +271,10 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
     }
   }
 
-  for (const auto& [tier, age] : figures.cleanup_oldest_age_seconds) {
+  for (const auto& entry : figures.cleanup_oldest_age_seconds) {
+    // Named, not structured bindings: clang (clang-tidy) 14 cannot capture those in a lambda.
+    const auto& tier = entry.first;
+    const auto& age = entry.second;
     std::uint64_t count = 0;
     std::uint64_t queued = 0;
     for (const RetentionFigures& f : figures.retention) {
@@ -311,7 +314,10 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
             });
   }
 
-  for (const auto& [name, t] : tiers) {
+  for (const auto& entry : tiers) {
+    // Named, not structured bindings: clang (clang-tidy) 14 cannot capture those in a lambda.
+    const auto& name = entry.first;
+    const auto& t = entry.second;
     out.add(kAlertNames[9], r.tier_down, name, "", t.up ? Signal::kClear : Signal::kFire,
             t.up ? 1 : 0, [&] {
               return Texts{"Tier " + name + " is down",

@@ -38,6 +38,7 @@ struct AlertLabels {
   std::string severity;
   std::string tier;
   std::string job;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=>'s own 0.
   auto operator<=>(const AlertLabels&) const = default;
 };
 
