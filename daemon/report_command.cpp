@@ -54,6 +54,7 @@ Trend trend_of(const std::vector<HistoryPoint>& pts, double now, double min_span
   t.span_seconds = pts.back().t - pts.front().t;
   if (pts.size() < kMinSamples || t.span_seconds < min_span) return t;
   std::vector<Point> p;
+  p.reserve(pts.size());
   for (const HistoryPoint& h : pts) p.push_back({h.t, h.v});
   auto fit = least_squares(p, now);
   if (!fit) return t;

@@ -48,7 +48,7 @@ struct Client {
   // GET `target`; the body on 200, else false with the reason.
   bool get(const std::string& target, const std::string& what, std::string* body,
            std::string* error) const {
-    HttpGetResult g = http_get(url, target, timeout, 64 * 1024 * 1024);
+    HttpGetResult g = http_get(url, target, timeout, std::size_t{64} * 1024 * 1024);
     if (!g.ok) {
       *error = where() + ": " + g.error;
       return false;
