@@ -402,8 +402,8 @@ LogTailer::Pass LogTailer::run() {
   glob_errors = 0;
   glob_first_error.clear();
   glob_t g{};
-  // NOLINTNEXTLINE(concurrency-mt-unsafe): glob_t is this call's own; the env and locale are set
-  // before threads start.
+  // glob_t is this call's own; the environment and locale are set before threads start.
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): see above.
   const int rc = ::glob(cfg_.glob.c_str(), 0, on_glob_error, &g);
   std::vector<std::string> matches;
   if (rc == 0) {
