@@ -14,7 +14,7 @@ namespace ckptmon::bench {
 // Built once, on the first call.
 inline constexpr std::size_t kBacklogLines = 1'000'000;
 inline const std::string& event_backlog() {
-  static const std::string text = [n_lines = kBacklogLines] {
+  static const std::string kText = [n_lines = kBacklogLines] {
     std::mt19937_64 rng(42);
     std::string out;
     out.reserve(n_lines * 260);
@@ -85,7 +85,7 @@ inline const std::string& event_backlog() {
     }
     return out;
   }();
-  return text;
+  return kText;
 }
 
 }  // namespace ckptmon::bench

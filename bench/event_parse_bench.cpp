@@ -237,8 +237,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  std::fprintf(stderr, "backlog: %zu lines, %.1f MB\n", kLines,
-               static_cast<double>(backlog().size()) / 1e6);
+  static_cast<void>(std::fprintf(stderr, "backlog: %zu lines, %.1f MB\n", kLines,
+                                 static_cast<double>(backlog().size()) / 1e6));
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   double floor = reporter.median("BM_SimdjsonParseMany");

@@ -38,7 +38,7 @@ State make_state(int checkpoints) {
         Checkpoint c;
         c.tier = name;
         c.job = job;
-        c.step = k * 1000;
+        c.step = std::int64_t{k} * 1000;
         c.path = job + "/step-" + std::to_string(c.step);
         c.state = CkptState::kCommitted;
         c.bytes = 1'000'000'000;

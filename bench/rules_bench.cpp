@@ -37,7 +37,7 @@ Catalog make(int jobs, int per_job) {
         Checkpoint ck;
         ck.tier = name;
         ck.job = "job-" + std::to_string(j);
-        ck.step = k * 1000;
+        ck.step = std::int64_t{k} * 1000;
         ck.path = ck.job + "/step-" + std::to_string(ck.step);
         ck.state = k == per_job - 1 ? CkptState::kInProgress : CkptState::kCommitted;
         ck.bytes = 1'000'000'000ULL + static_cast<std::uint64_t>(j);

@@ -28,7 +28,7 @@ double time_find(const std::string& tree) {
   const auto t0 = std::chrono::steady_clock::now();
   const int rc = std::system(cmd.c_str());
   const auto t1 = std::chrono::steady_clock::now();
-  if (rc != 0) std::fprintf(stderr, "find failed: %d\n", rc);
+  if (rc != 0) static_cast<void>(std::fprintf(stderr, "find failed: %d\n", rc));
   return std::chrono::duration<double>(t1 - t0).count();
 }
 
@@ -43,7 +43,7 @@ double cpu_seconds() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s TREE [runs]\n", argv[0]);
+    static_cast<void>(std::fprintf(stderr, "usage: %s TREE [runs]\n", argv[0]));
     return 2;
   }
   const std::string tree = argv[1];

@@ -33,6 +33,13 @@ namespace {
 
 constexpr std::size_t kLines = ckptmon::bench::kBacklogLines;
 
+// A broken setup (the bench's own, not what it measures) ends the run.
+[[noreturn]] void fail(const std::string& what) {
+  static_cast<void>(std::fprintf(stderr, "%s\n", what.c_str()));
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): the bench's own thread is the only one by then.
+  std::exit(1);
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -79,8 +86,7 @@ Rate bare_parse_many(const std::string& file) {
   const double s = seconds_since(t0);
   const double c = cpu_seconds() - c0;
   if (lines != kLines) {
-    std::fprintf(stderr, "parse_many saw %zu lines\n", lines);
-    std::exit(1);
+    fail("parse_many saw " + std::to_string(lines) + " lines");
   }
   return Rate{static_cast<double>(lines) / s, static_cast<double>(lines) / c};
 }
@@ -92,8 +98,7 @@ Rate tailer_catch_up(const fs::path& dir, const std::string& glob, std::size_t r
   std::string error;
   std::shared_ptr<ckptmon::Store> store = ckptmon::Store::open((dir / "state").string(), &error);
   if (!store) {
-    std::fprintf(stderr, "%s\n", error.c_str());
-    std::exit(1);
+    fail(error);
   }
   auto ingest = std::make_shared<ckptmon::EventIngest>(ckptmon::make_event_journal(store));
   ckptmon::ManifestConfig m;
@@ -110,8 +115,7 @@ Rate tailer_catch_up(const fs::path& dir, const std::string& glob, std::size_t r
   auto snap = ingest->snapshot();
   const std::uint64_t ok = snap->totals.lines[static_cast<std::size_t>(LineStatus::kOk)];
   if (ok != kLines) {
-    std::fprintf(stderr, "the tailer counted %llu ok lines\n", static_cast<unsigned long long>(ok));
-    std::exit(1);
+    fail("the tailer counted " + std::to_string(ok) + " ok lines");
   }
   *commits = ingest->commits();
   return Rate{static_cast<double>(ok) / s, static_cast<double>(ok) / c};
@@ -153,6 +157,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(commits));
   auto pick = [](const std::vector<Rate>& v, double Rate::*f) {
     std::vector<double> out;
+    out.reserve(v.size());
     for (const auto& r : v) out.push_back(r.*f);
     return out;
   };

@@ -50,7 +50,7 @@ std::optional<gid_t> resolve_group(const std::string& name) {
 
 std::string octal_mode(std::uint32_t mode) {
   char buf[8];
-  std::snprintf(buf, sizeof(buf), "%04o", mode & 07777);
+  static_cast<void>(std::snprintf(buf, sizeof(buf), "%04o", mode & 07777));
   return buf;
 }
 

@@ -92,7 +92,7 @@ void DirWatcher::retain(const std::set<std::string>& keep) {
 std::set<std::string> DirWatcher::drain() {
   std::set<std::string> targets;
   if (fd_ < 0) return targets;
-  alignas(struct inotify_event) std::array<char, 64 * 1024> buf{};
+  alignas(struct inotify_event) std::array<char, std::size_t{64} * 1024> buf{};
   while (true) {
     const ssize_t n = ::read(fd_, buf.data(), buf.size());
     if (n <= 0) break;  // EAGAIN: nothing more for now

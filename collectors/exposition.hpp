@@ -30,9 +30,9 @@ struct ExpositionSample {
 };
 
 struct ExpositionLimits {
-  std::size_t max_line_bytes = 64 * 1024;  // longer lines reject the text
-  std::size_t max_series = 100000;         // more samples reject the text
-  std::size_t max_labels = 64;             // per sample
+  std::size_t max_line_bytes = std::size_t{64} * 1024;  // longer lines reject the text
+  std::size_t max_series = 100000;                      // more samples reject the text
+  std::size_t max_labels = 64;                          // per sample
 };
 
 struct Exposition {

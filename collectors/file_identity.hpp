@@ -21,6 +21,7 @@ namespace ckptmon {
 struct FileId {
   std::uint64_t dev = 0;
   std::uint64_t ino = 0;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=>'s own 0.
   auto operator<=>(const FileId&) const = default;
 };
 

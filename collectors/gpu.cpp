@@ -137,7 +137,7 @@ Job GpuCollector::prepare(const std::string& /*target*/) {
           ++next->mapping_errors;
           log_once(*logged, "GPU job mapping file rejected", e);
         }
-        next->mapped_jobs = std::move(mapping->jobs);
+        next->mapped_jobs = mapping->jobs;  // the callback is const: a copy
       } else {
         next->mapped_jobs.clear();
       }

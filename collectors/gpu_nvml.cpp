@@ -92,7 +92,8 @@ class NvmlSource final : public GpuSource {
     for (unsigned int i = 0; i < count; ++i) {
       nvmlDevice_t dev = nullptr;
       if (nvmlReturn_t r = api_.handle(i, &dev); r != kSuccess) {
-        out.call_errors.push_back(call_error("nvmlDeviceGetHandleByIndex_v2", r, i));
+        out.call_errors.push_back(
+            call_error("nvmlDeviceGetHandleByIndex_v2", r, static_cast<int>(i)));
         continue;
       }
       GpuReading g;
@@ -107,7 +108,7 @@ class NvmlSource final : public GpuSource {
         if (nvmlReturn_t r = api_.memory(dev, &m); r == kSuccess) {
           g.memory_used_bytes = static_cast<double>(m.used);
         } else if (r != kNotSupported) {
-          out.call_errors.push_back(call_error("nvmlDeviceGetMemoryInfo", r, i));
+          out.call_errors.push_back(call_error("nvmlDeviceGetMemoryInfo", r, static_cast<int>(i)));
         }
       }
       read_utilization(dev, i, now, k, g, out);

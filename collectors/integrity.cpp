@@ -22,7 +22,7 @@
 namespace ckptmon {
 namespace {
 
-constexpr std::size_t kReadBytes = 1024 * 1024;
+constexpr std::size_t kReadBytes = std::size_t{1024} * 1024;
 constexpr const char* kManifestFramework = "megatron_torch_dist";
 constexpr const char* kManifestName = "integrity.json";
 constexpr double kManifestGraceSeconds = 600;
@@ -274,8 +274,8 @@ IntegrityVerifier::IntegrityVerifier(std::shared_ptr<VerificationLedger> ledger,
                                      std::shared_ptr<const Clock> clock,
                                      ByteRateLimiter::Sleep sleep)
     : ledger_(std::move(ledger)),
-      clock_(clock),
-      limiter_(50.0 * 1024 * 1024, clock, std::move(sleep)) {}
+      clock_(std::move(clock)),  // declared before limiter_, which shares it
+      limiter_(50.0 * 1024 * 1024, clock_, std::move(sleep)) {}
 
 void IntegrityVerifier::configure(double bytes_per_second,
                                   std::map<std::string, std::string> tier_roots,
@@ -497,7 +497,10 @@ IntegrityVerifier::Pass IntegrityVerifier::run(double budget_seconds) {
           for (auto it = j["files"].begin(); it != j["files"].end(); ++it) {
             if (!it.value().is_string()) continue;
             std::string digest = it.value().get<std::string>();
-            if (digest.find(':') == std::string::npos) digest = algo + ":" + digest;
+            if (digest.find(':') == std::string::npos) {
+              digest.insert(0, ":");
+              digest.insert(0, algo);
+            }
             if (auto sum = parse_checksum(digest)) files.emplace_back(it.key(), *sum);
           }
         }

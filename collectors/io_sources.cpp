@@ -63,14 +63,15 @@ std::string name_from_source(const std::string& sys, const std::string& source) 
     for (const std::string& n : list_dir(sys + "/class/block")) {
       if (!n.starts_with("dm-")) continue;
       std::string text, err;
-      if (read_kernel_file(sys + "/class/block/" + n + "/dm/name", text, err, 4096) &&
-          std::string(trim(text)) == want) {
+      std::string name_file = sys;
+      name_file.append("/class/block/").append(n).append("/dm/name");
+      if (read_kernel_file(name_file, text, err, 4096) && std::string(trim(text)) == want) {
         return n;
       }
     }
     return {};
   }
-  const std::string base = source.substr(source.rfind('/') + 1);
+  std::string base = source.substr(source.rfind('/') + 1);
   if (plain_name(base) && exists(sys + "/class/block/" + base)) return base;
   return {};
 }
@@ -164,10 +165,13 @@ SourceRead read_block_source(const std::string& proc, const std::string& sys, co
       if (l.name == d) line = &l;
     }
     if (line == nullptr) {
-      r.error = "block device " + d + " is not in " + proc + "/diskstats" +
-                (p.bad_lines > 0 ? " (" + std::to_string(p.bad_lines) +
-                                       " lines rejected, first: " + p.first_error + ")"
-                                 : "");
+      r.error.clear();
+      r.error.append("block device ").append(d).append(" is not in ").append(proc);
+      r.error.append("/diskstats");
+      if (p.bad_lines > 0) {
+        r.error.append(" (").append(std::to_string(p.bad_lines)).append(" lines rejected, first: ");
+        r.error.append(p.first_error).append(")");
+      }
       return r;
     }
     r.raw.read_bytes += static_cast<double>(line->sectors_read) * 512;
@@ -221,7 +225,7 @@ SourceRead read_lustre_source(const std::string& proc, const std::string& sys, c
       if (n.size() > fsname.size() + 1 && n.starts_with(fsname + "-") && plain_name(n)) {
         bool dup = false;
         for (const auto& c : cands) dup = dup || c.name == n;
-        if (!dup) cands.push_back({root + "/" + n, n});
+        if (!dup) cands.push_back({std::string(root).append("/").append(n), n});
       }
     }
   }

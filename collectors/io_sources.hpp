@@ -73,6 +73,6 @@ NetRead read_net_interface(const std::string& sys, const std::string& name);
 
 // A kernel text file, at most `max_bytes`.
 bool read_kernel_file(const std::string& path, std::string& out, std::string& error,
-                      std::size_t max_bytes = 64 * 1024 * 1024);
+                      std::size_t max_bytes = std::size_t{64} * 1024 * 1024);
 
 }  // namespace ckptmon

@@ -73,7 +73,7 @@ LogTailer::LogTailer(ManifestConfig cfg, std::vector<std::string> earlier_globs,
                      std::shared_ptr<EventIngest> ingest, std::shared_ptr<const Clock> clock)
     : cfg_(std::move(cfg)),
       earlier_(std::move(earlier_globs)),
-      opts_(sane(opts)),
+      opts_(sane(std::move(opts))),
       ingest_(std::move(ingest)),
       clock_(std::move(clock)),
       parser_(parser_options(opts_)),
@@ -402,6 +402,8 @@ LogTailer::Pass LogTailer::run() {
   glob_errors = 0;
   glob_first_error.clear();
   glob_t g{};
+  // glob_t is this call's own; the environment and locale are set before threads start.
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): see above.
   const int rc = ::glob(cfg_.glob.c_str(), 0, on_glob_error, &g);
   std::vector<std::string> matches;
   if (rc == 0) {
@@ -419,6 +421,7 @@ LogTailer::Pass LogTailer::run() {
   if (const std::string dirs = parent_dir(cfg_.glob);
       dirs.find_first_of("*?[") != std::string::npos) {
     glob_t d{};
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): as above.
     if (::glob(dirs.c_str(), GLOB_ONLYDIR, nullptr, &d) == 0) {
       for (std::size_t i = 0; i < d.gl_pathc; ++i) pass.dirs.insert(d.gl_pathv[i]);
     }

@@ -31,8 +31,8 @@ namespace ckptmon {
 struct TailerOptions {
   // One pread (and at most one transaction) reads this much; raised to hold
   // at least one line of max_line_bytes.
-  std::size_t read_bytes = 4 * 1024 * 1024;
-  std::size_t max_line_bytes = 64 * 1024;
+  std::size_t read_bytes = std::size_t{4} * 1024 * 1024;
+  std::size_t max_line_bytes = std::size_t{64} * 1024;
   // Positions of logs not seen for this long are forgotten.
   double forget_after_seconds = 7 * 86400;
   // Tier name -> root, to name the log line of a shard path the verifier

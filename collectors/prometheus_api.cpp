@@ -137,7 +137,7 @@ PromResponse parse_prometheus_response(std::string_view body, std::size_t max_se
 namespace {
 std::string seconds(double t) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3f", t);
+  static_cast<void>(std::snprintf(buf, sizeof buf, "%.3f", t));
   return buf;
 }
 }  // namespace

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "collectors/mountinfo.hpp"
 #include "util/text.hpp"
@@ -20,7 +21,7 @@
 namespace ckptmon {
 namespace {
 
-constexpr std::size_t kMaxMountinfoBytes = 64 * 1024 * 1024;
+constexpr std::size_t kMaxMountinfoBytes = std::size_t{64} * 1024 * 1024;
 
 std::string errno_text(const char* what, int err) {
   return std::string(what) + ": " + ckptmon::errno_text(err);
@@ -32,7 +33,9 @@ bool read_small_file(const std::string& path, std::string& out, std::string& err
     error = errno_text(("cannot read " + path).c_str(), errno);
     return false;
   }
-  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::ostringstream text;
+  text << in.rdbuf();
+  out = std::move(text).str();
   if (out.size() > kMaxMountinfoBytes) {
     error = path + " is larger than 64 MiB";
     return false;

@@ -205,7 +205,7 @@ struct TreeWalker::Env {
   std::vector<std::pair<std::string, unsigned char>> list(int fd, const std::string& rel,
                                                           int* err = nullptr) const {
     std::vector<std::pair<std::string, unsigned char>> names;
-    std::vector<char> buf(64 * 1024);
+    std::vector<char> buf(std::size_t{64} * 1024);
     for (;;) {
       const ssize_t n = call("list", rel, [&] { return ::getdents64(fd, buf.data(), buf.size()); });
       if (n < 0 && errno == EINTR) continue;

@@ -16,7 +16,7 @@
 namespace ckptmon {
 namespace {
 
-constexpr std::size_t kMaxConfigBytes = 4 * 1024 * 1024;
+constexpr std::size_t kMaxConfigBytes = std::size_t{4} * 1024 * 1024;
 
 std::optional<TierRole> role_from(std::string_view s) {
   if (s == "staging") return TierRole::kStaging;
@@ -28,8 +28,8 @@ std::optional<TierRole> role_from(std::string_view s) {
 }
 
 bool valid_tier_name(const std::string& s) {
-  static const std::regex re("^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
-  return std::regex_match(s, re);
+  static const std::regex kRe("^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
+  return std::regex_match(s, kRe);
 }
 
 void read_global(YamlMap& m, GlobalConfig& g, ErrorSink& sink) {

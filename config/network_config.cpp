@@ -10,10 +10,10 @@ namespace {
 
 // A netdev name (IFNAMSIZ: at most 15 bytes) or an InfiniBand hca:port.
 bool valid_interface_name(const std::string& s) {
-  static const std::regex netdev("^[A-Za-z0-9_.@-]{1,15}$");
-  static const std::regex ib("^[A-Za-z0-9_.-]{1,63}:[0-9]{1,3}$");
+  static const std::regex kNetdev("^[A-Za-z0-9_.@-]{1,15}$");
+  static const std::regex kIb("^[A-Za-z0-9_.-]{1,63}:[0-9]{1,3}$");
   if (s == "." || s == "..") return false;
-  return std::regex_match(s, netdev) || std::regex_match(s, ib);
+  return std::regex_match(s, kNetdev) || std::regex_match(s, kIb);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 namespace ckptmon {
 namespace {
 
-constexpr std::size_t kMaxWebConfigBytes = 1024 * 1024;
+constexpr std::size_t kMaxWebConfigBytes = std::size_t{1024} * 1024;
 
 bool is_bcrypt_base64(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||

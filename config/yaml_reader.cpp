@@ -143,8 +143,8 @@ std::optional<std::string> read_config_text(const std::string& path, std::size_t
   }
   text.resize(got);
   if (text.size() > max_bytes) {
-    const std::string size = max_bytes % (1024 * 1024) == 0
-                                 ? std::to_string(max_bytes / (1024 * 1024)) + " MiB"
+    const std::string size = max_bytes % (std::size_t{1024} * 1024) == 0
+                                 ? std::to_string(max_bytes / (std::size_t{1024} * 1024)) + " MiB"
                                  : std::to_string(max_bytes) + " bytes";
     *error = ConfigError{path, 0, 0, "", "file is larger than " + size};
     return std::nullopt;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <sstream>
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -32,7 +33,7 @@ namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 namespace {
-constexpr std::size_t kResponseLimit = 64 * 1024;
+constexpr std::size_t kResponseLimit = std::size_t{64} * 1024;
 }
 
 // One POST: resolve, connect, TLS handshake (https), write, read, under one
@@ -89,7 +90,8 @@ struct AlertmanagerClient::Request : std::enable_shared_from_this<Request> {
     });
     resolver_.async_resolve(
         host_, port_,
-        [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type results) {
+        [self = shared_from_this()](beast::error_code ec,
+                                    const tcp::resolver::results_type& results) {
           if (ec) return self->finish(false, "resolve: " + ec.message());
           self->stream_.async_connect(results, [self](beast::error_code ec2, const tcp::endpoint&) {
             if (ec2) return self->finish(false, "connect: " + ec2.message());
@@ -177,8 +179,10 @@ bool read_secret_file(const std::string& path, std::string& out, std::string& er
     error = "cannot read " + path + ": " + errno_text(errno);
     return false;
   }
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.size() > 64 * 1024) {
+  std::ostringstream read;
+  read << in.rdbuf();
+  std::string text = std::move(read).str();
+  if (text.size() > std::size_t{64} * 1024) {
     error = path + " is larger than 64 KiB";
     return false;
   }
@@ -310,7 +314,8 @@ void AlertmanagerClient::post(std::string body, std::set<AlertLabels> sent_firin
   request_ = std::make_shared<Request>(
       io_, options_.url, std::move(body),
       [this, alive = alive_, sent_firing = std::move(sent_firing),
-       sent_resolved = std::move(sent_resolved), alerts, now](bool ok, std::string error) mutable {
+       sent_resolved = std::move(sent_resolved), alerts,
+       now](bool ok, const std::string& error) mutable {
         if (!*alive) return;
         finished(ok, error, std::move(sent_firing), sent_resolved, alerts, now);
       },

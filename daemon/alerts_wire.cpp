@@ -7,6 +7,7 @@
 
 #include "util/label.hpp"
 #include "util/metric_labels.hpp"
+#include "util/time_format.hpp"
 
 namespace ckptmon {
 namespace {

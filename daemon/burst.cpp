@@ -135,7 +135,7 @@ namespace {
 // was replaced since (same name, even the same recycled inode) has a newer ctime.
 std::string identity(const struct stat& st) {
   char ns[16];
-  std::snprintf(ns, sizeof ns, "%09ld", static_cast<long>(st.st_ctim.tv_nsec));
+  static_cast<void>(std::snprintf(ns, sizeof ns, "%09ld", static_cast<long>(st.st_ctim.tv_nsec)));
   return std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " +
          std::to_string(st.st_ctim.tv_sec) + "." + ns;
 }
@@ -213,7 +213,8 @@ struct Counters {
 bool make_dirs(Manifest& m, const std::string& rel, Counters& c, std::string* error) {
   std::string cur;
   for (const auto& part : fs::path(rel)) {
-    cur = cur.empty() ? part.string() : cur + "/" + part.string();
+    if (!cur.empty()) cur += "/";
+    cur += part.string();
     if (m.has_dir(cur)) continue;
     const std::string abs = m.dir() + "/" + cur;
     if (::mkdir(abs.c_str(), 0755) != 0) {
@@ -411,7 +412,7 @@ struct Burst::Impl {
           std::string msg = path + ": write: " + errno_text(err);
           if (err == ENOSPC && o.fill_to) {
             char pct[32];
-            std::snprintf(pct, sizeof pct, "%.1f%%", fill_seen.load() * 100);
+            static_cast<void>(std::snprintf(pct, sizeof pct, "%.1f%%", fill_seen.load() * 100));
             msg +=
                 " before the --fill-to threshold was reached (last seen " + std::string(pct) + ")";
           }
@@ -505,46 +506,48 @@ struct Burst::Impl {
     r.job = job;
     r.index = index;
     r.step = index * o.step_stride;
-    const auto R = static_cast<std::size_t>(o.ranks);
-    r.per_rank.resize(R);
-    const std::uint64_t S = o.shard_size;
+    const auto n_ranks = static_cast<std::size_t>(o.ranks);
+    r.per_rank.resize(n_ranks);
+    const std::uint64_t shard_bytes = o.shard_size;
     switch (o.layout) {
       case Layout::kDcp:
         r.dir = job + "/step-" + std::to_string(r.step);
-        for (std::size_t k = 0; k < R; ++k) {
-          r.per_rank[k].push_back({"__" + std::to_string(k) + "_0.distcp", S});
+        for (std::size_t k = 0; k < n_ranks; ++k) {
+          r.per_rank[k].push_back({"__" + std::to_string(k) + "_0.distcp", shard_bytes});
         }
         break;
       case Layout::kMegatron:
         r.dir = job + "/iter_" + pad(r.step, 7);
-        for (std::size_t k = 0; k < R; ++k) {
-          r.per_rank[k].push_back({"__" + std::to_string(k) + "_0.distcp", S});
+        for (std::size_t k = 0; k < n_ranks; ++k) {
+          r.per_rank[k].push_back({"__" + std::to_string(k) + "_0.distcp", shard_bytes});
         }
         break;
       case Layout::kDeepSpeed:
         r.dir = job + "/global_step" + std::to_string(r.step);
-        for (std::size_t k = 0; k < R; ++k) {
+        for (std::size_t k = 0; k < n_ranks; ++k) {
           r.per_rank[k].push_back(
-              {"zero_pp_rank_" + std::to_string(k) + "_mp_rank_00_optim_states.pt", S});
+              {"zero_pp_rank_" + std::to_string(k) + "_mp_rank_00_optim_states.pt", shard_bytes});
         }
         // Rank 0 also saves the module's states.
-        r.per_rank[0].push_back({"mp_rank_00_model_states.pt", std::max<std::uint64_t>(S / 4, 1)});
+        r.per_rank[0].push_back(
+            {"mp_rank_00_model_states.pt", std::max<std::uint64_t>(shard_bytes / 4, 1)});
         break;
       case Layout::kHf:
         r.dir = job + "/checkpoint-" + std::to_string(r.step);
-        for (std::size_t k = 0; k < R; ++k) {
+        for (std::size_t k = 0; k < n_ranks; ++k) {
           r.per_rank[k].push_back({"model-" + pad(static_cast<std::int64_t>(k) + 1, 5) + "-of-" +
-                                       pad(static_cast<std::int64_t>(R), 5) + ".safetensors",
-                                   S});
-          r.per_rank[k].push_back({"rng_state_" + std::to_string(k) + ".pth", 14 * 1024});
+                                       pad(static_cast<std::int64_t>(n_ranks), 5) + ".safetensors",
+                                   shard_bytes});
+          r.per_rank[k].push_back(
+              {"rng_state_" + std::to_string(k) + ".pth", std::uint64_t{14} * 1024});
         }
         break;
       case Layout::kOrbax:
         r.dir = job + "/" + std::to_string(r.step);
-        for (std::size_t k = 0; k < R; ++k) {
+        for (std::size_t k = 0; k < n_ranks; ++k) {
           r.per_rank[k].push_back({"state/ocdbt.process_" + std::to_string(k) + "/d/" +
                                        pad(static_cast<std::int64_t>(k), 8),
-                                   S});
+                                   shard_bytes});
         }
         break;
     }
@@ -562,7 +565,7 @@ struct Burst::Impl {
   bool commit(JobRound& r, std::vector<std::string>& markers, std::string& tracker_rel,
               std::string& tracker_text) {
     Counters& c = r.counters;
-    const std::string W = r.write_dir;
+    const std::string write_dir = r.write_dir;
     const auto dcp_meta = [&](const std::string& dir) {
       const std::string tmp = dir + "/.metadata.tmp";
       if (!write_text(tmp, std::string(meta_size(), 'M'), false, c)) return false;
@@ -581,15 +584,15 @@ struct Burst::Impl {
     };
     switch (o.layout) {
       case Layout::kDcp:
-        return dcp_meta(W);
+        return dcp_meta(write_dir);
       case Layout::kMegatron:
-        if (!dcp_meta(W)) return false;
-        if (!write_text(W + "/metadata.json",
+        if (!dcp_meta(write_dir)) return false;
+        if (!write_text(write_dir + "/metadata.json",
                         "{\"sharded_backend\": \"torch_dist\", \"sharded_backend_version\": 1}\n",
                         false, c)) {
           return false;
         }
-        markers.push_back(W + "/metadata.json");
+        markers.push_back(write_dir + "/metadata.json");
         return tracker(r.job + "/latest_checkpointed_iteration.txt", std::to_string(r.step));
       case Layout::kDeepSpeed:
         // Rank 0 rewrites `latest` in place (not atomic), as the engine does.
@@ -603,28 +606,28 @@ struct Burst::Impl {
                    r.per_rank[static_cast<std::size_t>(k)][0].rel + "\"";
         }
         index += "}}\n";
-        if (!write_text(W + "/model.safetensors.index.json", index, false, c)) return false;
-        markers.push_back(W + "/model.safetensors.index.json");
-        if (!write_text(W + "/trainer_state.json",
+        if (!write_text(write_dir + "/model.safetensors.index.json", index, false, c)) return false;
+        markers.push_back(write_dir + "/model.safetensors.index.json");
+        if (!write_text(write_dir + "/trainer_state.json",
                         "{\"global_step\": " + std::to_string(r.step) + "}\n", false, c)) {
           return false;
         }
-        markers.push_back(W + "/trainer_state.json");
+        markers.push_back(write_dir + "/trainer_state.json");
         return true;
       }
       case Layout::kOrbax: {
-        if (!write_text(W + "/state/_METADATA", "{\"tree_metadata\": {}}\n", false, c) ||
-            !write_text(W + "/state/manifest.ocdbt", std::string(512, 'O'), false, c)) {
+        if (!write_text(write_dir + "/state/_METADATA", "{\"tree_metadata\": {}}\n", false, c) ||
+            !write_text(write_dir + "/state/manifest.ocdbt", std::string(512, 'O'), false, c)) {
           return false;
         }
         const auto ns = [](double t) { return std::to_string(static_cast<std::int64_t>(t * 1e9)); };
-        if (!write_text(W + "/_CHECKPOINT_METADATA",
+        if (!write_text(write_dir + "/_CHECKPOINT_METADATA",
                         "{\"init_timestamp_nsecs\": " + ns(r.start_ts) +
                             ", \"commit_timestamp_nsecs\": " + ns(b.clock_.now()) + "}\n",
                         false, c)) {
           return false;
         }
-        if (!rename_rel(W, r.dir, c)) return false;
+        if (!rename_rel(write_dir, r.dir, c)) return false;
         r.write_dir = r.dir;
         if (o.fsync && fsync_dir(abs(r.job))) ++c.fsyncs;
         markers.push_back(r.dir + "/state/_METADATA");
@@ -751,7 +754,7 @@ struct Burst::Impl {
       cr.outcome = CkptOutcome::kInProgress;
       if (fill_stop) {
         char pct[32];
-        std::snprintf(pct, sizeof pct, "%.1f%%", fill_seen.load() * 100);
+        static_cast<void>(std::snprintf(pct, sizeof pct, "%.1f%%", fill_seen.load() * 100));
         cr.reason = "burst stopped mid-save: file system at " + std::string(pct) + " (--fill-to)";
       } else {
         cr.reason = abort ? "burst stopped mid-save by an error" : "burst stopped mid-save";
@@ -1017,11 +1020,11 @@ struct Burst::Impl {
     std::atomic<std::uint64_t> bytes{0};
     std::atomic<bool> ok{!ec};
     std::vector<std::thread> readers;
-    const std::size_t R = static_cast<std::size_t>(std::max(1, o.ranks));
-    for (std::size_t k = 0; k < R; ++k) {
+    const std::size_t n_ranks = static_cast<std::size_t>(std::max(1, o.ranks));
+    for (std::size_t k = 0; k < n_ranks; ++k) {
       readers.emplace_back([&, k] {
         std::vector<char> buf(kChunk);
-        for (std::size_t i = k; i < files.size(); i += R) {
+        for (std::size_t i = k; i < files.size(); i += n_ranks) {
           int fd = ::open(files[i].c_str(), O_RDONLY | O_CLOEXEC);
           if (fd < 0) {
             ok = false;
@@ -1288,7 +1291,7 @@ bool cleanup(const std::string& dir, std::uint64_t* removed, std::uint64_t* kept
     }
   }
   std::free(line);
-  std::fclose(f);
+  static_cast<void>(std::fclose(f));  // read only: nothing to lose
   {
     // A later line for the same path wins (a file is listed again after a
     // rename or a rewrite).

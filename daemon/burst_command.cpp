@@ -85,16 +85,16 @@ struct Bad {
 
 std::string pct(double f) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", f * 100);
+  static_cast<void>(std::snprintf(buf, sizeof buf, "%.1f%%", f * 100));
   return buf;
 }
 
 std::string secs(double s) {
   char buf[32];
   if (s < 10) {
-    std::snprintf(buf, sizeof buf, "%.3fs", s);
+    static_cast<void>(std::snprintf(buf, sizeof buf, "%.3fs", s));
   } else {
-    std::snprintf(buf, sizeof buf, "%.1fs", s);
+    static_cast<void>(std::snprintf(buf, sizeof buf, "%.1fs", s));
   }
   return buf;
 }
@@ -300,7 +300,7 @@ std::string plain_line(const burst::CheckpointResult& c) {
                   " time=" + secs(c.duration) + " write=" + secs(c.write_seconds) +
                   " skew=" + secs(c.skew_seconds) + " throughput=" + rate(c.throughput());
   char ops[32];
-  std::snprintf(ops, sizeof ops, "%.1f", c.metadata_ops_per_second());
+  static_cast<void>(std::snprintf(ops, sizeof ops, "%.1f", c.metadata_ops_per_second()));
   s += " metadata_ops_per_second=" + std::string(ops);
   if (c.window_met) s += std::string(" window=") + (*c.window_met ? "met" : "missed");
   if (!c.reason.empty()) s += " reason=" + logfmt_value(c.reason);
@@ -510,7 +510,7 @@ int run_burst_command(const BurstArgs& a, const Clock& clock, bool tty, std::ost
                       "META-OPS/S", "WINDOW"});
       for (const auto& c : r.checkpoints) {
         char ops[32];
-        std::snprintf(ops, sizeof ops, "%.1f", c.metadata_ops_per_second());
+        static_cast<void>(std::snprintf(ops, sizeof ops, "%.1f", c.metadata_ops_per_second()));
         rows.push_back({c.path, std::string(burst::outcome_name(c.outcome)),
                         std::to_string(c.files), human_bytes(static_cast<double>(c.bytes)),
                         secs(c.duration), secs(c.write_seconds), secs(c.skew_seconds),

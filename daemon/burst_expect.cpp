@@ -139,7 +139,7 @@ const DaemonTier* tier_of(const std::vector<DaemonTier>& ts, const std::string& 
 
 std::string secs(double s) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1fs", s);
+  static_cast<void>(std::snprintf(buf, sizeof buf, "%.1fs", s));
   return buf;
 }
 
@@ -317,8 +317,9 @@ std::vector<ExpectCheck> run_expect(const ExpectTarget& t, const burst::Options&
       }
       // A little slack for the scan itself and the rules cycle.
       if (now > due + 2 || mono() > give_up) {
-        c.detail = rel + " is " + state + ", not partial, " + secs(now - ck.end_ts) +
-                   " after the failure (allowed " + secs(allowed) + ")";
+        c.detail.append(rel).append(" is ").append(state).append(", not partial, ");
+        c.detail.append(secs(now - ck.end_ts)).append(" after the failure (allowed ");
+        c.detail.append(secs(allowed)).append(")");
         break;
       }
       pause_a_little();
@@ -340,10 +341,11 @@ std::vector<ExpectCheck> run_expect(const ExpectTarget& t, const burst::Options&
       }
       if ((fits && *fits == 0) || (headroom && *headroom < 1)) {
         char buf[160];
-        std::snprintf(buf, sizeof buf,
-                      "ckpt_tier_next_checkpoint_fits=%s ckpt_tier_capacity_headroom_ratio=%s",
-                      fits ? std::to_string(static_cast<int>(*fits)).c_str() : "absent",
-                      headroom ? std::to_string(*headroom).c_str() : "absent");
+        static_cast<void>(
+            std::snprintf(buf, sizeof buf,
+                          "ckpt_tier_next_checkpoint_fits=%s ckpt_tier_capacity_headroom_ratio=%s",
+                          fits ? std::to_string(static_cast<int>(*fits)).c_str() : "absent",
+                          headroom ? std::to_string(*headroom).c_str() : "absent"));
         c.ok = true;
         c.detail = std::string("tier ") + tier->name + " at the fill threshold: " + buf;
         break;

@@ -7,7 +7,11 @@
 #include <optional>
 #include <tuple>
 
+// g++ 12 -Wnull-dereference false positive in CLI11's own CLI::detail::split.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
+#pragma GCC diagnostic pop
 
 #include "config/config.hpp"
 #include "daemon/burst_command.hpp"
@@ -44,7 +48,7 @@ std::optional<Duration> duration_flag(const char* command, const char* flag,
 
 int cmd_serve(ServeOptions opts) {
   tune_malloc_for_daemon();  // before the daemon's threads start
-  Daemon daemon(opts, std::make_shared<SystemClock>());
+  Daemon daemon(std::move(opts), std::make_shared<SystemClock>());
   std::string error;
   if (!daemon.start(&error)) {
     log::error("cannot start", {{"err", error}});

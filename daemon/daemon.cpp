@@ -270,7 +270,7 @@ void Daemon::persist_changes() {
   }
 }
 
-void Daemon::apply_config(std::shared_ptr<const Config> cfg) {
+void Daemon::apply_config(const std::shared_ptr<const Config>& cfg) {
   state_.apply_config(cfg);
   for (auto& c : runner_->collectors()) c->configure(*cfg);
   rules_->configure(*cfg, self_url());
@@ -285,7 +285,7 @@ void Daemon::reload(std::function<void(ReloadOutcome)> done) {
   // Certificates rotated on disk are re-read too.
   config_reader_.load(
       [c = opts_.config_file, w = opts_.web_config_file] { return read_configs(c, w); },
-      [this, done = std::move(done)](std::optional<LoadedConfig> loaded, std::string error) {
+      [this, done = std::move(done)](std::optional<LoadedConfig> loaded, const std::string& error) {
         auto out = finish_reload(std::move(loaded), error);
         if (done) done(std::move(out));
       });
@@ -518,7 +518,7 @@ void Daemon::add_routes() {
     return HttpResponse::text(200, "ckptmon is Ready.\n");
   });
   route_on_loop("/-/reload", {"POST", "PUT"}, [this](const HttpRequest&, HttpRespond reply) {
-    reload([reply = std::move(reply)](ReloadOutcome out) mutable {
+    reload([reply = std::move(reply)](const ReloadOutcome& out) mutable {
       reply(HttpResponse::text(out.ok ? 200 : 500, out.message));
     });
   });

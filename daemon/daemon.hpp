@@ -111,7 +111,7 @@ class Daemon {
   static LoadedConfig read_configs(const std::string& config_file,
                                    const std::string& web_config_file);
   ReloadOutcome finish_reload(std::optional<LoadedConfig> loaded, const std::string& error);
-  void apply_config(std::shared_ptr<const Config> cfg);
+  void apply_config(const std::shared_ptr<const Config>& cfg);
   void load_catalog();
   void persist_changes();
   void schedule_watchdog();

@@ -3,6 +3,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -59,7 +60,7 @@ struct Timeline {
 };
 
 std::string dur(double seconds) {
-  const auto ms = static_cast<long long>(seconds * 1000 + 0.5);
+  const long long ms = std::llround(seconds * 1000);
   return std::to_string(std::max<long long>(ms, 100)) + "ms";
 }
 
@@ -85,7 +86,7 @@ std::string gpu_section(const fs::path& base, double period) {
     return "";
   }
   const fs::path script = base / "fake_nvml.script";
-  const long long p = std::max(3LL, static_cast<long long>(period + 0.5));
+  const long long p = std::max(3LL, std::llround(period));
   {
     std::ofstream out(script);
     out << "# Written by `ckptmon demo` (tests/fake_nvml/README.md).\n"
@@ -95,6 +96,7 @@ std::string gpu_section(const fs::path& base, double period) {
         << "memory 0 85899345920 42949672960\nmemory 1 85899345920 21474836480\n";
   }
   // Before any thread starts: the library reads it on every call.
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): no other thread exists yet (above).
   ::setenv("FAKE_NVML_SCRIPT", script.c_str(), 1);
   return "gpu:\n  source: nvml\n  interval: 1s\n  nvml_library: " + lib.string() + "\n";
 }
@@ -269,8 +271,8 @@ int run_demo(const DemoOptions& opts) {
     };
     std::vector<std::unique_ptr<DemoJob>> jobs;
     {
-      burst::Options o =
-          job("llama-dcp", burst::Layout::kDcp, "staging", 8, 256 * 1024, t.dcp_interval);
+      burst::Options o = job("llama-dcp", burst::Layout::kDcp, "staging", 8,
+                             std::uint64_t{256} * 1024, t.dcp_interval);
       o.drain_to = (base / "rapid").string();
       o.drain_tier = "rapid";
       o.drain_rate = t.dcp_drain_rate;
@@ -289,8 +291,8 @@ int run_demo(const DemoOptions& opts) {
       jobs.push_back(std::make_unique<DemoJob>(o, *clock));
     }
     {
-      burst::Options o = job("gpt-megatron", burst::Layout::kMegatron, "capacity", 4, 512 * 1024,
-                             t.megatron_interval);
+      burst::Options o = job("gpt-megatron", burst::Layout::kMegatron, "capacity", 4,
+                             std::uint64_t{512} * 1024, t.megatron_interval);
       if (capacity_limited) {
         o.fill_to = 0.97;
       } else {

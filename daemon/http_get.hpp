@@ -23,7 +23,7 @@ struct HttpGetResult {
 // GET url.path + `target` ("/api/v1/plan?x=1") from url.host:url.port.
 // A body over `max_body` bytes is an error ("response larger than N bytes").
 HttpGetResult http_get(const HttpUrl& url, const std::string& target, double timeout_seconds,
-                       std::size_t max_body = 256 * 1024 * 1024);
+                       std::size_t max_body = std::size_t{256} * 1024 * 1024);
 
 // The collectors' HttpFetch (collectors/http_fetch.hpp) over http_get: plain
 // http:// only (an https:// URL is refused with a clear error).

@@ -517,14 +517,16 @@ bool HttpServer::listen(const std::string& address, tcp::endpoint* bound, std::s
   std::string host;
   std::uint16_t port = 0;
   if (!parse_listen_address(address, &host, &port, error)) return false;
-  std::vector<tcp::endpoint> endpoints;
+  // One endpoint, assigned in place: g++ 12 reports -Wnull-dereference in
+  // vector::_M_realloc_insert relocating an endpoint after push_back.
+  std::vector<tcp::endpoint> endpoints(1);
   boost::system::error_code ec;
   if (host.empty()) {
-    endpoints.emplace_back(asio::ip::address_v6::any(), port);  // dual-stack where possible
+    endpoints[0] = tcp::endpoint(asio::ip::address_v6::any(), port);  // dual-stack where possible
   } else {
     auto addr = asio::ip::make_address(host, ec);
     if (!ec) {
-      endpoints.emplace_back(addr, port);
+      endpoints[0] = tcp::endpoint(addr, port);
     } else {
       tcp::resolver resolver(io_);
       auto results = resolver.resolve(host, std::to_string(port), ec);
@@ -532,7 +534,11 @@ bool HttpServer::listen(const std::string& address, tcp::endpoint* bound, std::s
         *error = "cannot resolve " + host + ": " + ec.message();
         return false;
       }
-      endpoints.push_back(results.begin()->endpoint());
+      if (results.empty()) {
+        *error = "cannot resolve " + host + ": no address";
+        return false;
+      }
+      endpoints[0] = results.begin()->endpoint();
     }
   }
   for (auto ep : endpoints) {

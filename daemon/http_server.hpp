@@ -53,8 +53,8 @@ struct HttpResponse {
 };
 
 struct HttpLimits {
-  std::size_t header_limit = 8 * 1024;
-  std::size_t body_limit = 64 * 1024;
+  std::size_t header_limit = std::size_t{8} * 1024;
+  std::size_t body_limit = std::size_t{64} * 1024;
   // From the start of a request (or of the connection) to the end of its
   // head; also bounds the TLS handshake and an idle keep-alive connection.
   std::chrono::milliseconds header_timeout = std::chrono::seconds(5);

@@ -33,7 +33,7 @@ std::optional<double> opt_from(const json& j, const char* key) {
 
 std::string fmt(const char* f, double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
+  static_cast<void>(std::snprintf(buf, sizeof buf, f, v));
   return buf;
 }
 

@@ -5,12 +5,17 @@
 #include <set>
 #include <tuple>
 
+// g++ 12 -Wnull-dereference false positive in basic_json::value<std::string>.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <nlohmann/json.hpp>
+#pragma GCC diagnostic pop
 
 #include "collectors/prometheus_api.hpp"
 #include "config/rules_config.hpp"
 #include "daemon/http_get.hpp"
 #include "util/text.hpp"
+#include "util/time_format.hpp"
 
 namespace ckptmon {
 
@@ -43,7 +48,7 @@ struct Client {
   // GET `target`; the body on 200, else false with the reason.
   bool get(const std::string& target, const std::string& what, std::string* body,
            std::string* error) const {
-    HttpGetResult g = http_get(url, target, timeout, 64 * 1024 * 1024);
+    HttpGetResult g = http_get(url, target, timeout, std::size_t{64} * 1024 * 1024);
     if (!g.ok) {
       *error = where() + ": " + g.error;
       return false;

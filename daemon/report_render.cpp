@@ -6,8 +6,8 @@
 #include <ctime>
 #include <limits>
 
-#include "rules/alerts.hpp"
 #include "util/text.hpp"
+#include "util/time_format.hpp"
 
 namespace ckptmon {
 namespace {
@@ -21,7 +21,7 @@ constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
 
 std::string fmt(const char* f, double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
+  static_cast<void>(std::snprintf(buf, sizeof buf, f, v));
   return buf;
 }
 
@@ -93,8 +93,9 @@ std::string x_label(double t, bool dates_only) {
   std::tm tm{};
   gmtime_r(&tt, &tm);
   char buf[32];
-  std::strftime(buf, sizeof buf, dates_only ? "%Y-%m-%d" : "%m-%d %H:%M", &tm);
-  return buf;
+  const std::size_t n =
+      std::strftime(buf, sizeof buf, dates_only ? "%Y-%m-%d" : "%m-%d %H:%M", &tm);
+  return std::string(buf, n);
 }
 
 // At most the first, lowest, highest and last point of each pixel column,
@@ -152,11 +153,16 @@ std::string svg_time_chart(const std::string& title, const std::vector<ChartLine
          px(kLeft) + "\" y2=\"" + px(kTop + plot_h) + "\"/>\n";
   for (double v : y.ticks) {
     const std::string yy = px(sy(v));
-    out += "<line class=\"grid\" x1=\"" + px(kLeft) + "\" y1=\"" + yy + "\" x2=\"" +
-           px(kLeft + plot_w) + "\" y2=\"" + yy + "\"/><line class=\"tick\" x1=\"" + px(kLeft - 5) +
-           "\" y1=\"" + yy + "\" x2=\"" + px(kLeft) + "\" y2=\"" + yy +
-           "\"/><text class=\"tick-label\" x=\"" + px(kLeft - 8) + "\" y=\"" + px(sy(v) + 4) +
-           "\" text-anchor=\"end\">" + html_escape(y_label(v, unit)) + "</text>\n";
+    out.append("<line class=\"grid\" x1=\"").append(px(kLeft)).append("\" y1=\"").append(yy);
+    out.append("\" x2=\"").append(px(kLeft + plot_w)).append("\" y2=\"").append(yy);
+    out.append("\"/><line class=\"tick\" x1=\"")
+        .append(px(kLeft - 5))
+        .append("\" y1=\"")
+        .append(yy);
+    out.append("\" x2=\"").append(px(kLeft)).append("\" y2=\"").append(yy);
+    out.append("\"/><text class=\"tick-label\" x=\"").append(px(kLeft - 8)).append("\" y=\"");
+    out.append(px(sy(v) + 4)).append("\" text-anchor=\"end\">");
+    out.append(html_escape(y_label(v, unit))).append("</text>\n");
   }
   out += "</g>\n";
   // X axis.
@@ -164,10 +170,11 @@ std::string svg_time_chart(const std::string& title, const std::vector<ChartLine
          "\" x2=\"" + px(kLeft + plot_w) + "\" y2=\"" + px(kTop + plot_h) + "\"/>\n";
   for (double t : x.ticks) {
     const std::string xx = px(sx(t));
-    out += "<line class=\"tick\" x1=\"" + xx + "\" y1=\"" + px(kTop + plot_h) + "\" x2=\"" + xx +
-           "\" y2=\"" + px(kTop + plot_h + 5) + "\"/><text class=\"tick-label\" x=\"" + xx +
-           "\" y=\"" + px(kTop + plot_h + 19) + "\" text-anchor=\"middle\">" +
-           html_escape(x_label(t, x.dates_only)) + "</text>\n";
+    out.append("<line class=\"tick\" x1=\"").append(xx).append("\" y1=\"");
+    out.append(px(kTop + plot_h)).append("\" x2=\"").append(xx).append("\" y2=\"");
+    out.append(px(kTop + plot_h + 5)).append("\"/><text class=\"tick-label\" x=\"").append(xx);
+    out.append("\" y=\"").append(px(kTop + plot_h + 19)).append("\" text-anchor=\"middle\">");
+    out.append(html_escape(x_label(t, x.dates_only))).append("</text>\n");
   }
   out += "<text class=\"axis-label\" x=\"" + px(kLeft + plot_w) + "\" y=\"" + px(kHeight - 6) +
          "\" text-anchor=\"end\">time (UTC)</text></g>\n";
@@ -180,9 +187,9 @@ std::string svg_time_chart(const std::string& title, const std::vector<ChartLine
       if (!std::isfinite(v)) continue;
       poly += px(sx(t)) + "," + px(sy(v)) + " ";
     }
-    out += "<polyline class=\"series\" fill=\"none\" stroke=\"" + color +
-           "\" stroke-width=\"2\" points=\"" + poly + "\"><title>" + html_escape(lines[i].name) +
-           "</title></polyline>\n";
+    out.append("<polyline class=\"series\" fill=\"none\" stroke=\"").append(color);
+    out.append("\" stroke-width=\"2\" points=\"").append(poly).append("\"><title>");
+    out.append(html_escape(lines[i].name)).append("</title></polyline>\n");
     if (pts.size() <= 60) {
       for (const auto& [t, v] : pts) {
         if (!std::isfinite(v)) continue;

@@ -86,7 +86,7 @@ int run_scan_command(const ScanCommandOptions& opts, const Clock& clock, std::os
       {"TIER", "JOB", "STEP", "FRAMEWORK", "STATE", "FILES", "SIZE", "SKEW", "PATH", "REASON"});
   for (const auto& c : all) {
     char skew[32];
-    std::snprintf(skew, sizeof(skew), "%.1fs", c.completion_skew());
+    static_cast<void>(std::snprintf(skew, sizeof(skew), "%.1fs", c.completion_skew()));
     rows.push_back({c.tier, c.job, c.step >= 0 ? std::to_string(c.step) : "-", c.framework,
                     std::string(to_string(c.state)), std::to_string(c.files),
                     human_bytes(static_cast<double>(c.bytes)), skew, c.path, c.reason});

@@ -19,6 +19,7 @@
 #include "util/duration.hpp"
 #include "util/label.hpp"
 #include "util/text.hpp"
+#include "util/time_format.hpp"
 #include "util/version.hpp"
 
 namespace ckptmon {
@@ -355,6 +356,7 @@ bool render_checkpoints_json(const Snapshot& snap, const std::map<std::string, s
     want = ckpt_state_from(state);
     if (!want) {
       std::vector<std::string_view> names;
+      names.reserve(kAllCkptStates.size());
       for (CkptState st : kAllCkptStates) names.push_back(to_string(st));
       *error = "unknown state \"" + state + "\"; expected " + one_of(names);
       return false;
@@ -383,6 +385,7 @@ bool render_findings_json(const Snapshot& snap, const std::map<std::string, std:
     kind = finding_kind_from(kind_text);
     if (!kind) {
       std::vector<std::string_view> names;
+      names.reserve(kFindingKindCount);
       for (int k = 0; k < kFindingKindCount; ++k) {
         names.push_back(to_string(static_cast<FindingKind>(k)));
       }

@@ -77,7 +77,10 @@ void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
     if (old == nullptr || !same_record(*old, c)) cat.changed.push_back(c);
     if (old != nullptr) before.erase(it);
   }
-  for (const auto& [path, old] : before) {
+  for (const auto& entry : before) {
+    // Named, not a structured binding: clang (clang-tidy) 14 cannot capture one in a lambda.
+    const std::string& path = entry.first;
+    const Checkpoint* old = entry.second;
     const bool unknown =
         std::any_of(cat.unreadable.begin(), cat.unreadable.end(),
                     [&](const UnreadableDir& u) { return paths_overlap(u.path, path); });

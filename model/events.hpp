@@ -32,6 +32,7 @@ struct StepKey {
   std::string tier;
   std::string job;
   std::int64_t step = 0;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=>'s own 0.
   auto operator<=>(const StepKey&) const = default;
 };
 

@@ -4,8 +4,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <ctime>
 
 #include "util/duration.hpp"
 #include "util/text.hpp"
@@ -273,7 +271,10 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
     }
   }
 
-  for (const auto& [tier, age] : figures.cleanup_oldest_age_seconds) {
+  for (const auto& entry : figures.cleanup_oldest_age_seconds) {
+    // Named, not structured bindings: clang (clang-tidy) 14 cannot capture those in a lambda.
+    const auto& tier = entry.first;
+    const auto& age = entry.second;
     std::uint64_t count = 0;
     std::uint64_t queued = 0;
     for (const RetentionFigures& f : figures.retention) {
@@ -313,7 +314,10 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
             });
   }
 
-  for (const auto& [name, t] : tiers) {
+  for (const auto& entry : tiers) {
+    // Named, not structured bindings: clang (clang-tidy) 14 cannot capture those in a lambda.
+    const auto& name = entry.first;
+    const auto& t = entry.second;
     out.add(kAlertNames[9], r.tier_down, name, "", t.up ? Signal::kClear : Signal::kFire,
             t.up ? 1 : 0, [&] {
               return Texts{"Tier " + name + " is down",
@@ -556,22 +560,6 @@ std::vector<AlertInstance> AlertEvaluator::firing() const {
     if (a.state == AlertState::kFiring) out.push_back(a);
   }
   return out;
-}
-
-std::string format_rfc3339(double unix_seconds) {
-  // Truncated, never rounded up: a resolved alert's endsAt must not lie in
-  // Alertmanager's future, or it merges the update as still firing.
-  const double whole = std::floor(unix_seconds);
-  const long long ms =
-      // 1 us of slack so 0.1 s (0.0999999 as a double) prints as .100, not .099.
-      std::min(999LL, static_cast<long long>(std::floor((unix_seconds - whole) * 1000 + 1e-3)));
-  const std::time_t t = static_cast<std::time_t>(whole);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03lldZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-  return buf;
 }
 
 }  // namespace ckptmon

@@ -38,6 +38,7 @@ struct AlertLabels {
   std::string severity;
   std::string tier;
   std::string job;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=>'s own 0.
   auto operator<=>(const AlertLabels&) const = default;
 };
 
@@ -149,8 +150,5 @@ class AlertEvaluator {
   std::map<AlertLabels, AlertInstance> instances_;  // active ones only
   std::vector<AlertInstance> resolved_;
 };
-
-// RFC 3339 in UTC with milliseconds, truncated: "2023-11-14T22:13:20.000Z".
-std::string format_rfc3339(double unix_seconds);
 
 }  // namespace ckptmon

@@ -39,7 +39,8 @@ struct DrainKey {
   std::string to_tier;
   std::string job;
   // clang-tidy 14 sees a literal 0 in the defaulted comparison.
-  auto operator<=>(const DrainKey&) const = default;  // NOLINT(modernize-use-nullptr)
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=>'s own 0.
+  auto operator<=>(const DrainKey&) const = default;
 };
 
 // One observation of a drain, kept by the daemon between cycles.
@@ -63,6 +64,7 @@ using DrainHistory = std::map<DrainKey, std::vector<DrainSample>>;
 struct CheckpointKey {
   std::string tier;
   std::string path;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=>'s own 0.
   auto operator<=>(const CheckpointKey&) const = default;
 };
 

@@ -11,7 +11,7 @@ namespace {
 
 std::string number(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", v);
+  static_cast<void>(std::snprintf(buf, sizeof buf, "%g", v));
   return buf;
 }
 
@@ -46,6 +46,7 @@ PlanInputs plan_inputs(const CapacityFigures& capacity, const BandwidthFigures& 
     if (it != jobs.end()) {
       const std::vector<const Checkpoint*> committed = committed_oldest_first(it->second);
       std::vector<double> sizes;
+      sizes.reserve(committed.size());
       for (const Checkpoint* c : committed) sizes.push_back(static_cast<double>(c->bytes));
       std::sort(sizes.begin(), sizes.end());
       if (!sizes.empty()) {
@@ -183,6 +184,7 @@ TierPlan make_plan(const PlanInputs& in, const PlanWhatIfs& w) {
   } else {
     // The writers' ranks: those of the `concurrent_writers` biggest jobs.
     std::vector<const PlanJob*> by_size;
+    by_size.reserve(jobs.size());
     for (const PlanJob& j : jobs) by_size.push_back(&j);
     std::stable_sort(by_size.begin(), by_size.end(), [](const PlanJob* a, const PlanJob* b) {
       return a->latest_bytes > b->latest_bytes;

@@ -78,6 +78,7 @@ struct SlowCountKey {
   std::string tier;
   std::string job;
   SlowCause cause = SlowCause::kUnknown;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=>'s own 0.
   auto operator<=>(const SlowCountKey&) const = default;
 };
 

@@ -57,11 +57,10 @@ void ShardPack::append(std::int64_t rank, std::uint64_t bytes, ChecksumAlgo algo
   // avoids a mispredicted branch per digit (digests are random).
   static constexpr auto kNibble = [] {
     std::array<std::uint8_t, 256> t{};
-    for (int c = 0; c < 10; ++c)
-      t[static_cast<std::size_t>('0' + c)] = static_cast<std::uint8_t>(c);
-    for (int c = 0; c < 6; ++c) {
-      t[static_cast<std::size_t>('a' + c)] = static_cast<std::uint8_t>(10 + c);
-      t[static_cast<std::size_t>('A' + c)] = static_cast<std::uint8_t>(10 + c);
+    for (std::size_t c = 0; c < 10; ++c) t['0' + c] = static_cast<std::uint8_t>(c);
+    for (std::size_t c = 0; c < 6; ++c) {
+      t['a' + c] = static_cast<std::uint8_t>(10 + c);
+      t['A' + c] = static_cast<std::uint8_t>(10 + c);
     }
     return t;
   }();

@@ -168,8 +168,8 @@ std::string utc_stamp() {
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
+  const std::size_t n = std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return std::string(buf, n);
 }
 
 // Renames `path` and its -wal and -shm to path.corrupt-<stamp>[...]; returns

@@ -61,8 +61,8 @@ class SystemClock final : public Clock {
 
 // The process's real clock, for code that is given none.
 inline const Clock& system_clock() {
-  static const SystemClock clock;
-  return clock;
+  static const SystemClock kClock;
+  return kClock;
 }
 
 // A clock the test moves by hand. Time passing moves both readings; a jump

@@ -38,7 +38,7 @@ class Crc32c final : public Digest {
   }
   std::string hex() override {
     std::array<char, 9> buf{};
-    std::snprintf(buf.data(), buf.size(), "%08x", crc_ ^ 0xFFFFFFFFu);
+    static_cast<void>(std::snprintf(buf.data(), buf.size(), "%08x", crc_ ^ 0xFFFFFFFFu));
     return buf.data();
   }
 
@@ -58,8 +58,8 @@ class Xxh64 final : public Digest {
   void update(const void* data, std::size_t n) override { XXH64_update(state_, data, n); }
   std::string hex() override {
     std::array<char, 17> buf{};
-    std::snprintf(buf.data(), buf.size(), "%016llx",
-                  static_cast<unsigned long long>(XXH64_digest(state_)));
+    static_cast<void>(std::snprintf(buf.data(), buf.size(), "%016llx",
+                                    static_cast<unsigned long long>(XXH64_digest(state_))));
     return buf.data();
   }
 

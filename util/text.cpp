@@ -78,7 +78,7 @@ std::string logfmt_value(std::string_view s) {
       default:
         if (c < 0x20 || c == 0x7f) {
           std::array<char, 8> buf{};
-          std::snprintf(buf.data(), buf.size(), "\\x%02x", c);
+          static_cast<void>(std::snprintf(buf.data(), buf.size(), "\\x%02x", c));
           out += buf.data();
         } else {
           out += static_cast<char>(c);
@@ -126,9 +126,9 @@ std::string human_bytes(double bytes) {
   }
   std::array<char, 32> buf{};
   if (i == 0) {
-    std::snprintf(buf.data(), buf.size(), "%.0f %s", v, kUnits[i]);
+    static_cast<void>(std::snprintf(buf.data(), buf.size(), "%.0f %s", v, kUnits[i]));
   } else {
-    std::snprintf(buf.data(), buf.size(), "%.1f %s", v, kUnits[i]);
+    static_cast<void>(std::snprintf(buf.data(), buf.size(), "%.1f %s", v, kUnits[i]));
   }
   return buf.data();
 }

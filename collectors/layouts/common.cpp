@@ -295,7 +295,8 @@ ManifestText manifest_text(const FileEntry& f) {
   const std::string& t = *f.content;
   if (t.size() > kMaxManifestBytes) {
     m.error = f.name + ": " + std::to_string(t.size()) + " bytes, over the " +
-              std::to_string(kMaxManifestBytes / (1024 * 1024)) + " MiB manifest limit";
+              std::to_string(kMaxManifestBytes / (std::uint64_t{1024} * 1024)) +
+              " MiB manifest limit";
     return m;
   }
   if (t.find('\0') != std::string::npos) {

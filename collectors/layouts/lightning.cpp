@@ -165,7 +165,7 @@ void recognise_lightning(DirScope& s) {
     }
     if (unfinished != nullptr) {
       const std::string m = "NeMo marker " + unfinished->name + " present";
-      issue = issue.empty() ? m : m + "; " + issue;
+      issue = issue.empty() ? m : std::string(m).append("; ").append(issue);
     }
     v.pending = issue;
     decide(c, v, activity, ctx);

@@ -246,10 +246,11 @@ void recognise_megatron(DirScope& s) {
           }
           break;
         case Rel::kNewer:
-          v.pending = issue.empty() ? newer : newer + "; " + issue;
+          v.pending = issue.empty() ? newer : std::string(newer).append("; ").append(issue);
           break;
         case Rel::kUnknown:
-          v.pending = issue.empty() ? tracker_problem : tracker_problem + "; " + issue;
+          v.pending = issue.empty() ? tracker_problem
+                                    : std::string(tracker_problem).append("; ").append(issue);
           break;
       }
     } else {

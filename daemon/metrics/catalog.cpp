@@ -243,7 +243,7 @@ std::string CatalogRenderCache::render(const State& state) {
   for (const auto& [_, e] : tiers_) {
     for (const auto& s : e.samples) size += s.size();
   }
-  out.reserve(size + 64 * 1024);
+  out.reserve(size + std::size_t{64} * 1024);
   for (std::size_t i = 0; i < heads_.size(); ++i) {
     bool any = false;
     for (const auto& [_, e] : tiers_) {

@@ -18,7 +18,9 @@ std::vector<prometheus::MetricFamily> process_families(const std::string& proc_p
   using prometheus::MetricType;
   std::vector<prometheus::MetricFamily> out;
   std::ifstream in(proc_path + "/self/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ostringstream read;
+  read << in.rdbuf();
+  const std::string stat = std::move(read).str();
   // Fields after the command name, which is in parentheses and may hold spaces.
   auto close = stat.rfind(')');
   if (close != std::string::npos) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include <fcntl.h>
@@ -143,7 +144,9 @@ class AlertmanagerProcess {
   std::uint16_t port() const { return port_; }
   std::string log() const {
     std::ifstream in(dir_ + "/am.log");
-    return std::string(std::istreambuf_iterator<char>(in), {});
+    std::ostringstream text;  // not istreambuf_iterator: g++ 12 -Wnull-dereference
+    text << in.rdbuf();
+    return text.str();
   }
 
  private:

@@ -483,14 +483,6 @@ TEST(AlertConditions, EveryAlertHasARunbookSection) {
   }
 }
 
-TEST(AlertRendering, Rfc3339) {
-  EXPECT_EQ(format_rfc3339(1'700'000'000.0), "2023-11-14T22:13:20.000Z");
-  EXPECT_EQ(format_rfc3339(1'700'000'000.5), "2023-11-14T22:13:20.500Z");
-  EXPECT_EQ(format_rfc3339(1'700'000'000.9996), "2023-11-14T22:13:20.999Z");  // truncated
-  EXPECT_EQ(format_rfc3339(0), "1970-01-01T00:00:00.000Z");
-  EXPECT_EQ(format_rfc3339(1'700'000'000.1), "2023-11-14T22:13:20.100Z");
-}
-
 // Issue 9.10: `for:` counts monotonic time, and activeAt is the wall time
 // minus the monotonic time since: a wall clock stepped back an hour neither
 // stops the alert from firing nor puts activeAt in the future.

@@ -1,6 +1,7 @@
 #include "store/state_lock.hpp"
 
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <unistd.h>
@@ -17,7 +18,9 @@ using ::testing::HasSubstr;
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  std::ostringstream text;  // not istreambuf_iterator: g++ 12 -Wnull-dereference
+  text << in.rdbuf();
+  return text.str();
 }
 
 // flock(2) locks belong to the open file description, so a second acquire in
