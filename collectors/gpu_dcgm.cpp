@@ -97,7 +97,8 @@ DcgmSeriesLabels dcgm_series_labels(
   if (l.job.empty()) {
     const std::string pod = first("pod");
     const std::string ns = first("namespace");
-    if (!pod.empty()) l.job = gpu_label_value(ns.empty() ? pod : std::string(ns).append("/").append(pod));
+    if (!pod.empty())
+      l.job = gpu_label_value(ns.empty() ? pod : std::string(ns).append("/").append(pod));
   }
   return l;
 }

@@ -5,9 +5,9 @@
 #include <system_error>
 #include <utility>
 
-#include "rules/alerts.hpp"
 #include "util/duration.hpp"
 #include "util/text.hpp"
+#include "util/time_format.hpp"
 
 namespace ckptmon {
 
