@@ -55,7 +55,7 @@ class Scraper {
     req.keep_alive(true);
     http::write(socket_, req);
     http::response_parser<http::string_body> parser;
-    parser.body_limit(256 * 1024 * 1024);
+    parser.body_limit(std::uint64_t{256} * 1024 * 1024);
     http::read(socket_, buffer_, parser);
     return parser.get().result_int();
   }
@@ -85,6 +85,7 @@ Phase run_phase(const std::string& name, std::uint16_t port, int clients, double
   std::atomic<std::size_t> errors{0};
   const auto end = Clock::now() + std::chrono::duration<double>(seconds);
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(clients));
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
       try {
@@ -109,8 +110,8 @@ Phase run_phase(const std::string& name, std::uint16_t port, int clients, double
 }
 
 // Holds the loop `hold` out of every `hold + gap` until `*on` is false.
-void hog(asio::io_context& io, std::shared_ptr<asio::steady_timer> timer,
-         std::shared_ptr<std::atomic<bool>> on, std::chrono::milliseconds hold,
+void hog(asio::io_context& io, const std::shared_ptr<asio::steady_timer>& timer,
+         const std::shared_ptr<std::atomic<bool>>& on, std::chrono::milliseconds hold,
          std::chrono::milliseconds gap) {
   timer->expires_after(gap);
   timer->async_wait([&io, timer, on, hold, gap](const boost::system::error_code& ec) {
@@ -124,9 +125,9 @@ void hog(asio::io_context& io, std::shared_ptr<asio::steady_timer> timer,
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: scrape_bench CONFIG [SECONDS=5] [ROUNDS=3] [CLIENTS=8] [HOLD_MS=50] "
-                 "[GAP_MS=50]\n");
+    (void)std::fprintf(stderr,
+                       "usage: scrape_bench CONFIG [SECONDS=5] [ROUNDS=3] [CLIENTS=8] [HOLD_MS=50] "
+                       "[GAP_MS=50]\n");
     return 2;
   }
   const double seconds = argc > 2 ? std::atof(argv[2]) : 5;
@@ -144,7 +145,7 @@ int main(int argc, char** argv) {
   ckptmon::Daemon d(o, std::make_shared<ckptmon::SystemClock>());
   std::string error;
   if (!d.start(&error)) {
-    std::fprintf(stderr, "scrape_bench: %s\n", error.c_str());
+    (void)std::fprintf(stderr, "scrape_bench: %s\n", error.c_str());
     return 1;
   }
   std::thread loop([&d] { d.run(); });

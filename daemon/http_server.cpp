@@ -101,14 +101,15 @@ namespace {
 // own, written as one buffer sequence: a response that starts with a 1 MB
 // exposition does not copy it.
 struct SharedPrefixBody {
-  struct value_type {
+  // value_type and writer: the names Beast's Body concept requires.
+  struct value_type {  // NOLINT(readability-identifier-naming): Beast's Body concept
     std::shared_ptr<const std::string> prefix;
     std::string rest;
   };
   static std::uint64_t size(const value_type& v) {
     return (v.prefix ? v.prefix->size() : 0) + v.rest.size();
   }
-  class writer {
+  class writer {  // NOLINT(readability-identifier-naming): Beast's Body concept
    public:
     using const_buffers_type = std::array<asio::const_buffer, 2>;
     template <bool isRequest, class Fields>

@@ -1038,12 +1038,12 @@ bool parse_report_query(const std::map<std::string, std::string>& query, double 
   ReportApiRequest q;
   TimeRange range;
   switch (parse_time_range(query, now, 30 * kDay, &range, error)) {
-    case TimeRangeFault::none:
+    case TimeRangeFault::kNone:
       break;
-    case TimeRangeFault::unparsable:
+    case TimeRangeFault::kUnparsable:
       return false;
-    case TimeRangeFault::since_in_future:
-    case TimeRangeFault::until_before_since:
+    case TimeRangeFault::kSinceInFuture:
+    case TimeRangeFault::kUntilBeforeSince:
       // This route has always named both bounds in one message.
       *error = "since: " + format_rfc3339(range.since) + " must be before until (" +
                format_rfc3339(range.until) + ") and not in the future (now is " +

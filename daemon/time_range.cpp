@@ -33,7 +33,7 @@ TimeRangeFault parse_time_range(const std::map<std::string, std::string>& query,
     if (!t) {
       *error = std::string(key) + ": expected a duration before now (30d) or unix seconds, got \"" +
                it->second + "\"";
-      return TimeRangeFault::unparsable;
+      return TimeRangeFault::kUnparsable;
     }
     *target = *t;
   }
@@ -41,14 +41,14 @@ TimeRangeFault parse_time_range(const std::map<std::string, std::string>& query,
   if (r.since > now) {
     *error = "since: " + format_rfc3339(r.since) + " is in the future (now is " +
              format_rfc3339(now) + ")";
-    return TimeRangeFault::since_in_future;
+    return TimeRangeFault::kSinceInFuture;
   }
   if (r.until < r.since) {
     *error =
         "until: " + format_rfc3339(r.until) + " is before since (" + format_rfc3339(r.since) + ")";
-    return TimeRangeFault::until_before_since;
+    return TimeRangeFault::kUntilBeforeSince;
   }
-  return TimeRangeFault::none;
+  return TimeRangeFault::kNone;
 }
 
 }  // namespace ckptmon

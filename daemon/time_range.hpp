@@ -22,10 +22,10 @@ struct TimeRange {
 
 // Why parse_time_range() refused a range (checked in this order).
 enum class TimeRangeFault {
-  none,
-  unparsable,          // since= or until= is neither a duration nor unix seconds
-  since_in_future,     // since is after now
-  until_before_since,  // until is before since
+  kNone,
+  kUnparsable,        // since= or until= is neither a duration nor unix seconds
+  kSinceInFuture,     // since is after now
+  kUntilBeforeSince,  // until is before since
 };
 
 // since= and until= of `query` as of `now`: since defaults to

@@ -734,7 +734,7 @@ bool parse_history_query(const std::map<std::string, std::string>& query, double
     return false;
   }
   TimeRange range;
-  if (parse_time_range(query, now, 86400, &range, error) != TimeRangeFault::none) return false;
+  if (parse_time_range(query, now, 86400, &range, error) != TimeRangeFault::kNone) return false;
   q.since = range.since;
   q.until = range.until;
   if (const std::string text = query_value(query, "step"); !text.empty()) {
