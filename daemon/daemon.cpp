@@ -13,6 +13,7 @@
 #include "daemon/alerts_wire.hpp"
 #include "daemon/gzip.hpp"
 #include "daemon/http_get.hpp"
+#include "daemon/malloc_tuning.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/report_command.hpp"
 #include "daemon/systemd_notify.hpp"
@@ -416,6 +417,17 @@ void Daemon::changed() {
 
 void Daemon::publish() {
   publish_pending_ = false;
+  // A publish follows each collector report, whose result (a walk's
+  // checkpoints, findings, listings) was freed just before: what it leaves
+  // free in the heap goes back to the kernel here rather than staying
+  // resident until the next walk reuses it. At most every kTrimEverySeconds:
+  // with a short scan_interval the pages given back would be faulted in
+  // again by the next walk a second later.
+  const double mono = clock_->monotonic();
+  if (last_trim_ < 0 || mono - last_trim_ >= kTrimEverySeconds) {
+    last_trim_ = mono;
+    release_free_heap();
+  }
   persist_changes();
   snapshot_ = publisher_.publish(state_, rules_ ? rules_->output() : nullptr, clock_->now());
   std::lock_guard lock(served_mu_);

@@ -180,6 +180,10 @@ class Daemon {
   // connection, answered when the worker is done.
   HttpRespond report_respond_;
   bool publish_pending_ = false;
+  // The least time between two trims of the free heap (release_free_heap),
+  // and the monotonic time of the last one (negative: none yet).
+  static constexpr double kTrimEverySeconds = 10;
+  double last_trim_ = -1;
   std::atomic<bool> ready_{false};
   bool stopping_ = false;
   double started_at_ = 0;

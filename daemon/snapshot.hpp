@@ -34,12 +34,8 @@ class SnapshotPublisher {
   // Tier catalogs rendered so far (tests, bench).
   std::uint64_t catalog_renders() const { return catalogs_.renders(); }
 
-  // The least time between two trims of the free heap (release_free_heap).
-  static constexpr double kTrimEverySeconds = 10;
-
  private:
   CatalogRenderCache catalogs_;
-  double last_trim_ = -kTrimEverySeconds;
 };
 
 }  // namespace ckptmon
