@@ -11,7 +11,7 @@ BUILD_TSAN ?= build-tsan
 TSAN_FILTER ?= *
 FUZZ_TIME  ?= 300
 FUZZ_TEST_TIME ?= 14
-FUZZ_TARGETS := event_line config_yaml web_config mountinfo http_request mountstats exposition
+FUZZ_TARGETS := event_line config_yaml web_config mountinfo http_request mountstats exposition event_row
 JOBS       ?= $(shell nproc)
 # Warnings are errors in the builds `make test` makes (CI); a plain `make
 # build` or `make deb` keeps the CMake default (off, for packagers).

@@ -23,6 +23,11 @@
 
 namespace ckptmon {
 
+// The state database's tables of event aggregates, in the order of
+// EventCatalog::unreadable_rows.
+inline constexpr std::array<std::string_view, 3> kEventTables{"event_steps", "event_jobs",
+                                                              "event_restores"};
+
 // Steps kept per (tier, job); older ones are folded into the job's figures.
 inline constexpr std::size_t kEventStepsPerJob = 64;
 // Failures listed per (tier, job) in the API.
@@ -197,6 +202,10 @@ struct EventCatalog {
   ManifestTotals totals;
   std::map<std::string, TailStatus> tails;  // by glob
   std::uint64_t version = 0;                // grows with every committed batch
+  // Rows of the state database's event tables the last load could not
+  // decode, by table (kEventTables); they stay in the database untouched
+  // and their aggregates start again from the events read after the load.
+  std::array<std::uint64_t, 3> unreadable_rows{};
 
   const EventStep* find(std::string_view tier, std::string_view job, std::int64_t step) const;
   // How often each rank of (tier, job) finished last, kept steps included,

@@ -1,204 +1,266 @@
 #include "store/event_codec.hpp"
 
-#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "store/bytes.hpp"
 
 namespace ckptmon {
 namespace {
 
-nlohmann::json hist_json(const HistogramData& h) {
-  return {{"bounds", h.bounds}, {"buckets", h.buckets}, {"sum", h.sum}, {"count", h.count}};
+using bytes::Reader;
+using bytes::Writer;
+
+void put(Writer& w, const HistogramData& h) {
+  w.u64(h.bounds.size());
+  for (double b : h.bounds) w.f64(b);
+  // bounds + 1 buckets: their count is implied.
+  for (std::size_t i = 0; i <= h.bounds.size(); ++i) w.u64(i < h.buckets.size() ? h.buckets[i] : 0);
+  w.f64(h.sum);
+  w.u64(h.count);
 }
 
-HistogramData hist_from(const nlohmann::json& j, std::vector<double> fallback) {
-  if (!j.is_object()) return HistogramData(std::move(fallback));
-  HistogramData h(j.value("bounds", fallback));
-  auto buckets = j.value("buckets", std::vector<std::uint64_t>{});
-  if (buckets.size() == h.buckets.size()) h.buckets = std::move(buckets);
-  h.sum = j.value("sum", 0.0);
-  h.count = j.value("count", std::uint64_t{0});
+HistogramData get_histogram(Reader& r) {
+  const std::size_t n = r.count(8);
+  std::vector<double> bounds;
+  bounds.reserve(n);
+  for (std::size_t i = 0; i < n && r.ok(); ++i) bounds.push_back(r.f64());
+  HistogramData h(std::move(bounds));
+  for (auto& b : h.buckets) b = r.u64();
+  h.sum = r.f64();
+  h.count = r.u64();
   return h;
 }
 
-// JSON object keys are strings; rank maps are stored as [[rank, value], ...].
-template <typename V>
-nlohmann::json pairs_json(const std::map<std::int64_t, V>& m) {
-  nlohmann::json a = nlohmann::json::array();
-  for (const auto& [k, v] : m) a.push_back({k, v});
-  return a;
+template <typename K, typename V, typename PutK, typename PutV>
+void put_map(Writer& w, const std::map<K, V>& m, PutK put_key, PutV put_value) {
+  w.u64(m.size());
+  for (const auto& [k, v] : m) {
+    put_key(k);
+    put_value(v);
+  }
 }
 
-template <typename V>
-std::map<std::int64_t, V> pairs_from(const nlohmann::json& j) {
-  std::map<std::int64_t, V> m;
-  if (!j.is_array()) return m;
-  for (const auto& p : j) {
-    if (p.is_array() && p.size() == 2) m[p[0].get<std::int64_t>()] = p[1].get<V>();
+// Keys must come in ascending order, each once (as put_map writes them).
+template <typename K, typename V, typename GetK, typename GetV>
+std::map<K, V> get_map(Reader& r, std::size_t min_bytes, GetK get_key, GetV get_value) {
+  std::map<K, V> m;
+  const std::size_t n = r.count(min_bytes);
+  for (std::size_t i = 0; i < n && r.ok(); ++i) {
+    K k = get_key();
+    V v = get_value();
+    if (!m.empty() && !(m.rbegin()->first < k)) return {};  // the caller's done() fails below
+    m.emplace_hint(m.end(), std::move(k), std::move(v));
   }
   return m;
 }
 
+// What each row's second byte says it holds, so a row in the wrong table is
+// refused too.
+enum class Kind : std::uint8_t { kStep = 1, kJob = 2, kRestores = 3 };
+
+void head(Writer& w, Kind k) {
+  w.byte(kEventRowFormat);
+  w.byte(static_cast<std::uint8_t>(k));
+}
+
+// Reads the format and kind bytes; false on others.
+bool head_ok(Reader& r, Kind k) {
+  const std::uint8_t format = r.byte();
+  const std::uint8_t kind = r.byte();
+  return r.ok() && format == kEventRowFormat && kind == static_cast<std::uint8_t>(k);
+}
+
+// A row decodes when it was read to its end and is canonical.
+template <typename T>
+std::optional<T> finish(const Reader& r, T value, std::string_view row) {
+  if (!r.done() || encode_event_row(value) != row) return std::nullopt;
+  return value;
+}
+
 }  // namespace
 
-nlohmann::json to_json(const EventStep& s) {
-  nlohmann::json j;
-  j["start_ts"] = s.start_ts;
-  j["commit_ts"] = s.commit_ts;
-  j["committed"] = s.committed;
-  j["commit_files"] = s.commit_files;
-  j["commit_bytes"] = s.commit_bytes;
-  j["shards"] = s.shards;
-  j["shard_bytes"] = s.shard_bytes;
-  j["checksummed_shards"] = s.checksummed_shards;
-  j["first_shard_start"] = s.first_shard_start;
-  j["first_shard_end"] = s.first_shard_end;
-  j["last_shard_end"] = s.last_shard_end;
-  j["last_rank"] = s.last_rank;
-  j["pause_starts"] = pairs_json(s.pause_starts);
-  j["pause_ends"] = pairs_json(s.pause_ends);
-  j["pauses"] = s.pauses;
-  j["pause_max"] = s.pause_max;
-  j["pause_first_start"] = s.pause_first_start;
-  j["pause_last_end"] = s.pause_last_end;
-  j["failed"] = s.failed;
-  j["failed_ts"] = s.failed_ts;
-  j["failure_reason"] = s.failure_reason;
-  nlohmann::json drains = nlohmann::json::object();
-  for (const auto& [k, d] : s.drains) {
-    nlohmann::json o{
-        {"start_ts", d.start_ts}, {"done_ts", d.done_ts}, {"bytes", d.bytes}, {"shards", d.shards}};
-    o["ok"] = d.ok ? nlohmann::json(*d.ok) : nlohmann::json();
-    drains[k] = std::move(o);
+std::string encode_event_row(const EventStep& s) {
+  Writer w;
+  head(w, Kind::kStep);
+  w.f64(s.start_ts);
+  w.f64(s.commit_ts);
+  w.flag(s.committed);
+  w.u64(s.commit_files);
+  w.u64(s.commit_bytes);
+  w.u64(s.shards);
+  w.u64(s.shard_bytes);
+  w.u64(s.checksummed_shards);
+  w.f64(s.first_shard_start);
+  w.f64(s.first_shard_end);
+  w.f64(s.last_shard_end);
+  w.i64(s.last_rank);
+  for (const auto* m : {&s.pause_starts, &s.pause_ends}) {
+    put_map(
+        w, *m, [&](std::int64_t k) { w.i64(k); }, [&](double v) { w.f64(v); });
   }
-  j["drains"] = std::move(drains);
-  j["cleanups"] = s.cleanups;
-  j["cleanup_bytes"] = s.cleanup_bytes;
-  j["last_event_ts"] = s.last_event_ts;
-  j["duration_observed"] = s.duration_observed;
-  j["pause_observed"] = s.pause_observed;
-  return j;
+  w.u64(s.pauses);
+  w.f64(s.pause_max);
+  w.f64(s.pause_first_start);
+  w.f64(s.pause_last_end);
+  w.flag(s.failed);
+  w.f64(s.failed_ts);
+  w.str(s.failure_reason);
+  put_map(
+      w, s.drains, [&](const std::string& k) { w.str(k); },
+      [&](const DrainProgress& d) {
+        w.f64(d.start_ts);
+        w.f64(d.done_ts);
+        w.u64(d.bytes);
+        w.u64(d.shards);
+        w.byte(d.ok ? (*d.ok ? 2 : 1) : 0);
+      });
+  w.u64(s.cleanups);
+  w.u64(s.cleanup_bytes);
+  w.f64(s.last_event_ts);
+  w.flag(s.duration_observed);
+  w.flag(s.pause_observed);
+  return w.take();
 }
 
-EventStep event_step_from_json(const nlohmann::json& j) {
+std::optional<EventStep> decode_event_step(std::string_view row) {
+  Reader r(row);
+  if (!head_ok(r, Kind::kStep)) return std::nullopt;
   EventStep s;
-  s.start_ts = j.value("start_ts", 0.0);
-  s.commit_ts = j.value("commit_ts", 0.0);
-  s.committed = j.value("committed", false);
-  s.commit_files = j.value("commit_files", std::uint64_t{0});
-  s.commit_bytes = j.value("commit_bytes", std::uint64_t{0});
-  s.shards = j.value("shards", std::uint64_t{0});
-  s.shard_bytes = j.value("shard_bytes", std::uint64_t{0});
-  s.checksummed_shards = j.value("checksummed_shards", std::uint64_t{0});
-  s.first_shard_start = j.value("first_shard_start", 0.0);
-  s.first_shard_end = j.value("first_shard_end", 0.0);
-  s.last_shard_end = j.value("last_shard_end", 0.0);
-  s.last_rank = j.value("last_rank", std::int64_t{-1});
-  if (auto it = j.find("pause_starts"); it != j.end()) s.pause_starts = pairs_from<double>(*it);
-  if (auto it = j.find("pause_ends"); it != j.end()) s.pause_ends = pairs_from<double>(*it);
-  s.pauses = j.value("pauses", std::uint64_t{0});
-  s.pause_max = j.value("pause_max", 0.0);
-  s.pause_first_start = j.value("pause_first_start", 0.0);
-  s.pause_last_end = j.value("pause_last_end", 0.0);
-  s.failed = j.value("failed", false);
-  s.failed_ts = j.value("failed_ts", 0.0);
-  s.failure_reason = j.value("failure_reason", std::string());
-  if (auto it = j.find("drains"); it != j.end() && it->is_object()) {
-    for (auto d = it->begin(); d != it->end(); ++d) {
-      DrainProgress p;
-      p.start_ts = d->value("start_ts", 0.0);
-      p.done_ts = d->value("done_ts", 0.0);
-      p.bytes = d->value("bytes", std::uint64_t{0});
-      p.shards = d->value("shards", std::uint64_t{0});
-      if (auto ok = d->find("ok"); ok != d->end() && ok->is_boolean()) p.ok = ok->get<bool>();
-      s.drains[d.key()] = p;
-    }
+  s.start_ts = r.f64();
+  s.commit_ts = r.f64();
+  s.committed = r.flag();
+  s.commit_files = r.u64();
+  s.commit_bytes = r.u64();
+  s.shards = r.u64();
+  s.shard_bytes = r.u64();
+  s.checksummed_shards = r.u64();
+  s.first_shard_start = r.f64();
+  s.first_shard_end = r.f64();
+  s.last_shard_end = r.f64();
+  s.last_rank = r.i64();
+  for (auto* m : {&s.pause_starts, &s.pause_ends}) {
+    *m = get_map<std::int64_t, double>(
+        r, 9, [&] { return r.i64(); }, [&] { return r.f64(); });
   }
-  s.cleanups = j.value("cleanups", std::uint64_t{0});
-  s.cleanup_bytes = j.value("cleanup_bytes", std::uint64_t{0});
-  s.last_event_ts = j.value("last_event_ts", 0.0);
-  s.duration_observed = j.value("duration_observed", false);
-  s.pause_observed = j.value("pause_observed", false);
-  return s;
+  s.pauses = r.u64();
+  s.pause_max = r.f64();
+  s.pause_first_start = r.f64();
+  s.pause_last_end = r.f64();
+  s.failed = r.flag();
+  s.failed_ts = r.f64();
+  s.failure_reason = r.str();
+  s.drains = get_map<std::string, DrainProgress>(
+      r, 20, [&] { return r.str(); },
+      [&] {
+        DrainProgress d;
+        d.start_ts = r.f64();
+        d.done_ts = r.f64();
+        d.bytes = r.u64();
+        d.shards = r.u64();
+        const std::uint8_t ok = r.byte();
+        if (ok == 1 || ok == 2) d.ok = ok == 2;
+        return d;
+      });
+  s.cleanups = r.u64();
+  s.cleanup_bytes = r.u64();
+  s.last_event_ts = r.f64();
+  s.duration_observed = r.flag();
+  s.pause_observed = r.flag();
+  return finish(r, std::move(s), row);
 }
 
-nlohmann::json to_json(const EventJob& job) {
-  nlohmann::json j;
-  j["duration"] = hist_json(job.duration);
-  j["pause"] = hist_json(job.pause);
-  j["failures"] = job.failures;
-  nlohmann::json f = nlohmann::json::array();
-  for (const auto& x : job.recent_failures) {
-    f.push_back({{"step", x.step}, {"ts", x.ts}, {"reason", x.reason}});
+std::string encode_event_row(const EventJob& job) {
+  Writer w;
+  head(w, Kind::kJob);
+  put(w, job.duration);
+  put(w, job.pause);
+  w.u64(job.failures);
+  w.u64(job.recent_failures.size());
+  for (const auto& f : job.recent_failures) {
+    w.i64(f.step);
+    w.f64(f.ts);
+    w.str(f.reason);
   }
-  j["recent_failures"] = std::move(f);
-  j["slow_ranks"] = pairs_json(job.slow_ranks);
-  j["evicted_through"] = job.evicted_through;
-  j["cleanups"] = job.cleanups;
-  j["cleanup_bytes"] = job.cleanup_bytes;
-  j["last_event_ts"] = job.last_event_ts;
-  return j;
+  put_map(
+      w, job.slow_ranks, [&](std::int64_t k) { w.i64(k); }, [&](std::uint64_t v) { w.u64(v); });
+  w.i64(job.evicted_through);
+  w.u64(job.cleanups);
+  w.u64(job.cleanup_bytes);
+  w.f64(job.last_event_ts);
+  return w.take();
 }
 
-EventJob event_job_from_json(const nlohmann::json& j) {
+std::optional<EventJob> decode_event_job(std::string_view row) {
+  Reader r(row);
+  if (!head_ok(r, Kind::kJob)) return std::nullopt;
   EventJob job;
-  job.duration = hist_from(j.value("duration", nlohmann::json()), duration_buckets());
-  job.pause = hist_from(j.value("pause", nlohmann::json()), pause_buckets());
-  job.failures = j.value("failures", std::uint64_t{0});
-  if (auto it = j.find("recent_failures"); it != j.end() && it->is_array()) {
-    for (const auto& x : *it) {
-      job.recent_failures.push_back(EventFailure{
-          x.value("step", std::int64_t{0}), x.value("ts", 0.0), x.value("reason", std::string())});
-    }
+  job.duration = get_histogram(r);
+  job.pause = get_histogram(r);
+  job.failures = r.u64();
+  const std::size_t n = r.count(10);
+  for (std::size_t i = 0; i < n && r.ok(); ++i) {
+    EventFailure f;
+    f.step = r.i64();
+    f.ts = r.f64();
+    f.reason = r.str();
+    job.recent_failures.push_back(std::move(f));
   }
-  if (auto it = j.find("slow_ranks"); it != j.end()) {
-    job.slow_ranks = pairs_from<std::uint64_t>(*it);
-  }
-  job.evicted_through = j.value("evicted_through", std::int64_t{-1});
-  job.cleanups = j.value("cleanups", std::uint64_t{0});
-  job.cleanup_bytes = j.value("cleanup_bytes", std::uint64_t{0});
-  job.last_event_ts = j.value("last_event_ts", 0.0);
-  return job;
+  job.slow_ranks = get_map<std::int64_t, std::uint64_t>(
+      r, 2, [&] { return r.i64(); }, [&] { return r.u64(); });
+  job.evicted_through = r.i64();
+  job.cleanups = r.u64();
+  job.cleanup_bytes = r.u64();
+  job.last_event_ts = r.f64();
+  return finish(r, std::move(job), row);
 }
 
-nlohmann::json to_json(const EventRestores& r) {
-  nlohmann::json j;
-  j["duration"] = hist_json(r.duration);
-  j["restores"] = r.restores;
-  j["failed"] = r.failed;
-  j["last_ok_ts"] = r.last_ok_ts;
-  if (r.last) {
-    nlohmann::json l{{"step", r.last->step},
-                     {"tier", r.last->tier},
-                     {"ts", r.last->ts},
-                     {"bytes", r.last->bytes},
-                     {"ok", r.last->ok}};
-    l["duration"] = r.last->duration ? nlohmann::json(*r.last->duration) : nlohmann::json();
-    j["last"] = std::move(l);
+std::string encode_event_row(const EventRestores& rs) {
+  Writer w;
+  head(w, Kind::kRestores);
+  put(w, rs.duration);
+  w.u64(rs.restores);
+  w.u64(rs.failed);
+  w.f64(rs.last_ok_ts);
+  w.flag(rs.last.has_value());
+  if (rs.last) {
+    w.i64(rs.last->step);
+    w.str(rs.last->tier);
+    w.f64(rs.last->ts);
+    w.u64(rs.last->bytes);
+    w.flag(rs.last->ok);
+    w.flag(rs.last->duration.has_value());
+    if (rs.last->duration) w.f64(*rs.last->duration);
   }
-  j["pending_starts"] = r.pending_starts;
-  j["pending_dones"] = r.pending_dones;
-  return j;
+  for (const auto* m : {&rs.pending_starts, &rs.pending_dones}) {
+    put_map(
+        w, *m, [&](const std::string& k) { w.str(k); }, [&](double v) { w.f64(v); });
+  }
+  return w.take();
 }
 
-EventRestores event_restores_from_json(const nlohmann::json& j) {
-  EventRestores r;
-  r.duration = hist_from(j.value("duration", nlohmann::json()), restore_buckets());
-  r.restores = j.value("restores", std::uint64_t{0});
-  r.failed = j.value("failed", std::uint64_t{0});
-  r.last_ok_ts = j.value("last_ok_ts", 0.0);
-  if (auto it = j.find("last"); it != j.end() && it->is_object()) {
+std::optional<EventRestores> decode_event_restores(std::string_view row) {
+  Reader r(row);
+  if (!head_ok(r, Kind::kRestores)) return std::nullopt;
+  EventRestores rs;
+  rs.duration = get_histogram(r);
+  rs.restores = r.u64();
+  rs.failed = r.u64();
+  rs.last_ok_ts = r.f64();
+  if (r.flag()) {
     RestoreRecord rec;
-    rec.step = it->value("step", std::int64_t{0});
-    rec.tier = it->value("tier", std::string());
-    rec.ts = it->value("ts", 0.0);
-    rec.bytes = it->value("bytes", std::uint64_t{0});
-    rec.ok = it->value("ok", false);
-    if (auto d = it->find("duration"); d != it->end() && d->is_number())
-      rec.duration = d->get<double>();
-    r.last = std::move(rec);
+    rec.step = r.i64();
+    rec.tier = r.str();
+    rec.ts = r.f64();
+    rec.bytes = r.u64();
+    rec.ok = r.flag();
+    if (r.flag()) rec.duration = r.f64();
+    rs.last = std::move(rec);
   }
-  r.pending_starts = j.value("pending_starts", std::map<std::string, double>{});
-  r.pending_dones = j.value("pending_dones", std::map<std::string, double>{});
-  return r;
+  for (auto* m : {&rs.pending_starts, &rs.pending_dones}) {
+    *m = get_map<std::string, double>(
+        r, 9, [&] { return r.str(); }, [&] { return r.f64(); });
+  }
+  return finish(r, std::move(rs), row);
 }
 
 }  // namespace ckptmon

@@ -4,8 +4,6 @@
 #include <cstring>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
 #include "store/event_codec.hpp"
 #include "store/shard_pack.hpp"
 #include "util/log.hpp"
@@ -16,10 +14,6 @@ namespace {
 // SQLite integers are signed 64-bit: inode numbers and hashes travel bit for bit.
 std::int64_t to_db(std::uint64_t v) { return std::bit_cast<std::int64_t>(v); }
 std::uint64_t from_db(std::int64_t v) { return std::bit_cast<std::uint64_t>(v); }
-
-std::string dump(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 void add_total(sql::Stmt& st, std::string_view kind, std::string_view label, std::uint64_t v) {
   st.bind(1, kind).bind(2, label).bind(3, to_db(v));
@@ -52,50 +46,44 @@ Loaded load(sql::Db& db) {
       out.cursors.push_back(std::move(c));
     }
   }
-  auto parse = [&](const std::string& text, const char* table) {
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      log::error("state database row is not a JSON object; skipped", {{"table", table}});
-      return nlohmann::json();
-    }
-    return j;
-  };
-  auto read = [&](auto&& fn, const nlohmann::json& j, const char* table) {
-    try {
-      fn(j);
-    } catch (const nlohmann::json::exception& e) {
-      log::error("state database row unreadable; skipped", {{"table", table}, {"err", e.what()}});
-    }
+  // A row that does not decode is counted and left where it is (the next
+  // write of its key replaces it): unreadable is not deleted.
+  auto unreadable = [&](std::size_t table, const std::string& key) {
+    ++out.catalog.unreadable_rows[table];
+    log::error("state database row does not decode as an event aggregate; skipped, kept",
+               {{"db_table", std::string(kEventTables[table])}, {"key", key}});
   };
   {
     auto st = db.prepare("SELECT tier, job, step, data FROM event_steps");
     while (st.step()) {
-      auto j = parse(st.text(3), "event_steps");
-      if (j.is_null()) continue;
       StepKey key{st.text(0), st.text(1), st.int64(2)};
-      read([&](const nlohmann::json& x) { out.catalog.steps[key] = event_step_from_json(x); }, j,
-           "event_steps");
+      if (auto s = decode_event_step(st.blob(3))) {
+        out.catalog.steps[std::move(key)] = std::move(*s);
+      } else {
+        unreadable(0, key.tier + "/" + key.job + "/" + std::to_string(key.step));
+      }
     }
   }
   {
     auto st = db.prepare("SELECT tier, job, data FROM event_jobs");
     while (st.step()) {
-      auto j = parse(st.text(2), "event_jobs");
-      if (j.is_null()) continue;
       std::pair<std::string, std::string> key{st.text(0), st.text(1)};
-      read([&](const nlohmann::json& x) { out.catalog.jobs[key] = event_job_from_json(x); }, j,
-           "event_jobs");
+      if (auto j = decode_event_job(st.blob(2))) {
+        out.catalog.jobs[std::move(key)] = std::move(*j);
+      } else {
+        unreadable(1, key.first + "/" + key.second);
+      }
     }
   }
   {
     auto st = db.prepare("SELECT job, data FROM event_restores");
     while (st.step()) {
-      auto j = parse(st.text(1), "event_restores");
-      if (j.is_null()) continue;
       std::string job = st.text(0);
-      read(
-          [&](const nlohmann::json& x) { out.catalog.restores[job] = event_restores_from_json(x); },
-          j, "event_restores");
+      if (auto r = decode_event_restores(st.blob(1))) {
+        out.catalog.restores[std::move(job)] = std::move(*r);
+      } else {
+        unreadable(2, job);
+      }
     }
   }
   {
@@ -175,7 +163,7 @@ void save_batch(sql::Db& db, const EventCatalog& cat, const EventAggregator& agg
       auto it = cat.steps.find(k);
       sql::Stmt& st = it == cat.steps.end() ? del : up;
       st.bind(1, std::string_view(k.tier)).bind(2, std::string_view(k.job)).bind(3, k.step);
-      if (it != cat.steps.end()) st.bind(4, dump(to_json(it->second)));
+      if (it != cat.steps.end()) st.bind_blob(4, encode_event_row(it->second));
       st.run();
     }
   }
@@ -188,7 +176,7 @@ void save_batch(sql::Db& db, const EventCatalog& cat, const EventAggregator& agg
       if (it == cat.jobs.end()) continue;
       up.bind(1, std::string_view(k.first))
           .bind(2, std::string_view(k.second))
-          .bind(3, dump(to_json(it->second)));
+          .bind_blob(3, encode_event_row(it->second));
       up.run();
     }
   }
@@ -199,7 +187,7 @@ void save_batch(sql::Db& db, const EventCatalog& cat, const EventAggregator& agg
     for (const auto& job : agg.touched_restores()) {
       auto it = cat.restores.find(job);
       if (it == cat.restores.end()) continue;
-      up.bind(1, std::string_view(job)).bind(2, dump(to_json(it->second)));
+      up.bind(1, std::string_view(job)).bind_blob(2, encode_event_row(it->second));
       up.run();
     }
   }
@@ -249,7 +237,7 @@ void save_folded(sql::Db& db, std::span<const StepKey> folded, const EventCatalo
   for (const auto& k : jobs) {
     up.bind(1, std::string_view(k.first))
         .bind(2, std::string_view(k.second))
-        .bind(3, to_json(cat.jobs.at(k)).dump());
+        .bind_blob(3, encode_event_row(cat.jobs.at(k)));
     up.run();
   }
 }

@@ -3,33 +3,12 @@
 #include <algorithm>
 #include <array>
 
+#include "store/bytes.hpp"
+
 namespace ckptmon {
 
-namespace {
-
-// Writes `v` as LEB128 at `p`; returns the end.
-char* put_varint(char* p, std::uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
-
-bool get_varint(std::string_view& in, std::uint64_t& v) {
-  v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (in.empty()) return false;
-    const auto b = static_cast<unsigned char>(in.front());
-    in.remove_prefix(1);
-    v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return true;
-  }
-  return false;
-}
-
-}  // namespace
+using bytes::get_varint;
+using bytes::put_varint;
 
 void ShardPack::add(std::int64_t rank, std::uint64_t bytes, ChecksumAlgo algo, std::string_view hex,
                     std::string_view path) {
@@ -48,8 +27,7 @@ void ShardPack::append(std::int64_t rank, std::uint64_t bytes, ChecksumAlgo algo
   char head[3 * 10 + 1 + 32 + 2 * 10];
   char* p = head;
   // Zigzag, so rank -1 (none given) stays one byte.
-  p = put_varint(p,
-                 (static_cast<std::uint64_t>(rank) << 1) ^ static_cast<std::uint64_t>(rank >> 63));
+  p = put_varint(p, bytes::zigzag(rank));
   p = put_varint(p, bytes);
   *p++ = static_cast<char>(algo);
   const std::size_t n = std::min<std::size_t>(hex.size() / 2, 32);
@@ -84,7 +62,7 @@ bool ShardPack::unpack(std::string_view in, std::vector<ShardCheck>& out) {
     std::uint64_t common = 0;
     std::uint64_t suffix = 0;
     if (!get_varint(in, zz) || !get_varint(in, s.bytes) || in.empty()) return false;
-    s.rank = static_cast<std::int64_t>(zz >> 1) ^ -static_cast<std::int64_t>(zz & 1);
+    s.rank = bytes::unzigzag(zz);
     const auto algo = static_cast<unsigned char>(in.front());
     in.remove_prefix(1);
     if (algo == 0 || algo > static_cast<unsigned char>(ChecksumAlgo::kXxh64)) return false;

@@ -6,12 +6,13 @@
 #include <future>
 
 #include "store/history.hpp"
+#include "store/legacy_event_rows.hpp"
 #include "util/log.hpp"
 
 namespace ckptmon {
 namespace {
 
-constexpr int kSchemaVersion = 6;
+constexpr int kSchemaVersion = 7;
 
 bool table_exists(sql::Db& db, std::string_view name) {
   auto st = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
@@ -61,13 +62,13 @@ void migrate(sql::Db& db) {
   kind TEXT NOT NULL, label TEXT NOT NULL, value INTEGER NOT NULL,
   PRIMARY KEY(kind, label)) WITHOUT ROWID)");
     db.exec(R"(CREATE TABLE IF NOT EXISTS event_steps(
-  tier TEXT NOT NULL, job TEXT NOT NULL, step INTEGER NOT NULL, data TEXT NOT NULL,
+  tier TEXT NOT NULL, job TEXT NOT NULL, step INTEGER NOT NULL, data BLOB NOT NULL,
   PRIMARY KEY(tier, job, step)) WITHOUT ROWID)");
     db.exec(R"(CREATE TABLE IF NOT EXISTS event_jobs(
-  tier TEXT NOT NULL, job TEXT NOT NULL, data TEXT NOT NULL,
+  tier TEXT NOT NULL, job TEXT NOT NULL, data BLOB NOT NULL,
   PRIMARY KEY(tier, job)) WITHOUT ROWID)");
     db.exec(R"(CREATE TABLE IF NOT EXISTS event_restores(
-  job TEXT NOT NULL PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID)");
+  job TEXT NOT NULL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID)");
     db.exec(R"(CREATE TABLE IF NOT EXISTS integrity_queue(
   id INTEGER PRIMARY KEY AUTOINCREMENT, tier TEXT NOT NULL, job TEXT NOT NULL,
   step INTEGER NOT NULL, next_index INTEGER NOT NULL, count INTEGER NOT NULL,
@@ -117,6 +118,18 @@ void migrate(sql::Db& db) {
     sql::Transaction tx(db);
     add_schema6_columns(db);
     db.set_user_version(6);
+    tx.commit();
+  }
+  // Version 7: event aggregates as binary rows (store/event_codec.hpp), not
+  // JSON; every row re-encoded in this one transaction, so a crash leaves
+  // the database at 6 with its JSON rows, or at 7 with none.
+  if (v < 7) {
+    sql::Transaction tx(db);
+    if (const std::uint64_t kept = legacy::reencode_event_rows(db); kept > 0) {
+      log::error("state database: event rows that were not readable JSON were kept as they were",
+                 {{"rows", std::to_string(kept)}});
+    }
+    db.set_user_version(7);
     tx.commit();
   }
 }

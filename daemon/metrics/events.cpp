@@ -41,6 +41,14 @@ void event_families(const State& state, std::vector<prometheus::MetricFamily>& o
                         "as lines, not aggregated.",
                         MetricType::Counter);
     stale.add({}, static_cast<double>(t.stale_events));
+    FamilyBuilder unreadable("ckptmon_manifest_unreadable_rows",
+                             "Event aggregates in the state database that did not decode when "
+                             "it was loaded, by table; kept there, not aggregated.",
+                             MetricType::Gauge);
+    for (std::size_t i = 0; i < kEventTables.size(); ++i) {
+      unreadable.add({{"table", std::string(kEventTables[i])}},
+                     static_cast<double>(ev.unreadable_rows[i]));
+    }
     FamilyBuilder files("ckptmon_manifest_files", "Event logs being tailed.", MetricType::Gauge);
     FamilyBuilder backlog("ckptmon_manifest_backlog_bytes",
                           "Bytes written to event logs and not read yet.", MetricType::Gauge);
@@ -87,8 +95,8 @@ void event_families(const State& state, std::vector<prometheus::MetricFamily>& o
       restore.add_histogram({{kTrainingJobLabel, job}}, r.duration);
       if (r.last_ok_ts > 0) last_restore.add({{kTrainingJobLabel, job}}, r.last_ok_ts);
     }
-    for (auto* b : {&lines, &errors, &changes, &bytes, &stale, &files, &backlog, &refused,
-                    &duration, &pause, &failures, &restore, &last_restore}) {
+    for (auto* b : {&lines, &errors, &changes, &bytes, &stale, &unreadable, &files, &backlog,
+                    &refused, &duration, &pause, &failures, &restore, &last_restore}) {
       append(out, std::move(*b));
     }
   }
