@@ -10,7 +10,7 @@ BUILD_TSAN ?= build-tsan
 # Alertmanager client, inotify watcher; tests/CMakeLists.txt lists them).
 TSAN_FILTER ?= *
 FUZZ_TIME  ?= 300
-FUZZ_TEST_TIME ?= 14
+FUZZ_TEST_TIME ?= 10
 FUZZ_TARGETS := event_line config_yaml web_config mountinfo http_request mountstats exposition event_row
 JOBS       ?= $(shell nproc)
 # Warnings are errors in the builds `make test` makes (CI); a plain `make
