@@ -12,7 +12,7 @@
 # each of its checkpoint directories every second, so every later walk lists
 # and stats all 204,800 files again (a full scan, not the steady state).
 #
-# Usage: [LOAD_GZIP=1] [LOAD_BIG=0] bench/load_test.sh [WORK_DIR] [BUILD]   (needs wrk: Debian package wrk)
+# Usage: [LOAD_GZIP=1] [LOAD_BIG=0] [LOAD_INTERVAL=15s] bench/load_test.sh [WORK_DIR] [BUILD]   (needs wrk: Debian package wrk)
 set -euo pipefail
 work=${1:-/tmp/ckptmon-load}
 build=${2:-build}
@@ -31,7 +31,7 @@ if [ "${LOAD_BIG:-1}" = 1 ] && [ ! -d "$work/big/job-3/step-25000" ]; then
   python3 "$here/gen_tree.py" "$work/big" >/dev/null
 fi
 rm -rf "$work/state" "$work/log"
-base="global: {state_dir: $work/state, scan_interval: 1s, scan_timeout: 60s}
+base="global: {state_dir: $work/state, scan_interval: ${LOAD_INTERVAL:-1s}, scan_timeout: 60s}
 tiers:
   - {name: staging, path: $work/staging, role: staging, drains_to: rapid}
   - {name: rapid, path: $work/rapid, role: rapid}
