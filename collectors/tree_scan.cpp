@@ -309,10 +309,23 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
 
   const AccessAuditor auditor(cfg_);
   WalkMemory next_memory;
+  // This walk's findings, in the order they were found. The checkpoints
+  // remembered for the next walk point into them once complete (`pending`).
+  std::vector<AccessFinding> found;
+  std::vector<WalkMemory::Remembered*> pending;
+  auto remember = [&](const std::string& tier_rel, std::shared_ptr<const WalkMemory::Frozen> f,
+                      std::size_t first) {
+    auto [it, added] = next_memory.frozen.try_emplace(tier_rel);
+    if (!added) return;
+    it->second.frozen = std::move(f);
+    it->second.first = static_cast<std::uint32_t>(first);
+    it->second.count = static_cast<std::uint32_t>(found.size() - first);
+    pending.push_back(&it->second);
+  };
   for (const auto& [job_rel, job] : jobs) {
     if (!owns_job(job)) continue;
     out.jobs.insert(job);
-    auditor.audit_job(job, job_rel, out.findings);
+    auditor.audit_job(job, job_rel, found);
     DirNode tree;
     if (!walker.build(job_rel, tree, nullptr)) {
       if (walker.stalled()) {
@@ -343,13 +356,17 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
       c.job = job;
       c.path = tier_rel;
       const DirNode* node = find_node(tree, in_job);
-      std::vector<AccessFinding> findings;
+      const std::size_t first = found.size();
       if (node != nullptr && node->reused) {
         // Unchanged since the last walk: keep what that walk remembered.
         auto it = memory_.frozen.find(tier_rel);
         if (it != memory_.frozen.end()) {
-          findings = it->second->findings;
-          if (c.state == CkptState::kCommitted) next_memory.frozen.emplace(it->first, it->second);
+          const WalkMemory::Remembered& r = it->second;
+          if (r.findings) {
+            const auto from = r.findings->begin() + static_cast<std::ptrdiff_t>(r.first);
+            found.insert(found.end(), from, from + static_cast<std::ptrdiff_t>(r.count));
+          }
+          if (c.state == CkptState::kCommitted) remember(it->first, r.frozen, first);
         }
         if (!c.shard_files && node->reused->shard_files) c.shard_files = node->reused->shard_files;
       } else {
@@ -363,19 +380,16 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
             file = parent->file(slash == std::string::npos ? in_job : in_job.substr(slash + 1));
           }
         }
-        auditor.audit_checkpoint(c, node, file, findings);
+        auditor.audit_checkpoint(c, node, file, found);
         if (node != nullptr && c.state == CkptState::kCommitted) {
           WalkMemory::Frozen f;
           Checkpoint remembered = c;
           remembered.path = in_job;  // stubs carry job-relative paths
           f.checkpoint = std::make_shared<const Checkpoint>(std::move(remembered));
           f.dirs = subtree_dirs(*node, tier_rel);
-          f.findings = findings;
-          next_memory.frozen.emplace(tier_rel,
-                                     std::make_shared<const WalkMemory::Frozen>(std::move(f)));
+          remember(tier_rel, std::make_shared<const WalkMemory::Frozen>(std::move(f)), first);
         }
       }
-      out.findings.insert(out.findings.end(), findings.begin(), findings.end());
       out.checkpoints.push_back(std::move(c));
     }
     walker.adopt_listing_files(job_rel, tree);  // the tree is done with
@@ -385,12 +399,23 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
   for (auto& [rel, l] : listings) {
     if (!inside_frozen(rel, next_memory)) next_memory.listings.emplace(rel, std::move(l));
   }
-  for (const auto& u : out.unreadable) auditor.audit_unreadable(u, out.findings);
+  for (const auto& u : out.unreadable) auditor.audit_unreadable(u, found);
   // Unreadable now, so not listed again: keep what was remembered for when
-  // access comes back.
-  for (const auto& [path, frozen] : memory_.frozen) {
-    if (overlaps_any(path, out.unreadable)) next_memory.frozen.emplace(path, frozen);
+  // access comes back, its findings copied out of the last walk's (which
+  // this walk's replace).
+  for (const auto& [path, r] : memory_.frozen) {
+    if (!overlaps_any(path, out.unreadable)) continue;
+    WalkMemory::Remembered kept{r.frozen, nullptr, 0, r.count};
+    if (r.findings) {
+      const auto from = r.findings->begin() + static_cast<std::ptrdiff_t>(r.first);
+      kept.findings = std::make_shared<const std::vector<AccessFinding>>(
+          from, from + static_cast<std::ptrdiff_t>(r.count));
+    }
+    next_memory.frozen.emplace(path, std::move(kept));
   }
+  found.shrink_to_fit();
+  out.findings = std::make_shared<const std::vector<AccessFinding>>(std::move(found));
+  for (WalkMemory::Remembered* r : pending) r->findings = out.findings;
   log_transitions(out.unreadable);
   memory_ = std::move(next_memory);
   for (const auto& rel : listed) {

@@ -590,7 +590,7 @@ bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error)
   if (memory_ != nullptr) {
     auto it = memory_->frozen.find(rel);
     if (it != memory_->frozen.end()) {
-      std::shared_ptr<const FrozenCheck> check = it->second;
+      std::shared_ptr<const FrozenCheck> check = it->second.frozen;
       auto res = std::make_shared<std::pair<bool, WalkStats>>();
       std::vector<std::function<void()>> t{[env = env_, check, res, rel, m = out.mtime] {
         res->first = frozen_unchanged(*env, rel, m, *check, res->second);
@@ -706,7 +706,7 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
         if (memory_ == nullptr || memory_->frozen.empty()) return nullptr;
         auto it = memory_->frozen.find(join(w.p.rel, name));
         if (it == memory_->frozen.end()) return nullptr;
-        return it->second;
+        return it->second.frozen;
       };
       if (w.prior) {
         ++stats_.listings_reused;

@@ -76,9 +76,17 @@ struct WalkMemory {
   struct Frozen {
     std::shared_ptr<const Checkpoint> checkpoint;      // path relative to its job root
     std::vector<std::pair<std::string, double>> dirs;  // tier-relative path, mtime
-    std::vector<AccessFinding> findings;               // the access audit of that walk
   };
-  std::unordered_map<std::string, std::shared_ptr<const Frozen>> frozen;
+  struct Remembered {
+    std::shared_ptr<const Frozen> frozen;
+    // The checkpoint's access findings: `count` of them from `first` in the
+    // findings of the last walk that reported it (the vector its catalog
+    // holds too).
+    std::shared_ptr<const std::vector<AccessFinding>> findings;
+    std::uint32_t first = 0;
+    std::uint32_t count = 0;
+  };
+  std::unordered_map<std::string, Remembered> frozen;
   std::unordered_map<std::string, std::shared_ptr<const DirListing>> listings;  // tier-relative
 };
 

@@ -395,8 +395,8 @@ bool render_findings_json(const Snapshot& snap, const std::map<std::string, std:
   }
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& [name, cat] : snap.state.catalogs) {
-    if (!tier.empty() && name != tier) continue;
-    for (const auto& f : cat->findings) {
+    if ((!tier.empty() && name != tier) || !cat->findings) continue;
+    for (const auto& f : *cat->findings) {
       if (kind && f.kind != *kind) continue;
       arr.push_back({{"tier", f.tier},
                      {"job", display_name(f.job)},

@@ -54,7 +54,6 @@ void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
   cat.scanned = true;
   cat.jobs = std::move(scan.jobs);
   cat.findings = std::move(scan.findings);
-  cat.findings.shrink_to_fit();
   std::sort(scan.unreadable.begin(), scan.unreadable.end(),
             [](const UnreadableDir& a, const UnreadableDir& b) { return a.path < b.path; });
   cat.unreadable = std::move(scan.unreadable);

@@ -62,8 +62,11 @@ struct UnreadableDir {
 bool paths_overlap(const std::string& a, const std::string& b);
 
 struct TierCatalog {
-  std::vector<Checkpoint> checkpoints;    // sorted by (job, path)
-  std::vector<AccessFinding> findings;    // access audit of the last complete walk
+  std::vector<Checkpoint> checkpoints;  // sorted by (job, path)
+  // The access audit of the last complete walk (null before one). Shared with
+  // the walker's memory, which re-reports the findings of the checkpoints it
+  // does not list again from it: held once, not copied per walk.
+  std::shared_ptr<const std::vector<AccessFinding>> findings;
   std::set<std::string> jobs;             // every job directory seen, with or without checkpoints
   std::vector<UnreadableDir> unreadable;  // of the last complete walk, sorted by path
   ScanCounters scan;
@@ -81,8 +84,8 @@ struct TierCatalog {
 
 // What a completed scan found.
 struct ScanOutcome {
-  std::vector<Checkpoint> checkpoints;  // tier, job, path set
-  std::vector<AccessFinding> findings;
+  std::vector<Checkpoint> checkpoints;                         // tier, job, path set
+  std::shared_ptr<const std::vector<AccessFinding>> findings;  // null when the walk did not finish
   std::set<std::string> jobs;
   // Directories that could not be read. The scan holds no checkpoint at,
   // inside or around them: merge_scan keeps the catalog's records there.

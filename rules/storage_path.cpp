@@ -1,6 +1,8 @@
 #include "rules/storage_path.hpp"
 
 #include <algorithm>
+#include <string_view>
+#include <utility>
 
 namespace ckptmon {
 namespace {
@@ -28,32 +30,52 @@ StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkp
                                               const RulesPolicy& policy, double now) {
   static const std::map<std::string, NetInterfaceIo> kNoInterfaces;
   const auto& interfaces = io != nullptr ? io->interfaces : kNoInterfaces;
-  const std::uint64_t gen = ++generation_;
   // The settled entries by (tier, job): the job's median duration and usual
   // metadata rate come from its other checkpoints. Built when first needed:
-  // in the steady state every entry is settled and nothing needs it.
+  // in the steady state every entry is settled and nothing needs it. It
+  // points into *entries_: rebuilt after writable() copied the map.
   using Settled =
       std::map<std::pair<std::string, std::string>, std::vector<const CheckpointStoragePath*>>;
   std::optional<Settled> settled_index;
   auto settled = [&]() -> Settled& {
     if (!settled_index) {
       settled_index.emplace();
-      for (const auto& [k, e] : entries_) {
+      for (const auto& [k, e] : *entries_) {
         if (e.io) (*settled_index)[{k.tier, e.job}].push_back(&e);
       }
     }
     return *settled_index;
   };
-
-  for (const Checkpoint& c : checkpoints) {
-    if (c.state != CkptState::kCommitted || !tiers.contains(c.tier) ||
-        deletion_tiers.contains(c.tier)) {
-      continue;
+  // The entry at `it`, to change (the iterator follows a copy of the map).
+  auto change = [&](Entries::iterator& it) -> CheckpointStoragePath& {
+    if (published_) {
+      const CheckpointKey key = it->first;
+      writable();
+      settled_index.reset();
+      it = entries_->find(key);
     }
-    auto [it, added] = entries_.try_emplace(CheckpointKey{c.tier, c.path});
-    CheckpointStoragePath& e = it->second;
-    e.seen = gen;
-    if (added) changed_ = true;
+    return it->second;
+  };
+  auto tracked = [&](const Checkpoint& c) {
+    return c.state == CkptState::kCommitted && tiers.contains(c.tier) &&
+           !deletion_tiers.contains(c.tier);
+  };
+
+  std::size_t visited = 0;
+  for (const Checkpoint& c : checkpoints) {
+    if (!tracked(c)) continue;
+    ++visited;
+    auto it = entries_->find(CheckpointKey{c.tier, c.path});
+    if (it == entries_->end()) {
+      // A new entry: the map's other entries (and the index's pointers) stay
+      // where they are, unless a snapshot shares the map.
+      if (published_) {
+        writable();
+        settled_index.reset();
+      }
+      it = entries_->try_emplace(CheckpointKey{c.tier, c.path}).first;
+    }
+    const CheckpointStoragePath& e = it->second;
     if (e.io && e.io->window.source == WindowSource::kEvents) continue;  // settled for good
     const EventStep* ev =
         events != nullptr && c.step >= 0 ? events->find(c.tier, c.job, c.step) : nullptr;
@@ -63,13 +85,11 @@ StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkp
       const bool dated_by_events =
           ev != nullptr && ev->start_ts > 0 && ev->commit_ts >= ev->start_ts;
       if (!dated_by_events) continue;
-      std::erase(settled()[{c.tier, e.job}], &e);
-      e.io.reset();
-      e.verdict.reset();
+      CheckpointStoragePath& w = change(it);
+      std::erase(settled()[{c.tier, w.job}], &w);
+      w.io.reset();
+      w.verdict.reset();
     }
-    e.tier = c.tier;
-    e.job = c.job;
-    e.step = c.step;
     const auto w = save_window(c, ev);
     if (!w) continue;
     const TierIo* tio = tier_io(io, c.tier);
@@ -78,6 +98,7 @@ StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkp
                       now - w->end > kWindowIoGraceSeconds;
     if (!done) continue;
 
+    CheckpointStoragePath& entry = change(it);
     // The job's other settled checkpoints on the tier: its median duration
     // and usual metadata rate.
     std::vector<double> durations, metadata;
@@ -113,24 +134,34 @@ StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkp
         }
       }
     }
-    e.verdict = classify_slow(in, p);
-    e.io = std::move(wio);
-    job_settled.push_back(&e);
-    changed_ = true;
-    if (e.verdict->slow && !e.counted && commit_time(c) >= count_from_) {
-      ++counts_[SlowCountKey{c.tier, c.job, e.verdict->cause}];
-      e.counted = true;
+    entry.job = c.job;
+    entry.verdict = classify_slow(in, p);
+    entry.io = std::move(wio);
+    job_settled.push_back(&entry);
+    if (entry.verdict->slow && !entry.counted && commit_time(c) >= count_from_) {
+      ++counts_[SlowCountKey{c.tier, c.job, entry.verdict->cause}];
+      entry.counted = true;
     }
   }
-  if (std::erase_if(entries_, [&](const auto& kv) { return kv.second.seen != gen; }) > 0) {
-    changed_ = true;
+  // Entries of checkpoints no longer committed (or gone). The catalog holds
+  // each (tier, path) once, so every entry was visited when the counts agree.
+  if (visited != entries_->size()) {
+    std::set<std::pair<std::string_view, std::string_view>> live;
+    for (const Checkpoint& c : checkpoints) {
+      if (tracked(c)) live.emplace(c.tier, c.path);
+    }
+    if (live.size() != entries_->size()) {
+      std::erase_if(writable(), [&](const auto& kv) {
+        return !live.contains({std::string_view(kv.first.tier), std::string_view(kv.first.path)});
+      });
+    }
   }
 
   StoragePathFigures out;
   out.slow_counts = counts_;
   {
     std::map<std::string, std::pair<double, double>> sums;  // tier -> (bytes, seconds)
-    for (const auto& [k, e] : entries_) {
+    for (const auto& [k, e] : *entries_) {
       if (!e.io || !e.io->write_bytes_per_second) continue;
       const SaveWindow& w = e.io->window;
       const double observe = policy.for_tier(k.tier).bandwidth.observe_window_seconds;
@@ -167,8 +198,8 @@ StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkp
       const std::vector<const Checkpoint*> committed = committed_oldest_first(mine);
       // Newest first: the last slow verdict, then the newest restorable one.
       for (auto it = committed.rbegin(); it != committed.rend(); ++it) {
-        auto e = entries_.find(CheckpointKey{tier, (*it)->path});
-        if (e == entries_.end() || !e->second.verdict || !e->second.verdict->judged) continue;
+        auto e = entries_->find(CheckpointKey{tier, (*it)->path});
+        if (e == entries_->end() || !e->second.verdict || !e->second.verdict->judged) continue;
         out.last_slow.push_back({tier, job, (*it)->step, (*it)->path, *e->second.verdict});
         break;
       }
@@ -208,13 +239,17 @@ StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkp
   return out;
 }
 
-std::shared_ptr<const std::map<CheckpointKey, CheckpointStoragePath>>
-StoragePathTracker::snapshot() {
-  if (changed_ || !snapshot_) {
-    snapshot_ = std::make_shared<const std::map<CheckpointKey, CheckpointStoragePath>>(entries_);
-    changed_ = false;
+StoragePathTracker::Entries& StoragePathTracker::writable() {
+  if (published_) {
+    entries_ = std::make_shared<Entries>(*entries_);
+    published_ = false;
   }
-  return snapshot_;
+  return *entries_;
+}
+
+std::shared_ptr<const StoragePathTracker::Entries> StoragePathTracker::snapshot() {
+  published_ = true;
+  return entries_;
 }
 
 }  // namespace ckptmon

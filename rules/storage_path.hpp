@@ -33,17 +33,16 @@ namespace ckptmon {
 // counters' next sample before they are settled as unknown.
 inline constexpr double kWindowIoGraceSeconds = 600;
 
-// One catalog entry's storage path, shown in /api/v1/checkpoints.
+// One catalog entry's storage path, shown in /api/v1/checkpoints. Kept for
+// every committed checkpoint (100,000 at a large site): the tier and the path
+// are its key (CheckpointKey), the step is the catalog's.
 struct CheckpointStoragePath {
-  std::string tier;
   std::string job;
-  std::int64_t step = -1;
   std::optional<WindowIo> io;          // nullopt until settled (or when nothing dates the save)
   std::optional<SlowVerdict> verdict;  // set with `io`
   // Counted in slow_counts already: a checkpoint counts once, even when a
   // later event log re-dates its window.
   bool counted = false;
-  std::uint64_t seen = 0;  // the tracker's update() that last saw it in the catalog
 };
 
 // The verdict of the newest judged committed checkpoint of a (tier, job).
@@ -113,17 +112,21 @@ class StoragePathTracker {
                             const IoState* io, const Verifications& verified,
                             const RulesPolicy& policy, double now);
 
-  const std::map<CheckpointKey, CheckpointStoragePath>& checkpoints() const { return entries_; }
-  // An immutable copy of checkpoints() to publish, copied again only after
-  // an update() that changed it.
-  std::shared_ptr<const std::map<CheckpointKey, CheckpointStoragePath>> snapshot();
+  using Entries = std::map<CheckpointKey, CheckpointStoragePath>;
+  const Entries& checkpoints() const { return *entries_; }
+  // checkpoints() to publish, immutable: the tracker's own map itself, not a
+  // copy. An update() that changes an entry after a snapshot() first copies
+  // the map (copy on write), so a published snapshot never changes and an
+  // unchanged tracker is held once, however many snapshots share it.
+  std::shared_ptr<const Entries> snapshot();
 
  private:
+  // The entries, to change: copies them first when a snapshot shares them.
+  Entries& writable();
+
   double count_from_ = 0;
-  std::map<CheckpointKey, CheckpointStoragePath> entries_;
-  std::uint64_t generation_ = 0;
-  bool changed_ = true;
-  std::shared_ptr<const std::map<CheckpointKey, CheckpointStoragePath>> snapshot_;
+  std::shared_ptr<Entries> entries_ = std::make_shared<Entries>();
+  bool published_ = false;  // a snapshot() shares *entries_
   std::map<SlowCountKey, std::uint64_t> counts_;
   std::map<std::string, double> best_restore_read_;  // by tier
 };

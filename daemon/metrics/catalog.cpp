@@ -183,7 +183,9 @@ void add_tier_samples(const std::string& tier, const TierCatalog& cat, TierFamil
   }
   if (!cat.scanned) return;
   std::array<double, kFindingKindCount> by_kind{};
-  for (const auto& x : cat.findings) by_kind[static_cast<std::size_t>(x.kind)] += 1;
+  if (cat.findings) {
+    for (const auto& x : *cat.findings) by_kind[static_cast<std::size_t>(x.kind)] += 1;
+  }
   for (int k = 0; k < kFindingKindCount; ++k) {
     f.findings.add({{"tier", tier}, {"kind", std::string(to_string(static_cast<FindingKind>(k)))}},
                    by_kind[static_cast<std::size_t>(k)]);

@@ -455,5 +455,45 @@ TEST(StoragePathTracker, MeasuredWriteBandwidthOverTheSaveWindows) {
   EXPECT_FALSE(out.measured_write_bytes_per_second.contains("rapid"));
 }
 
+TEST(StoragePathTracker, ASnapshotIsSharedUntilAnUpdateChangesItAndThenStaysAsItWas) {
+  TrackerFixture f;
+  f.policy.tiers["rapid"].storage_path.checkpoint_window_seconds = 60;
+  f.add(1, 1000, 1030);  // events: a 30 s save, on time
+  f.add(2, 1100, 1130);
+  StoragePathTracker t;
+  t.update(f.cks, f.tiers, {}, &f.events, nullptr, {}, f.policy, 1200);
+  const auto first = t.snapshot();
+  ASSERT_EQ(first->size(), 2u);
+  // The snapshot is the tracker's map itself, not a copy of it.
+  EXPECT_EQ(first.get(), &t.checkpoints());
+
+  // Nothing new: the same map, shared again.
+  t.update(f.cks, f.tiers, {}, &f.events, nullptr, {}, f.policy, 1210);
+  EXPECT_EQ(t.snapshot().get(), first.get());
+
+  // A new checkpoint and one gone: the tracker changes a copy; the published
+  // snapshot keeps what it held.
+  f.add(3, 1200, 1290);  // 90 s: slow
+  f.cks.erase(f.cks.begin());
+  t.update(f.cks, f.tiers, {}, &f.events, nullptr, {}, f.policy, 1300);
+  EXPECT_NE(&t.checkpoints(), first.get());
+  ASSERT_EQ(first->size(), 2u);
+  EXPECT_TRUE(first->contains(CheckpointKey{"rapid", "llama/step-1"}));
+  EXPECT_FALSE(first->contains(CheckpointKey{"rapid", "llama/step-3"}));
+  const auto second = t.snapshot();
+  ASSERT_EQ(second->size(), 2u);
+  EXPECT_FALSE(second->contains(CheckpointKey{"rapid", "llama/step-1"}));
+  ASSERT_TRUE(second->at(CheckpointKey{"rapid", "llama/step-3"}).verdict);
+  EXPECT_TRUE(second->at(CheckpointKey{"rapid", "llama/step-3"}).verdict->slow);
+  EXPECT_EQ(second->at(CheckpointKey{"rapid", "llama/step-3"}).job, "llama");
+
+  // A checkpoint no longer committed leaves too, without a new one coming.
+  f.cks.back().state = CkptState::kPartial;
+  t.update(f.cks, f.tiers, {}, &f.events, nullptr, {}, f.policy, 1310);
+  EXPECT_EQ(second->size(), 2u);
+  EXPECT_EQ(t.checkpoints().size(), 1u);
+  EXPECT_TRUE(t.checkpoints().contains(CheckpointKey{"rapid", "llama/step-2"}));
+}
+
 }  // namespace
 }  // namespace ckptmon

@@ -37,7 +37,7 @@ class TreeScanReload : public ::testing::Test {
     Update apply = collector_.prepare("rapid")();
     apply(state_);
     std::vector<FindingKind> kinds;
-    for (const auto& f : state_.catalogs["rapid"]->findings) kinds.push_back(f.kind);
+    for (const auto& f : *state_.catalogs["rapid"]->findings) kinds.push_back(f.kind);
     return kinds;
   }
 

@@ -126,7 +126,7 @@ TEST_F(TreeScanUnreadable, JobDirectoryFlappingKeepsItsCheckpoints) {
                   return at + "jobA not reported unreadable";
                 }
                 bool finding = false;
-                for (const auto& f : o.findings) {
+                for (const auto& f : *o.findings) {
                   finding = finding || (f.kind == FindingKind::kUnreadable && f.path == "jobA");
                 }
                 if (!finding) return at + "no unreadable finding";

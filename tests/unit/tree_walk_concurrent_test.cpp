@@ -167,7 +167,8 @@ TEST(TreeWalkConcurrent, SameCatalogAtConcurrency1And16IncludingRescans) {
       }
     }
     EXPECT_EQ(a.jobs, b.jobs);
-    EXPECT_EQ(a.findings.size(), b.findings.size());
+    ASSERT_TRUE(a.findings && b.findings);
+    EXPECT_EQ(a.findings->size(), b.findings->size());
     EXPECT_EQ(a.dirs_listed, b.dirs_listed) << "pass " << pass;
     EXPECT_EQ(a.stat_calls, b.stat_calls) << "pass " << pass;
     EXPECT_EQ(a.vanished, b.vanished);

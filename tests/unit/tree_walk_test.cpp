@@ -98,8 +98,8 @@ TEST(TreeWalk, UnchangedCommittedCheckpointIsNotListedAgain) {
     WalkMemory::Frozen f;
     f.checkpoint = c;
     f.dirs = subtree_dirs(*ck, "job/step-1");
-    memory.frozen["job/step-1"] = std::make_shared<const WalkMemory::Frozen>(f);
-    EXPECT_EQ(memory.frozen["job/step-1"]->dirs.size(), 2u);
+    memory.frozen["job/step-1"].frozen = std::make_shared<const WalkMemory::Frozen>(f);
+    EXPECT_EQ(memory.frozen["job/step-1"].frozen->dirs.size(), 2u);
   }
   WalkStats s;
   TreeWalker w(root.fd, root.dev, &memory, s);
