@@ -4,6 +4,8 @@
 #include <cstring>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "store/event_codec.hpp"
 #include "store/shard_pack.hpp"
 #include "util/log.hpp"
@@ -21,6 +23,21 @@ void add_total(sql::Stmt& st, std::string_view kind, std::string_view label, std
 }
 
 }  // namespace
+
+std::string key_list(const AggregateTable& t) {
+  std::string out;
+  for (const KeyColumn& k : t.keys) out += fmt::format("{}{}", out.empty() ? "" : ", ", k.name);
+  return out;
+}
+
+std::string create_sql(const AggregateTable& t, std::string_view as, bool if_not_exists) {
+  std::string columns;
+  for (const KeyColumn& k : t.keys) {
+    columns += fmt::format("{} {} NOT NULL, ", k.name, k.integer ? "INTEGER" : "TEXT");
+  }
+  return fmt::format("CREATE TABLE {}{}({}data BLOB NOT NULL, PRIMARY KEY({})) WITHOUT ROWID",
+                     if_not_exists ? "IF NOT EXISTS " : "", as, columns, key_list(t));
+}
 
 Loaded load(sql::Db& db) {
   Loaded out;

@@ -6,9 +6,11 @@
 // callers wrap the writes of one batch in one sql::Transaction. The ports
 // built on them (store/event_journal.hpp, store/verification_ledger.hpp) do.
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectors/event_journal.hpp"
@@ -18,6 +20,36 @@
 #include "store/sqlite.hpp"
 
 namespace ckptmon::event_tables {
+
+// --- the aggregate tables ----------------------------------------------------------
+
+// One primary-key column of an aggregate table.
+struct KeyColumn {
+  const char* name;
+  bool integer;  // INTEGER; TEXT otherwise
+};
+
+// An aggregate table (schema 7): its primary key's columns, in order, then
+// `data BLOB` (store/event_codec.hpp). The one definition the schema's
+// creation (store/store.cpp) and the schema-7 rebuild
+// (store/legacy_event_rows.cpp) both use.
+struct AggregateTable {
+  const char* name;
+  std::span<const KeyColumn> keys;
+};
+inline constexpr std::array<KeyColumn, 3> kStepKeys{
+    {{"tier", false}, {"job", false}, {"step", true}}};
+inline constexpr std::array<KeyColumn, 2> kJobKeys{{{"tier", false}, {"job", false}}};
+inline constexpr std::array<KeyColumn, 1> kRestoreKeys{{{"job", false}}};
+inline constexpr AggregateTable kStepsTable{"event_steps", kStepKeys};
+inline constexpr AggregateTable kJobsTable{"event_jobs", kJobKeys};
+inline constexpr AggregateTable kRestoresTable{"event_restores", kRestoreKeys};
+
+// "CREATE TABLE [IF NOT EXISTS] <as>(<keys>, data BLOB NOT NULL, PRIMARY KEY(<keys>)) WITHOUT
+// ROWID".
+std::string create_sql(const AggregateTable& t, std::string_view as, bool if_not_exists);
+// The key columns, comma-separated: "tier, job, step".
+std::string key_list(const AggregateTable& t);
 
 using CursorRow = ckptmon::CursorRow;
 using Loaded = JournalState;

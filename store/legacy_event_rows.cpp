@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "store/event_codec.hpp"
+#include "store/event_tables.hpp"
 #include "store/sqlite.hpp"
 #include "util/log.hpp"
 
@@ -125,53 +126,43 @@ EventRestores event_restores_from_json(const nlohmann::json& j) {
 
 namespace {
 
-struct EventTable {
-  const char* name;
-  const char* keys;          // the primary key's columns, in order
-  const char* key_columns;   // their declarations
-  std::size_t integer_keys;  // the last n keys are INTEGER, the others TEXT
-  std::string (*reencode)(const nlohmann::json&);
-};
-
 template <typename T, T (*FromJson)(const nlohmann::json&)>
 std::string reencode(const nlohmann::json& j) {
   return encode_event_row(FromJson(j));
 }
 
-constexpr std::array<EventTable, 3> kTables{{
-    {"event_steps", "tier, job, step",
-     "tier TEXT NOT NULL, job TEXT NOT NULL, step INTEGER NOT NULL", 1,
-     &reencode<EventStep, &event_step_from_json>},
-    {"event_jobs", "tier, job", "tier TEXT NOT NULL, job TEXT NOT NULL", 0,
-     &reencode<EventJob, &event_job_from_json>},
-    {"event_restores", "job", "job TEXT NOT NULL", 0,
-     &reencode<EventRestores, &event_restores_from_json>},
-}};
+struct Rebuild {
+  const event_tables::AggregateTable* table;
+  std::string (*reencode)(const nlohmann::json&);
+};
 
-std::size_t key_count(const EventTable& t) {
-  return static_cast<std::size_t>(std::count(t.keys, t.keys + std::strlen(t.keys), ',')) + 1;
-}
+constexpr std::array<Rebuild, 3> kRebuilds{{
+    {&event_tables::kStepsTable, &reencode<EventStep, &event_step_from_json>},
+    {&event_tables::kJobsTable, &reencode<EventJob, &event_job_from_json>},
+    {&event_tables::kRestoresTable, &reencode<EventRestores, &event_restores_from_json>},
+}};
 
 }  // namespace
 
 std::uint64_t reencode_event_rows(sql::Db& db) {
   std::uint64_t kept = 0;
-  for (const EventTable& t : kTables) {
+  for (const Rebuild& r : kRebuilds) {
+    const event_tables::AggregateTable& t = *r.table;
     const std::string name = t.name;
     const std::string next = name + "_v7";
-    const std::size_t n = key_count(t);
+    const std::size_t n = t.keys.size();
+    const std::string keys = event_tables::key_list(t);
     db.exec(fmt::format("DROP TABLE IF EXISTS {}", next));
-    db.exec(fmt::format("CREATE TABLE {}({}, data BLOB NOT NULL, PRIMARY KEY({})) WITHOUT ROWID",
-                        next, t.key_columns, t.keys));
+    db.exec(event_tables::create_sql(t, next, /*if_not_exists=*/false));
     std::string marks;
     for (std::size_t i = 1; i <= n + 1; ++i) marks += fmt::format("{}?{}", i > 1 ? "," : "", i);
-    auto ins = db.prepare(fmt::format("INSERT INTO {}({}, data) VALUES({})", next, t.keys, marks));
-    auto sel = db.prepare(fmt::format("SELECT {}, data FROM {}", t.keys, name));
+    auto ins = db.prepare(fmt::format("INSERT INTO {}({}, data) VALUES({})", next, keys, marks));
+    auto sel = db.prepare(fmt::format("SELECT {}, data FROM {}", keys, name));
     while (sel.step()) {
       std::string key;
       for (std::size_t i = 0; i < n; ++i) {
         const int col = static_cast<int>(i);
-        if (i >= n - t.integer_keys) {
+        if (t.keys[i].integer) {
           ins.bind(col + 1, sel.int64(col));
           key += (i ? "/" : "") + std::to_string(sel.int64(col));
         } else {
@@ -186,7 +177,7 @@ std::uint64_t reencode_event_rows(sql::Db& db) {
       const auto j = nlohmann::json::parse(data, nullptr, false);
       if (!j.is_discarded() && j.is_object()) {
         try {
-          row = t.reencode(j);
+          row = r.reencode(j);
         } catch (const nlohmann::json::exception& e) {
           why = e.what();
         }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <future>
 
+#include "store/event_tables.hpp"
 #include "store/history.hpp"
 #include "store/legacy_event_rows.hpp"
 #include "util/log.hpp"
@@ -61,14 +62,10 @@ void migrate(sql::Db& db) {
     db.exec(R"(CREATE TABLE IF NOT EXISTS manifest_totals(
   kind TEXT NOT NULL, label TEXT NOT NULL, value INTEGER NOT NULL,
   PRIMARY KEY(kind, label)) WITHOUT ROWID)");
-    db.exec(R"(CREATE TABLE IF NOT EXISTS event_steps(
-  tier TEXT NOT NULL, job TEXT NOT NULL, step INTEGER NOT NULL, data BLOB NOT NULL,
-  PRIMARY KEY(tier, job, step)) WITHOUT ROWID)");
-    db.exec(R"(CREATE TABLE IF NOT EXISTS event_jobs(
-  tier TEXT NOT NULL, job TEXT NOT NULL, data BLOB NOT NULL,
-  PRIMARY KEY(tier, job)) WITHOUT ROWID)");
-    db.exec(R"(CREATE TABLE IF NOT EXISTS event_restores(
-  job TEXT NOT NULL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID)");
+    for (const auto* t :
+         {&event_tables::kStepsTable, &event_tables::kJobsTable, &event_tables::kRestoresTable}) {
+      db.exec(event_tables::create_sql(*t, t->name, /*if_not_exists=*/true));
+    }
     db.exec(R"(CREATE TABLE IF NOT EXISTS integrity_queue(
   id INTEGER PRIMARY KEY AUTOINCREMENT, tier TEXT NOT NULL, job TEXT NOT NULL,
   step INTEGER NOT NULL, next_index INTEGER NOT NULL, count INTEGER NOT NULL,
@@ -125,10 +122,7 @@ void migrate(sql::Db& db) {
   // the database at 6 with its JSON rows, or at 7 with none.
   if (v < 7) {
     sql::Transaction tx(db);
-    if (const std::uint64_t kept = legacy::reencode_event_rows(db); kept > 0) {
-      log::error("state database: event rows that were not readable JSON were kept as they were",
-                 {{"rows", std::to_string(kept)}});
-    }
+    legacy::reencode_event_rows(db);  // logs each row it keeps unread
     db.set_user_version(7);
     tx.commit();
   }
