@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -63,13 +64,16 @@ int main(int argc, char** argv) {
     ckptmon::TierScanner scanner(cfg, false);  // fresh: a full walk
     const double c0 = cpu_seconds();
     auto t0 = std::chrono::steady_clock::now();
-    auto full = scanner.scan(now);
+    auto cat = std::make_shared<ckptmon::TierCatalog>();  // as the daemon merges into
+    auto full = scanner.scan(now, nullptr, cat);
     auto t1 = std::chrono::steady_clock::now();
     full_cpu.push_back(cpu_seconds() - c0);
-    auto steady = scanner.scan(now);  // nothing changed since
+    ckptmon::merge_scan(*cat, full, now);
+    const auto t1b = std::chrono::steady_clock::now();
+    auto steady = scanner.scan(now, nullptr, cat);  // nothing changed since
     auto t2 = std::chrono::steady_clock::now();
     full_t.push_back(std::chrono::duration<double>(t1 - t0).count());
-    steady_t.push_back(std::chrono::duration<double>(t2 - t1).count());
+    steady_t.push_back(std::chrono::duration<double>(t2 - t1b).count());
     full_stats = full.stat_calls;
     steady_stats = steady.stat_calls;
     full_dirs = full.dirs_listed;

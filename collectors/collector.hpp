@@ -34,8 +34,10 @@ class Collector {
   // Loop thread. Independent units of work (usually tier names). Each runs
   // with its own deadline and never twice at the same time.
   virtual std::vector<std::string> targets() const = 0;
-  // Loop thread. Captures everything the job needs by value.
-  virtual Job prepare(const std::string& target) = 0;
+  // Loop thread. Captures everything the job needs by value: from `state`
+  // only shared, immutable parts (CopyOnWrite::shared()), since the job runs
+  // while the loop goes on changing it.
+  virtual Job prepare(const std::string& target, const State& state) = 0;
   // Loop thread. The target's job is past its deadline and still blocked.
   virtual void on_deadline(const std::string& /*target*/, State& /*state*/) {}
   // Loop thread. The target's job threw `error`.

@@ -69,7 +69,7 @@ std::vector<std::string> GpuCollector::targets() const {
   return {"gpu"};
 }
 
-Job GpuCollector::prepare(const std::string& /*target*/) {
+Job GpuCollector::prepare(const std::string& /*target*/, const State& /*state*/) {
   return [source = source_, cfg = cfg_, clock = clock_, logged = logged_]() -> Update {
     const double started = clock->now();
     GpuPoll poll;

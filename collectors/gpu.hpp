@@ -27,7 +27,7 @@ class GpuCollector final : public Collector {
   Duration interval() const override { return cfg_.interval; }
   Duration deadline() const override { return cfg_.timeout; }
   std::vector<std::string> targets() const override;
-  Job prepare(const std::string& target) override;
+  Job prepare(const std::string& target, const State& state) override;
   void on_deadline(const std::string& target, State& state) override;
   void on_failure(const std::string& target, const std::string& error, State& state) override;
 

@@ -580,7 +580,7 @@ std::vector<std::string> IntegrityCollector::targets() const {
   return {"verifier"};
 }
 
-Job IntegrityCollector::prepare(const std::string& /*target*/) {
+Job IntegrityCollector::prepare(const std::string& /*target*/, const State& /*state*/) {
   auto verifier = verifier_;
   // A run lasts about one interval, so the next one finds it done; the first
   // only loads what earlier runs found.

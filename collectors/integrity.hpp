@@ -164,7 +164,7 @@ class IntegrityCollector final : public Collector {
   // A run works for one interval, plus the last file's read.
   Duration deadline() const override { return interval_ + read_deadline_; }
   std::vector<std::string> targets() const override;
-  Job prepare(const std::string& target) override;
+  Job prepare(const std::string& target, const State& state) override;
   // Logs the stuck read (once per stuck run) when a read is what holds it up.
   void on_deadline(const std::string& target, State& state) override;
 

@@ -66,7 +66,7 @@ std::vector<std::string> ManifestTailCollector::targets() const {
   return out;
 }
 
-Job ManifestTailCollector::prepare(const std::string& target) {
+Job ManifestTailCollector::prepare(const std::string& target, const State& /*state*/) {
   auto tailer = tailers_.at(target);
   return [tailer, ingest = ingest_, watches = watches_,
           retired = std::exchange(retired_, {})]() mutable -> Update {

@@ -37,7 +37,7 @@ class ManifestTailCollector final : public Collector {
   Duration interval() const override { return interval_; }
   Duration deadline() const override { return deadline_; }
   std::vector<std::string> targets() const override;
-  Job prepare(const std::string& target) override;
+  Job prepare(const std::string& target, const State& state) override;
   int wake_fd() const override;
   std::set<std::string> on_wake() override;
 

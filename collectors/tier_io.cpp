@@ -208,7 +208,7 @@ std::vector<std::string> TierIoCollector::targets() const {
   return out;
 }
 
-Job TierIoCollector::prepare(const std::string& target) {
+Job TierIoCollector::prepare(const std::string& target, const State& /*state*/) {
   if (target == kNetworkTarget) {
     return [ifs = interfaces_, sys = sys_path_, clock = clock_, logged = logged_]() -> Update {
       std::vector<NetRead> reads;

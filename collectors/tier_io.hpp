@@ -55,7 +55,7 @@ class TierIoCollector final : public Collector {
   Duration interval() const override { return interval_; }
   Duration deadline() const override { return timeout_; }
   std::vector<std::string> targets() const override;
-  Job prepare(const std::string& target) override;
+  Job prepare(const std::string& target, const State& state) override;
   void on_deadline(const std::string& target, State& state) override;
   void on_failure(const std::string& target, const std::string& error, State& state) override;
 

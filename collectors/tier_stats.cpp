@@ -159,7 +159,7 @@ std::vector<std::string> TierStatsCollector::targets() const {
   return out;
 }
 
-Job TierStatsCollector::prepare(const std::string& target) {
+Job TierStatsCollector::prepare(const std::string& target, const State& /*state*/) {
   std::string path;
   std::uint64_t generation = 0;
   for (const auto& t : tiers_) {

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "collectors/access_audit.hpp"
 #include "collectors/mountinfo.hpp"
@@ -167,7 +168,8 @@ std::shared_ptr<WalkLive> TierScanner::live() const {
   return slots_ ? slots_->live() : nullptr;
 }
 
-ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
+ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
+                              std::shared_ptr<const TierCatalog> records) {
   const auto start = std::chrono::steady_clock::now();
   ScanOutcome out;
   WalkStats stats;
@@ -280,6 +282,23 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
   opts.stall_timeout = stall_timeout;
   opts.clock = clock.get();
   opts.hook = hook;
+  // A frozen checkpoint is reused from the catalog the last walks' results
+  // went into, when it still holds the record frozen (sorted by job, path).
+  std::string walking_job;
+  if (records) {
+    opts.frozen_record = [&records, &walking_job](
+                             const std::string& rel,
+                             const WalkMemory::Frozen& f) -> std::shared_ptr<const Checkpoint> {
+      const auto& v = records->checkpoints;
+      auto it = std::lower_bound(
+          v.begin(), v.end(), std::tie(walking_job, rel),
+          [](const Checkpoint& c, const auto& key) { return std::tie(c.job, c.path) < key; });
+      if (it == v.end() || it->job != walking_job || it->path != rel || !f.matches(*it)) {
+        return nullptr;
+      }
+      return {records, &*it};  // shares the catalog, copies nothing
+    };
+  }
   TreeWalker walker(root, ro->dev, &memory_, stats, opts);
   std::unordered_map<std::string, std::shared_ptr<const DirListing>> listings;
   walker.remember_listings(&listings, /*adopt_later=*/true);
@@ -327,6 +346,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
     out.jobs.insert(job);
     auditor.audit_job(job, job_rel, found);
     DirNode tree;
+    walking_job = job;
     if (!walker.build(job_rel, tree, nullptr)) {
       if (walker.stalled()) {
         out = ScanOutcome{};
@@ -383,9 +403,10 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher) {
         auditor.audit_checkpoint(c, node, file, found);
         if (node != nullptr && c.state == CkptState::kCommitted) {
           WalkMemory::Frozen f;
-          Checkpoint remembered = c;
-          remembered.path = in_job;  // stubs carry job-relative paths
-          f.checkpoint = std::make_shared<const Checkpoint>(std::move(remembered));
+          f.dir_mtime = c.dir_mtime;
+          f.last_write = c.last_write;
+          f.files = c.files;
+          f.bytes = c.bytes;
           f.dirs = subtree_dirs(*node, tier_rel);
           remember(tier_rel, std::make_shared<const WalkMemory::Frozen>(std::move(f)), first);
         }
@@ -479,10 +500,17 @@ std::vector<std::string> TreeScanCollector::targets() const {
   return out;
 }
 
-Job TreeScanCollector::prepare(const std::string& target) {
+Job TreeScanCollector::prepare(const std::string& target, const State& current) {
   auto scanner = scanners_.at(target);
-  return [scanner, clock = clock_, watcher = watcher_, target]() -> Update {
-    ScanOutcome outcome = scanner->scan(clock->now(), watcher.get());
+  // The catalog as the last walk left it: the walk reuses its records of the
+  // checkpoints that did not change (held until the walk ends, not after).
+  std::shared_ptr<const TierCatalog> records;
+  if (auto it = current.catalogs.find(target); it != current.catalogs.end()) {
+    records = it->second.shared();
+  }
+  return [scanner, clock = clock_, watcher = watcher_, target,
+          records = std::move(records)]() mutable -> Update {
+    ScanOutcome outcome = scanner->scan(clock->now(), watcher.get(), std::move(records));
     const double now = clock->now();
     const std::uint64_t generation = scanner->config().generation;
     return [outcome = std::move(outcome), target, generation, now,

@@ -26,8 +26,12 @@ class TierScanner {
   TierScanner(TierConfig cfg, bool keep_files);
   // Blocking: walks the tier. `now` decides in_progress versus partial. With
   // a watcher, the directories listed are watched when the tier's watch mode
-  // (auto: by file-system type) says inotify.
-  ScanOutcome scan(double now, DirWatcher* watcher = nullptr);
+  // (auto: by file-system type) says inotify. `records`: the catalog the
+  // earlier walks' outcomes were merged into (merge_scan); a committed
+  // checkpoint whose directories did not change is reused from it rather
+  // than listed again. Without it every checkpoint is listed.
+  ScanOutcome scan(double now, DirWatcher* watcher = nullptr,
+                   std::shared_ptr<const TierCatalog> records = nullptr);
   const TierConfig& config() const { return cfg_; }
   bool keep_files() const { return keep_files_; }
   // A walk in which no metadata call returns for this long is given up (the
@@ -94,7 +98,7 @@ class TreeScanCollector final : public Collector {
   Duration interval() const override { return interval_; }
   Duration deadline() const override { return deadline_; }
   std::vector<std::string> targets() const override;
-  Job prepare(const std::string& target) override;
+  Job prepare(const std::string& target, const State& state) override;
   void on_deadline(const std::string& target, State& state) override;
   void on_failure(const std::string& target, const std::string& error, State& state) override;
   // inotify on the directories the walks of local tiers listed.

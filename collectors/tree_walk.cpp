@@ -274,6 +274,7 @@ struct EntryIn {
   const FileEntry* prev = nullptr;
   double prev_ctime = 0;
   std::shared_ptr<const FrozenCheck> frozen;
+  std::shared_ptr<const Checkpoint> record;  // of `frozen`: reused when it is unchanged
 };
 
 // True when the committed checkpoint at `rel`, whose directory now has
@@ -587,9 +588,11 @@ bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error)
   out.mode = head->a.mode;
   out.uid = head->a.uid;
   out.gid = head->a.gid;
-  if (memory_ != nullptr) {
+  if (memory_ != nullptr && options_.frozen_record) {
     auto it = memory_->frozen.find(rel);
-    if (it != memory_->frozen.end()) {
+    std::shared_ptr<const Checkpoint> record;
+    if (it != memory_->frozen.end()) record = options_.frozen_record(rel, *it->second.frozen);
+    if (record) {
       std::shared_ptr<const FrozenCheck> check = it->second.frozen;
       auto res = std::make_shared<std::pair<bool, WalkStats>>();
       std::vector<std::function<void()>> t{[env = env_, check, res, rel, m = out.mtime] {
@@ -601,7 +604,7 @@ bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error)
       }
       add(stats_, res->second);
       if (res->first) {
-        out.reused = check->checkpoint;
+        out.reused = std::move(record);
         ++stats_.reused;
         return true;
       }
@@ -702,23 +705,29 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
         if (unreadable_errno(w.open_err)) w.p.node->error = w.open_err;
         continue;
       }
-      auto frozen_of = [&](const std::string& name) -> std::shared_ptr<const FrozenCheck> {
-        if (memory_ == nullptr || memory_->frozen.empty()) return nullptr;
-        auto it = memory_->frozen.find(join(w.p.rel, name));
-        if (it == memory_->frozen.end()) return nullptr;
-        return it->second.frozen;
+      // The entry `name` (its d_type), with what a frozen checkpoint there
+      // needs to be reused: its check and the record to reuse.
+      auto entry = [&](std::string name, unsigned char type) {
+        EntryIn in{std::move(name), type, nullptr, 0, nullptr, nullptr};
+        if (memory_ == nullptr || memory_->frozen.empty() || !options_.frozen_record) return in;
+        if (type != DT_DIR && type != DT_UNKNOWN) return in;
+        const std::string rel = join(w.p.rel, in.name);
+        auto it = memory_->frozen.find(rel);
+        if (it == memory_->frozen.end()) return in;
+        in.record = options_.frozen_record(rel, *it->second.frozen);
+        if (in.record) in.frozen = it->second.frozen;
+        return in;
       };
       if (w.prior) {
         ++stats_.listings_reused;
         const DirListing& l = *w.prior;
-        for (const auto& d : l.dirs)
-          w.entries.push_back(EntryIn{d, DT_DIR, nullptr, 0, frozen_of(d)});
+        for (const auto& d : l.dirs) w.entries.push_back(entry(d, DT_DIR));
         for (const auto& r : l.retry)
-          w.entries.push_back(EntryIn{r, DT_UNKNOWN, nullptr, 0, nullptr});
+          w.entries.push_back(EntryIn{r, DT_UNKNOWN, nullptr, 0, nullptr, nullptr});
         for (std::size_t k = 0; k < l.files.size(); ++k) {
           if (l.ctimes[k] > l.settled_before || wants_content(l.files[k].name)) {
             w.entries.push_back(
-                EntryIn{l.files[k].name, DT_UNKNOWN, &l.files[k], l.ctimes[k], nullptr});
+                EntryIn{l.files[k].name, DT_UNKNOWN, &l.files[k], l.ctimes[k], nullptr, nullptr});
           }
         }
         std::sort(w.entries.begin(), w.entries.end(),
@@ -727,10 +736,7 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
         ++stats_.dirs_listed;
         if (listed_ != nullptr) listed_->push_back(w.p.rel);
         w.entries.reserve(w.names.size());
-        for (auto& [name, type] : w.names) {
-          auto fz = type == DT_DIR || type == DT_UNKNOWN ? frozen_of(name) : nullptr;
-          w.entries.push_back(EntryIn{std::move(name), type, nullptr, 0, std::move(fz)});
-        }
+        for (auto& [name, type] : w.names) w.entries.push_back(entry(std::move(name), type));
         std::vector<std::pair<std::string, unsigned char>>().swap(w.names);
       }
       w.outs.resize(w.entries.size());
@@ -810,7 +816,7 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
           d.mode = o.a.mode;
           d.uid = o.a.uid;
           d.gid = o.a.gid;
-          if (o.reused) d.reused = in.frozen->checkpoint;
+          if (o.reused) d.reused = std::move(in.record);
           dirs.push_back(std::move(d));
           dir_inos.push_back(o.a.ino);
           continue;

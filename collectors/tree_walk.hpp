@@ -67,15 +67,29 @@ struct DirListing {
 };
 
 // What earlier walks of one tier remember: for each committed checkpoint
-// directory (tier-relative path), the record and the mtimes of all its
-// directories. If none changed, the checkpoint is not listed again. And the
-// listings of the other directories listed (not inside a frozen checkpoint).
-// A Frozen is immutable once made and shared by the walks that reuse it (and
-// the walk slots' tasks), not copied into each walk's memory.
+// directory (tier-relative path), the mtimes of all its directories and what
+// its record said. If no directory changed and the catalog the walks' results
+// went into still holds that record (WalkOptions::frozen_record), the
+// checkpoint is not listed again: the catalog's record is reused, not a copy
+// of it kept here. And the listings of the other directories listed (not
+// inside a frozen checkpoint). A Frozen is immutable once made and shared by
+// the walks that reuse it (and the walk slots' tasks), not copied into each
+// walk's memory.
 struct WalkMemory {
   struct Frozen {
-    std::shared_ptr<const Checkpoint> checkpoint;      // path relative to its job root
+    // The record's figures when it was frozen: a record found later is the
+    // one frozen only when it still says these.
+    double dir_mtime = 0;
+    double last_write = 0;
+    std::uint64_t files = 0;
+    std::uint64_t bytes = 0;
     std::vector<std::pair<std::string, double>> dirs;  // tier-relative path, mtime
+
+    // Whether `c` is the record this was frozen from (committed, read in full).
+    bool matches(const Checkpoint& c) const {
+      return c.state == CkptState::kCommitted && !c.unreadable && c.dir_mtime == dir_mtime &&
+             c.last_write == last_write && c.files == files && c.bytes == bytes;
+    }
   };
   struct Remembered {
     std::shared_ptr<const Frozen> frozen;
@@ -135,6 +149,12 @@ struct WalkOptions {
   std::chrono::milliseconds stall_timeout = std::chrono::minutes(10);
   const Clock* clock = nullptr;
   WalkCallHook hook;
+  // The record of the frozen checkpoint at tier-relative `rel`, or null when
+  // there is none to reuse (the checkpoint is then listed). Called on the
+  // thread that drives the walker. Unset: nothing is reused.
+  std::function<std::shared_ptr<const Checkpoint>(const std::string& rel,
+                                                  const WalkMemory::Frozen& frozen)>
+      frozen_record;
 };
 
 class TreeWalker {

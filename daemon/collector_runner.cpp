@@ -118,7 +118,7 @@ void CollectorRunner::launch(const std::shared_ptr<Collector>& c, const std::str
   }
   Job job;
   try {
-    job = c->prepare(target);
+    job = c->prepare(target, state_);
   } catch (const std::exception& e) {
     record(*c, target, 0, Result{nullptr, std::string("prepare failed: ") + e.what()}, false);
     return;

@@ -45,7 +45,7 @@ class FakeCollector final : public Collector {
   Duration interval() const override { return std::chrono::hours(1); }
   Duration deadline() const override { return deadline_; }
   std::vector<std::string> targets() const override { return targets_; }
-  Job prepare(const std::string& target) override {
+  Job prepare(const std::string& target, const State& /*state*/) override {
     ++prepared[target];
     auto it = jobs.find(target);
     if (it == jobs.end()) throw std::runtime_error("no job scripted for " + target);

@@ -159,10 +159,10 @@ TEST(GpuCollector, DcgmSourceFillsTheRingAndGoesDownOnBadAnswers) {
   EXPECT_DOUBLE_EQ(GpuCollector::fetch_timeout(cfg.config->gpu), 1.6);
   State st;
   *body = "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\",UUID=\"GPU-a\",modelName=\"H100\"} 0.9\n";
-  c.prepare("gpu")()(st);
+  c.prepare("gpu", st)()(st);
   clock->advance(2.0);
   *body = "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\",UUID=\"GPU-a\",modelName=\"H100\"} 0.1\n";
-  c.prepare("gpu")()(st);
+  c.prepare("gpu", st)()(st);
   ASSERT_TRUE(st.gpu);
   EXPECT_TRUE(st.gpu->up);
   EXPECT_EQ(st.gpu->source, "dcgm");
@@ -175,7 +175,7 @@ TEST(GpuCollector, DcgmSourceFillsTheRingAndGoesDownOnBadAnswers) {
   EXPECT_EQ(timeouts->front(), 1.6);
 
   body->clear();
-  c.prepare("gpu")()(st);
+  c.prepare("gpu", st)()(st);
   EXPECT_FALSE(st.gpu->up);
   EXPECT_EQ(st.gpu->error, "http://127.0.0.1:1/metrics: connection refused");
   EXPECT_EQ(st.gpu->errors, 1u);

@@ -178,7 +178,7 @@ TEST(GpuCollector, FoldsPollsIntoStateAndCountsErrorsOnce) {
   EXPECT_EQ(c.interval(), std::chrono::seconds(1));
   EXPECT_EQ(GpuCollector::ring_capacity(cfg.config->gpu), 182u);  // 3 x 60 s / 1 s + 2
   State st;
-  c.prepare("gpu")()(st);
+  c.prepare("gpu", st)()(st);
   ASSERT_TRUE(st.gpu);
   EXPECT_TRUE(st.gpu->up);
   ASSERT_EQ(st.gpu->devices.size(), 1u);

@@ -456,7 +456,7 @@ TEST_F(TailerTest, TheCollectorPublishesTheCatalogIntoState) {
   EXPECT_EQ(c.targets(), (std::vector<std::string>{cfg.manifests[0].glob, cfg.manifests[1].glob}));
   EXPECT_GE(c.wake_fd(), 0);
   State state;
-  for (const auto& target : c.targets()) c.prepare(target)()(state);
+  for (const auto& target : c.targets()) c.prepare(target, state)()(state);
   ASSERT_TRUE(state.events);
   EXPECT_EQ(state.events->totals.lines[static_cast<std::size_t>(LineStatus::kOk)], 2u);
   EXPECT_NE(state.events->find("rapid", "llama", 100), nullptr);

@@ -258,7 +258,7 @@ struct Rig {
   }
 
   void run_all() {
-    for (const std::string& t : collector.targets()) collector.prepare(t)()(state);
+    for (const std::string& t : collector.targets()) collector.prepare(t, state)()(state);
   }
   const TierIo& tier(const std::string& name) const { return state.io->tiers.at(name); }
 };

@@ -196,7 +196,7 @@ class TierStatsCollectorTest : public ::testing::Test {
     collector_.configure(*shared);
   }
   void run(const std::string& target) {
-    Job job = collector_.prepare(target);
+    Job job = collector_.prepare(target, state_);
     Update u = job();
     ASSERT_TRUE(u);
     u(state_);
@@ -247,7 +247,7 @@ TEST_F(TierStatsCollectorTest, MissingTierIsDownAndKeepsItsLastGoodFigures) {
 
 TEST_F(TierStatsCollectorTest, DeadlineMarksTheTierDownAndALateResultRecoversIt) {
   configure({{"t", dir_.path().string(), TierRole::kRapid, ""}});
-  Job job = collector_.prepare("t");
+  Job job = collector_.prepare("t", state_);
   clock_->advance(1);
   collector_.on_deadline("t", state_);
   EXPECT_FALSE(state_.tiers.at("t").up);
@@ -271,14 +271,14 @@ TEST_F(TierStatsCollectorTest, ALateResultForARepointedOrRemovedTierIsIgnored) {
   const fs::path old_path = dir_.path() / "old";
   fs::create_directories(old_path);
   configure({{"t", old_path.string(), TierRole::kRapid, ""}});
-  Job job = collector_.prepare("t");
+  Job job = collector_.prepare("t", state_);
   // A reload points the tier elsewhere while the probe of the old path runs.
   configure({{"t", (dir_.path() / "missing").string(), TierRole::kRapid, ""}});
   job()(state_);
   EXPECT_FALSE(state_.tiers.at("t").up);
   EXPECT_EQ(state_.tiers.at("t").down_reason, "not probed yet");
 
-  Job job2 = collector_.prepare("t");
+  Job job2 = collector_.prepare("t", state_);
   configure({});
   job2()(state_);  // must not re-create the removed tier
   EXPECT_TRUE(state_.tiers.empty());

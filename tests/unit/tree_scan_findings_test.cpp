@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <ctime>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,35 +51,42 @@ TEST(TreeScanFindings, ACheckpointNotListedAgainKeepsTheFindingsOfTheWalkThatLis
   TierScanner scanner(cfg, false);
   const auto now = static_cast<double>(std::time(nullptr));
 
-  ScanOutcome first = scanner.scan(now);
+  // The catalog the walks' outcomes go into, as in the daemon: a walk
+  // reuses the records of the checkpoints that did not change from it.
+  auto cat = std::make_shared<TierCatalog>();
+  ScanOutcome first = scanner.scan(now, nullptr, cat);
   ASSERT_EQ(first.checkpoints.size(), 2u);
   const std::vector<std::string> want{
       "rapid|llama|llama/step-1|world_readable|3 of 3 entries readable by everyone"};
   EXPECT_EQ(described(first), want);
+  const std::uint64_t listed_first = first.dirs_listed;
+  merge_scan(*cat, std::move(first), now);
 
   // Nothing changed: the checkpoints are not listed again (only the tier
   // root and the job directory are opened), their findings are reported
   // from the first walk's.
-  ScanOutcome second = scanner.scan(now + 10);
-  EXPECT_LT(second.dirs_listed, first.dirs_listed);
+  ScanOutcome second = scanner.scan(now + 10, nullptr, cat);
+  EXPECT_LT(second.dirs_listed, listed_first);
   EXPECT_EQ(described(second), want);
 
   // The catalog holds the walk's findings as they are, not a copy.
-  TierCatalog cat;
   const auto* held = second.findings.get();
-  merge_scan(cat, std::move(second), now + 10);
-  EXPECT_EQ(cat.findings.get(), held);
+  merge_scan(*cat, std::move(second), now + 10);
+  EXPECT_EQ(cat->findings.get(), held);
 
   // A third walk, after the second walk's findings were dropped by everyone
   // but the walker's memory, still has them.
-  cat.findings.reset();
-  EXPECT_EQ(described(scanner.scan(now + 20)), want);
+  cat->findings.reset();
+  ScanOutcome third = scanner.scan(now + 20, nullptr, cat);
+  EXPECT_LT(third.dirs_listed, listed_first);
+  EXPECT_EQ(described(third), want);
+  merge_scan(*cat, std::move(third), now + 20);
 
   // A changed checkpoint is listed again and audited afresh.
   ASSERT_EQ(::chmod(tier.file("llama/step-2/.metadata").c_str(), 0666), 0);
   tier.write("llama/step-2/extra", 1);  // changes the directory's mtime
   ::chmod(tier.file("llama/step-2/extra").c_str(), 0600);
-  const std::vector<std::string> after = described(scanner.scan(now + 30));
+  const std::vector<std::string> after = described(scanner.scan(now + 30, nullptr, cat));
   const std::vector<std::string> want_after{
       "rapid|llama|llama/step-1|world_readable|3 of 3 entries readable by everyone",
       "rapid|llama|llama/step-2|world_readable|1 of 4 entries readable by everyone",

@@ -34,7 +34,7 @@ class TreeScanReload : public ::testing::Test {
 
   // One walk of the tier, applied to the state; the kinds of its findings.
   std::vector<FindingKind> walk() {
-    Update apply = collector_.prepare("rapid")();
+    Update apply = collector_.prepare("rapid", state_)();
     apply(state_);
     std::vector<FindingKind> kinds;
     for (const auto& f : *state_.catalogs["rapid"]->findings) kinds.push_back(f.kind);
@@ -114,8 +114,8 @@ TEST_F(TreeScanGeneration, AWalkInFlightWhenAReloadRepointsTheTierIsDropped) {
   ASSERT_EQ(state_.config->generation, 1u);
   ASSERT_EQ(epoch(), 1u);
 
-  Job walk_of_old_root = collector_.prepare("rapid");  // scheduled under epoch 1...
-  reload(new_root_.str());                             // ...then the tier is re-pointed
+  Job walk_of_old_root = collector_.prepare("rapid", state_);  // scheduled under epoch 1...
+  reload(new_root_.str());                                     // ...then the tier is re-pointed
   EXPECT_EQ(state_.config->generation, 2u);
   EXPECT_EQ(epoch(), 2u);
   EXPECT_EQ(state_.collectors["tree_scan"].stale_results_dropped, 0u);
@@ -125,7 +125,7 @@ TEST_F(TreeScanGeneration, AWalkInFlightWhenAReloadRepointsTheTierIsDropped) {
   EXPECT_EQ(state_.collectors["tree_scan"].stale_results_dropped, 1u);  // and counted
   EXPECT_NE(scrape().find(std::string(kDropped) + "1\n"), std::string::npos) << scrape();
 
-  collector_.prepare("rapid")()(state_);  // a walk scheduled under epoch 2 applies
+  collector_.prepare("rapid", state_)()(state_);  // a walk scheduled under epoch 2 applies
   EXPECT_EQ(paths(), (std::vector<std::string>{"gpt/step-7"}));
   EXPECT_EQ(state_.collectors["tree_scan"].stale_results_dropped, 1u);
 }
@@ -134,7 +134,7 @@ TEST_F(TreeScanGeneration, AWalkOfARemovedTierIsDroppedAndCounted) {
   old_root_.write("llama/step-1/__0_0.distcp", 100);
   old_root_.write("llama/step-1/.metadata", 10);
   reload(old_root_.str());
-  Job walk = collector_.prepare("rapid");
+  Job walk = collector_.prepare("rapid", state_);
   Config next =
       config_of("tiers:\n  - {name: other, path: " + new_root_.str() + ", role: rapid}\n");
   stamp_generation(next, state_.config.get());
@@ -149,7 +149,7 @@ TEST_F(TreeScanGeneration, AReloadThatKeepsTheRootKeepsTheEpochAndTheWalkInFligh
   old_root_.write("llama/step-1/__0_0.distcp", 100);
   old_root_.write("llama/step-1/.metadata", 10);
   reload(old_root_.str());
-  Job walk = collector_.prepare("rapid");
+  Job walk = collector_.prepare("rapid", state_);
   reload(old_root_.str(), ", partial_after: 1h");  // another load, the same root
   EXPECT_EQ(state_.config->generation, 2u);
   EXPECT_EQ(epoch(), 1u);

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -110,17 +111,19 @@ TEST_F(TreeScanUnreadable, JobDirectoryFlappingKeepsItsCheckpoints) {
   const std::string job_a = tier_.file("jobA");
   EXPECT_EQ(as_nobody([&]() -> std::string {
               TierScanner scanner(cfg_, false);
-              TierCatalog cat;
+              // The catalog the walks' outcomes go into, as in the daemon: the walks
+              // reuse its records of the checkpoints that did not change.
+              auto cat = std::make_shared<TierCatalog>();
               double now = 1'000'000'000;
-              merge_scan(cat, scanner.scan(now), now);
-              if (auto e = holds(cat, "jobA", {100, 200}, false); !e.empty()) return "start: " + e;
-              const std::uint64_t skew = cat.skew_by_job["jobA"].count;
+              merge_scan(*cat, scanner.scan(now, nullptr, cat), now);
+              if (auto e = holds(*cat, "jobA", {100, 200}, false); !e.empty()) return "start: " + e;
+              const std::uint64_t skew = cat->skew_by_job["jobA"].count;
               if (skew != 2) return "start: skew count " + std::to_string(skew);
               for (int flap = 0; flap < 3; ++flap) {
                 const std::string at = "flap " + std::to_string(flap) + ": ";
                 if (::chmod(job_a.c_str(), 0) != 0) return "chmod failed";
                 now += 10;
-                ScanOutcome o = scanner.scan(now);
+                ScanOutcome o = scanner.scan(now, nullptr, cat);
                 if (o.unreadable.size() != 1 || o.unreadable[0].path != "jobA" ||
                     o.unreadable[0].job != "jobA" || o.unreadable[0].error != EACCES) {
                   return at + "jobA not reported unreadable";
@@ -130,19 +133,19 @@ TEST_F(TreeScanUnreadable, JobDirectoryFlappingKeepsItsCheckpoints) {
                   finding = finding || (f.kind == FindingKind::kUnreadable && f.path == "jobA");
                 }
                 if (!finding) return at + "no unreadable finding";
-                merge_scan(cat, std::move(o), now);
-                if (!cat.removed.empty()) return at + "removed while unreadable";
-                if (auto e = holds(cat, "jobA", {100, 200}, true); !e.empty()) return at + e;
-                if (auto e = holds(cat, "jobB", {100, 200}, false); !e.empty()) return at + e;
-                if (!summarize_jobs(cat)["jobA"].unreadable) return at + "job not flagged";
+                merge_scan(*cat, std::move(o), now);
+                if (!cat->removed.empty()) return at + "removed while unreadable";
+                if (auto e = holds(*cat, "jobA", {100, 200}, true); !e.empty()) return at + e;
+                if (auto e = holds(*cat, "jobB", {100, 200}, false); !e.empty()) return at + e;
+                if (!summarize_jobs(*cat)["jobA"].unreadable) return at + "job not flagged";
                 if (::chmod(job_a.c_str(), 0755) != 0) return "chmod failed";
                 now += 10;
-                merge_scan(cat, scanner.scan(now), now);
-                if (!cat.removed.empty()) return at + "removed after";
-                if (auto e = holds(cat, "jobA", {100, 200}, false); !e.empty())
+                merge_scan(*cat, scanner.scan(now, nullptr, cat), now);
+                if (!cat->removed.empty()) return at + "removed after";
+                if (auto e = holds(*cat, "jobA", {100, 200}, false); !e.empty())
                   return at + "back: " + e;
-                if (summarize_jobs(cat)["jobA"].unreadable) return at + "still flagged";
-                if (cat.skew_by_job["jobA"].count != 2) return at + "skew counted again";
+                if (summarize_jobs(*cat)["jobA"].unreadable) return at + "still flagged";
+                if (cat->skew_by_job["jobA"].count != 2) return at + "skew counted again";
               }
               return "";
             }),

@@ -15,6 +15,7 @@
 #include <ctime>
 #include <filesystem>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -319,27 +320,33 @@ TEST(TreeWalkConcurrent, JobDirectoryWith20000LooseFilesIsNotStatedAgainWhileIts
   for (int c : {8}) {  // the serial path is the same code (see the tests above)
     TierScanner s(
         tier_config(t.str(), ", jobs: {depth: 1}, walk_concurrency: " + std::to_string(c)), false);
-    ScanOutcome first = s.scan(later);
+    // The catalog the outcomes go into, as in the daemon: the walks reuse
+    // its records of the checkpoints that did not change.
+    auto cat = std::make_shared<TierCatalog>();
+    ScanOutcome first = s.scan(later, nullptr, cat);
     ASSERT_TRUE(first.root_ok) << first.error;
     // Root listing: 1 stat (job); job: its own fstat, 20,000 files + step-1;
     // step-1: its 2 files.
     EXPECT_EQ(first.stat_calls, 1u + 1u + 20001u + 2u);
     EXPECT_EQ(first.dirs_listed, 3u);
     ASSERT_EQ(first.checkpoints.size(), 1u);
+    merge_scan(*cat, first, later);
 
-    ScanOutcome second = s.scan(later + 15);
+    ScanOutcome second = s.scan(later + 15, nullptr, cat);
     ASSERT_TRUE(second.root_ok) << second.error;
     // Root listing (1 stat: job), job's own fstat, step-1 checked for change
     // (the committed checkpoint is reused): the loose files are not touched.
     EXPECT_EQ(second.stat_calls, 3u);
     EXPECT_EQ(second.dirs_listed, 1u);  // the tier root only
     ASSERT_EQ(second.checkpoints.size(), 1u);
-    EXPECT_TRUE(same_record(first.checkpoints[0], second.checkpoints[0]));
+    ASSERT_EQ(cat->checkpoints.size(), 1u);
+    EXPECT_TRUE(same_record(cat->checkpoints[0], second.checkpoints[0]));
+    merge_scan(*cat, second, later + 15);
 
     // A new entry changes the job directory's mtime: listed again.
     t.write("job/step-2/__0_0.distcp", 10);
     t.write("job/step-2/.metadata", 10);
-    ScanOutcome third = s.scan(later + 30);
+    ScanOutcome third = s.scan(later + 30, nullptr, cat);
     ASSERT_TRUE(third.root_ok) << third.error;
     EXPECT_EQ(third.checkpoints.size(), 2u);
     EXPECT_GE(third.stat_calls, 20002u);

@@ -92,22 +92,46 @@ TEST(TreeWalk, UnchangedCommittedCheckpointIsNotListedAgain) {
     ASSERT_TRUE(w.build("job", job, nullptr));
     const DirNode* ck = find_node(job, "step-1");
     ASSERT_NE(ck, nullptr);
-    auto c = std::make_shared<Checkpoint>();
-    c->path = "step-1";
-    c->state = CkptState::kCommitted;
     WalkMemory::Frozen f;
-    f.checkpoint = c;
     f.dirs = subtree_dirs(*ck, "job/step-1");
     memory.frozen["job/step-1"].frozen = std::make_shared<const WalkMemory::Frozen>(f);
     EXPECT_EQ(memory.frozen["job/step-1"].frozen->dirs.size(), 2u);
   }
+  // The record a frozen checkpoint is reused from (the catalog's, in the
+  // scanner), and which paths it was asked for.
+  auto record = std::make_shared<Checkpoint>();
+  record->path = "job/step-1";
+  record->state = CkptState::kCommitted;
+  std::vector<std::string> asked;
+  WalkOptions opts;
+  opts.frozen_record = [&](const std::string& rel, const WalkMemory::Frozen& f) {
+    asked.push_back(rel);
+    return f.matches(*record) ? std::shared_ptr<const Checkpoint>(record) : nullptr;
+  };
+  {
+    // No record to reuse (the catalog lost it, or it changed): listed.
+    auto committed = record->state;
+    record->state = CkptState::kPartial;
+    WalkStats s;
+    TreeWalker w(root.fd, root.dev, &memory, s, opts);
+    DirNode job;
+    ASSERT_TRUE(w.build("job", job, nullptr));
+    const DirNode* ck = find_node(job, "step-1");
+    ASSERT_NE(ck, nullptr);
+    EXPECT_FALSE(ck->reused);
+    EXPECT_EQ(ck->files.size(), 16u);
+    EXPECT_EQ(s.reused, 0u);
+    EXPECT_EQ(asked, std::vector<std::string>{"job/step-1"});
+    record->state = committed;
+  }
   WalkStats s;
-  TreeWalker w(root.fd, root.dev, &memory, s);
+  TreeWalker w(root.fd, root.dev, &memory, s, opts);
   DirNode job;
   ASSERT_TRUE(w.build("job", job, nullptr));
   const DirNode* ck = find_node(job, "step-1");
   ASSERT_NE(ck, nullptr);
   ASSERT_TRUE(ck->reused);
+  EXPECT_EQ(ck->reused.get(), record.get());  // the record itself, not a copy
   EXPECT_TRUE(ck->files.empty());
   EXPECT_EQ(s.reused, 1u);
   EXPECT_EQ(s.dirs_listed, 1u);  // only the job directory
@@ -117,7 +141,7 @@ TEST(TreeWalk, UnchangedCommittedCheckpointIsNotListedAgain) {
   // A change deep inside (a file added to sub/) bumps sub's mtime: relisted.
   t.write("job/step-1/sub/late", 1);
   WalkStats s2;
-  TreeWalker w2(root.fd, root.dev, &memory, s2);
+  TreeWalker w2(root.fd, root.dev, &memory, s2, opts);
   DirNode job2;
   ASSERT_TRUE(w2.build("job", job2, nullptr));
   const DirNode* ck2 = find_node(job2, "step-1");
