@@ -407,6 +407,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
           f.last_write = c.last_write;
           f.files = c.files;
           f.bytes = c.bytes;
+          f.mtime = node->mtime;
           f.dirs = subtree_dirs(*node, tier_rel);
           remember(tier_rel, std::make_shared<const WalkMemory::Frozen>(std::move(f)), first);
         }
@@ -517,8 +518,8 @@ Job TreeScanCollector::prepare(const std::string& target, const State& current) 
             live = std::shared_ptr<const WalkLive>(scanner->live())](State& state) mutable {
       // The tier may have been removed or re-pointed by a reload meanwhile.
       if (!state.current_tier("tree_scan", target, generation)) return;
-      auto& cat = state.catalogs[target].edit();
-      cat.walk_live = live;
+      auto& cat = state.catalogs[target];
+      if (cat->walk_live != live) cat.edit().walk_live = live;
       merge_scan(cat, std::move(outcome), now);
     };
   };

@@ -279,21 +279,15 @@ struct EntryIn {
 
 // True when the committed checkpoint at `rel`, whose directory now has
 // `mtime`, has none of its directories changed since it was frozen.
-bool frozen_unchanged(const Env& env, const std::string& rel, double mtime, const FrozenCheck& f,
-                      WalkStats& st) {
+bool frozen_unchanged(const Env& env, double mtime, const FrozenCheck& f, WalkStats& st) {
+  if (mtime != f.mtime) return false;
   for (const auto& [path, recorded] : f.dirs) {
-    double now_mtime = 0;
-    if (path == rel) {
-      now_mtime = mtime;
-    } else {
-      Attr a;
-      ++st.stat_calls;
-      if (env.stat_at(env.root->fd, path.c_str(), DT_DIR, path, a) != 0 || !S_ISDIR(a.mode)) {
-        return false;
-      }
-      now_mtime = a.mtime;
+    Attr a;
+    ++st.stat_calls;
+    if (env.stat_at(env.root->fd, path.c_str(), DT_DIR, path, a) != 0 || !S_ISDIR(a.mode)) {
+      return false;
     }
-    if (now_mtime != recorded) return false;
+    if (a.mtime != recorded) return false;
   }
   return true;
 }
@@ -317,7 +311,7 @@ void handle_entry(const Env& env, int dfd, const std::string& rel, const EntryIn
       out.other_dev = true;  // another file system: not walked
       return;
     }
-    if (in.frozen && frozen_unchanged(env, child_rel, a.mtime, *in.frozen, st)) {
+    if (in.frozen && frozen_unchanged(env, a.mtime, *in.frozen, st)) {
       out.reused = true;
       ++st.reused;
     }
@@ -595,8 +589,8 @@ bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error)
     if (record) {
       std::shared_ptr<const FrozenCheck> check = it->second.frozen;
       auto res = std::make_shared<std::pair<bool, WalkStats>>();
-      std::vector<std::function<void()>> t{[env = env_, check, res, rel, m = out.mtime] {
-        res->first = frozen_unchanged(*env, rel, m, *check, res->second);
+      std::vector<std::function<void()>> t{[env = env_, check, res, m = out.mtime] {
+        res->first = frozen_unchanged(*env, m, *check, res->second);
       }};
       if (!run_all(t)) {
         if (error != nullptr) *error = rel + ": the walk stalled (no call returned in time)";
@@ -991,10 +985,11 @@ bool TreeWalker::list_dirs(const std::string& rel, std::vector<std::pair<std::st
 std::vector<std::pair<std::string, double>> subtree_dirs(const DirNode& node,
                                                          const std::string& rel) {
   std::vector<std::pair<std::string, double>> out;
-  out.emplace_back(rel, node.mtime);
   for (const auto& c : node.dirs) {
-    auto sub = subtree_dirs(c, join(rel, c.name));
-    out.insert(out.end(), sub.begin(), sub.end());
+    const std::string sub_rel = join(rel, c.name);
+    out.emplace_back(sub_rel, c.mtime);
+    auto sub = subtree_dirs(c, sub_rel);
+    out.insert(out.end(), std::make_move_iterator(sub.begin()), std::make_move_iterator(sub.end()));
   }
   return out;
 }

@@ -83,7 +83,9 @@ struct WalkMemory {
     double last_write = 0;
     std::uint64_t files = 0;
     std::uint64_t bytes = 0;
-    std::vector<std::pair<std::string, double>> dirs;  // tier-relative path, mtime
+    double mtime = 0;  // of the checkpoint's directory
+    // The directories below it (tier-relative path, mtime): none for most.
+    std::vector<std::pair<std::string, double>> dirs;
 
     // Whether `c` is the record this was frozen from (committed, read in full).
     bool matches(const Checkpoint& c) const {
@@ -218,8 +220,9 @@ class TreeWalker {
   bool stalled_ = false;
 };
 
-// Tier-relative directories of the subtree at `node` (whose own path is
-// `rel`), with their mtimes: what WalkMemory needs to freeze a checkpoint.
+// Tier-relative directories below `node` (whose own path is `rel`), with
+// their mtimes: what WalkMemory needs to freeze a checkpoint, besides the
+// mtime of `node` itself.
 std::vector<std::pair<std::string, double>> subtree_dirs(const DirNode& node,
                                                          const std::string& rel);
 

@@ -1,6 +1,7 @@
 #include "model/catalog.hpp"
 
 #include <algorithm>
+#include <string_view>
 #include <unordered_map>
 
 namespace ckptmon {
@@ -36,7 +37,12 @@ bool paths_overlap(const std::string& a, const std::string& b) {
          (longer.size() == shorter.size() || longer[shorter.size()] == '/');
 }
 
-void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
+namespace {
+
+// merge_scan with the catalog's checkpoints before the walk in `previous`
+// (cat.checkpoints itself, or the shared catalog's).
+void merge_from(TierCatalog& cat, const std::vector<Checkpoint>& previous, ScanOutcome scan,
+                double now) {
   cat.scan.scans += 1;
   cat.scan.dirs_listed += scan.dirs_listed;
   cat.scan.stat_calls += scan.stat_calls;
@@ -58,8 +64,9 @@ void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
             [](const UnreadableDir& a, const UnreadableDir& b) { return a.path < b.path; });
   cat.unreadable = std::move(scan.unreadable);
 
-  std::unordered_map<std::string, const Checkpoint*> before;
-  for (const auto& c : cat.checkpoints) before.emplace(c.path, &c);
+  std::unordered_map<std::string_view, const Checkpoint*> before;
+  before.reserve(previous.size());
+  for (const auto& c : previous) before.emplace(c.path, &c);
 
   std::vector<Checkpoint> next = std::move(scan.checkpoints);
   for (auto& c : next) {
@@ -77,9 +84,8 @@ void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
     if (old != nullptr) before.erase(it);
   }
   for (const auto& entry : before) {
-    // Named, not a structured binding: clang (clang-tidy) 14 cannot capture one in a lambda.
-    const std::string& path = entry.first;
     const Checkpoint* old = entry.second;
+    const std::string& path = old->path;
     const bool unknown =
         std::any_of(cat.unreadable.begin(), cat.unreadable.end(),
                     [&](const UnreadableDir& u) { return paths_overlap(u.path, path); });
@@ -98,6 +104,34 @@ void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
   // capacity it needs, kept by the catalog until the next walk.
   next.shrink_to_fit();
   cat.checkpoints = std::move(next);
+}
+
+}  // namespace
+
+void merge_scan(TierCatalog& cat, ScanOutcome scan, double now) {
+  merge_from(cat, cat.checkpoints, std::move(scan), now);
+}
+
+void merge_scan(CopyOnWrite<TierCatalog>& cat, ScanOutcome scan, double now) {
+  if (!scan.root_ok) {
+    merge_scan(cat.edit(), std::move(scan), now);  // the checkpoints stay as they are
+    return;
+  }
+  const std::shared_ptr<const TierCatalog> before = cat.shared();
+  const TierCatalog& b = *before;
+  TierCatalog next;
+  next.findings = b.findings;
+  next.jobs = b.jobs;
+  next.unreadable = b.unreadable;
+  next.scan = b.scan;
+  next.scanned = b.scanned;
+  next.stale = b.stale;
+  next.walk_live = b.walk_live;
+  next.skew_by_job = b.skew_by_job;
+  next.changed = b.changed;
+  next.removed = b.removed;
+  merge_from(next, b.checkpoints, std::move(scan), now);
+  cat = CopyOnWrite<TierCatalog>(std::move(next));
 }
 
 std::map<std::string, JobSummary> summarize_jobs(const TierCatalog& cat) {

@@ -14,6 +14,7 @@
 
 #include "model/access.hpp"
 #include "model/checkpoint.hpp"
+#include "model/copy_on_write.hpp"
 
 namespace ckptmon {
 
@@ -109,6 +110,11 @@ struct ScanOutcome {
 // or around a directory of scan.unreadable is kept as it was, flagged
 // `unreadable`, neither removed nor counted again.
 void merge_scan(TierCatalog& cat, ScanOutcome scan, double now);
+// The same on a catalog that published snapshots share: a walk that reached
+// the root replaces the checkpoints, so they are not copied first (the copy
+// made for the change holds everything else; the checkpoints come from the
+// scan and, for those kept, from the shared catalog).
+void merge_scan(CopyOnWrite<TierCatalog>& cat, ScanOutcome scan, double now);
 
 // True when two records agree in everything the store keeps (not last_seen).
 bool same_record(const Checkpoint& a, const Checkpoint& b);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -186,6 +189,74 @@ TEST(Catalog, UnreadableIsNotDeleted) {
   // Gone for real (no unreadable directory covers it): removed.
   merge_scan(cat, outcome({all[0], all[2]}), 400);
   EXPECT_EQ(cat.removed, std::vector<std::string>{"job/b"});
+}
+
+// The daemon merges into a catalog its published snapshots share (the
+// CopyOnWrite overload). It must come out exactly as the in-place merge, with
+// nothing the snapshot holds changed and nothing pending for the store lost.
+TEST(Catalog, ASharedCatalogMergesAsInPlaceAndLeavesTheSnapshotAsItWas) {
+  auto same = [](const TierCatalog& a, const TierCatalog& b) -> std::string {
+    if (a.checkpoints.size() != b.checkpoints.size()) return "checkpoint count";
+    for (std::size_t i = 0; i < a.checkpoints.size(); ++i) {
+      const Checkpoint& x = a.checkpoints[i];
+      const Checkpoint& y = b.checkpoints[i];
+      if (!same_record(x, y) || x.last_seen != y.last_seen || x.unreadable != y.unreadable) {
+        return "checkpoint " + x.path;
+      }
+    }
+    if (a.changed.size() != b.changed.size()) return "changed";
+    if (a.removed != b.removed) return "removed";
+    if (a.unreadable != b.unreadable) return "unreadable";
+    if (a.jobs != b.jobs || a.scanned != b.scanned || a.stale != b.stale) return "flags";
+    if (a.scan.scans != b.scan.scans || a.scan.last_error != b.scan.last_error) return "scan";
+    if (a.findings != b.findings) return "findings";
+    if (a.skew_by_job.size() != b.skew_by_job.size()) return "skew jobs";
+    for (const auto& [job, h] : a.skew_by_job) {
+      if (b.skew_by_job.at(job).count != h.count) return "skew " + job;
+    }
+    return "";
+  };
+  const std::vector<Checkpoint> all{ckpt("job/a", CkptState::kCommitted, 0, 2),
+                                    ckpt("job/b", CkptState::kCommitted, 0, 3),
+                                    ckpt("other/c", CkptState::kInProgress, 0, 1)};
+  std::vector<ScanOutcome> walks;
+  walks.push_back(outcome(all));
+  walks.push_back(outcome({all[2]}));
+  walks.back().unreadable = {{"job", "job", EACCES}};  // job/a and job/b kept as they were
+  walks.push_back(outcome({all[0], ckpt("job/d", CkptState::kCommitted, 4, 9)}));  // b, c gone
+  walks.push_back(ScanOutcome{});
+  walks.back().root_ok = false;  // the root could not be walked: nothing changes
+  walks.back().error = "EIO";
+  walks.push_back(outcome({all[0]}));
+
+  TierCatalog plain;
+  CopyOnWrite<TierCatalog> shared;
+  double now = 100;
+  for (std::size_t w = 0; w < walks.size(); ++w) {
+    const std::shared_ptr<const TierCatalog> snapshot = shared.shared();
+    const TierCatalog before = *snapshot;
+    if (w == 2) {
+      // Not yet handed to the store when the next walk reports: kept.
+      plain.removed.emplace_back("old/x");
+      shared.edit().removed.emplace_back("old/x");
+    }
+    merge_scan(plain, walks[w], now);
+    merge_scan(shared, walks[w], now);
+    EXPECT_EQ(same(*shared, plain), "") << "walk " << w;
+    EXPECT_EQ(same(*snapshot, before), "") << "walk " << w << ": the snapshot changed";
+    now += 10;
+  }
+  // The figures themselves, from the walks above: job/a kept through the
+  // unreadable walk with its first sighting; b and c removed once, x kept.
+  ASSERT_EQ(shared->checkpoints.size(), 1u);
+  EXPECT_EQ(shared->checkpoints[0].path, "job/a");
+  EXPECT_EQ(shared->checkpoints[0].first_seen, 100);
+  EXPECT_EQ(shared->checkpoints[0].last_seen, 140);
+  std::vector<std::string> removed = shared->removed;
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<std::string>{"job/b", "job/d", "old/x", "other/c"}));
+  EXPECT_EQ(shared->scan.scans, 5u);
+  EXPECT_EQ(shared->skew_by_job.at("job").count, 3u);  // a, b, d: each once
 }
 
 TEST(Catalog, UnreadableAboveTheJobLevelKeepsEveryJobBelow) {
