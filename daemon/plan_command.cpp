@@ -179,8 +179,7 @@ bool parse_plan_flags(const PlanFlags& f, PlanWhatIfs* out, std::string* error) 
 }
 
 std::vector<PlanInputs> plan_inputs_of(const RuleFigures& figures,
-                                       std::span<const Checkpoint> checkpoints,
-                                       const RulesPolicy& policy,
+                                       const CheckpointView& checkpoints, const RulesPolicy& policy,
                                        const std::map<std::string, TierState>* tiers) {
   std::vector<PlanInputs> out;
   for (std::size_t i = 0; i < figures.capacity.size() && i < figures.bandwidth.size(); ++i) {

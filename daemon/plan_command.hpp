@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "model/checkpoint_view.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include "rules/evaluate.hpp"
@@ -24,8 +26,7 @@ namespace ckptmon {
 // The plan inputs of every tier of one evaluation.
 // `tiers` (State::tiers) gives the shard of each tier.
 std::vector<PlanInputs> plan_inputs_of(const RuleFigures& figures,
-                                       std::span<const Checkpoint> checkpoints,
-                                       const RulesPolicy& policy,
+                                       const CheckpointView& checkpoints, const RulesPolicy& policy,
                                        const std::map<std::string, TierState>* tiers = nullptr);
 
 nlohmann::json plan_inputs_json(const PlanInputs& in);

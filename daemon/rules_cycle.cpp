@@ -241,7 +241,7 @@ void RulesCycle::record_tier_figures(const RuleFigures& figures, HistoryWrite& w
   }
 }
 
-Verifications verifications_of(const State& state, std::span<const Checkpoint> checkpoints) {
+Verifications verifications_of(const State& state, const CheckpointView& checkpoints) {
   Verifications out;
   if (!state.integrity) return out;
   for (const Checkpoint& c : checkpoints) {
@@ -276,15 +276,14 @@ void RulesCycle::evaluate() {
     HistoryWrite write;
     sample_tiers(now, write);
 
-    std::size_t n = 0;
-    for (const auto& [name, cat] : state_.catalogs) n += cat->checkpoints.size();
-    std::vector<Checkpoint> checkpoints;
-    checkpoints.reserve(n);
+    // Every tier's records where its catalog holds them (the loop thread
+    // owns the catalogs, and nothing edits them during the cycle).
+    CheckpointView checkpoints;
     for (const auto& [name, cat] : state_.catalogs) {
       // A tier not walked yet has no catalog: its drains and capacity would
       // read "nothing there", not "not known".
       if (!cat->scanned || !state_.tiers.contains(name)) continue;
-      checkpoints.insert(checkpoints.end(), cat->checkpoints.begin(), cat->checkpoints.end());
+      checkpoints.add(cat->checkpoints);
     }
 
     const Verifications verified = verifications_of(state_, checkpoints);

@@ -21,6 +21,7 @@
 
 #include "config/config.hpp"
 #include "daemon/alertmanager_client.hpp"
+#include "model/checkpoint_view.hpp"
 #include "model/state.hpp"
 #include "rules/alerts.hpp"
 #include "rules/evaluate.hpp"
@@ -62,7 +63,7 @@ RulesPolicy rules_policy(const Config& cfg);
 // What the integrity verifier found for `checkpoints` (State::integrity):
 // false for a checkpoint that failed, true for one that passed; absent for
 // the ones not verified.
-Verifications verifications_of(const State& state, std::span<const Checkpoint> checkpoints);
+Verifications verifications_of(const State& state, const CheckpointView& checkpoints);
 
 // Cumulative bytes the event logs report drained (shard_drained), per drain
 // source, target and job, over the checkpoints the event catalog keeps.

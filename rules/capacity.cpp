@@ -103,7 +103,7 @@ double save_duration(const Checkpoint& c) {
   return 0;
 }
 
-CapacityFigures evaluate_capacity(std::span<const Checkpoint> all, const TierState& tier,
+CapacityFigures evaluate_capacity(const CheckpointView& all, const TierState& tier,
                                   std::span<const TierSample> history, const TierPolicy& policy,
                                   double now) {
   const std::string& name = tier.config.name;
@@ -201,7 +201,7 @@ CapacityFigures evaluate_capacity(std::span<const Checkpoint> all, const TierSta
   return f;
 }
 
-BandwidthFigures evaluate_bandwidth(std::span<const Checkpoint> all, const std::string& tier,
+BandwidthFigures evaluate_bandwidth(const CheckpointView& all, const std::string& tier,
                                     const BandwidthPolicy& policy, double now) {
   BandwidthFigures f;
   f.tier = tier;

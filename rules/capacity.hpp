@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/checkpoint.hpp"
+#include "model/checkpoint_view.hpp"
 #include "model/policy.hpp"
 #include "model/state.hpp"
 #include "rules/inputs.hpp"
@@ -97,7 +98,7 @@ double required_write_bandwidth(std::span<const double> checkpoint_bytes,
 
 // `history` holds the tier's samples in any order; the current stats are
 // added as a sample at `now` unless the history already has one that recent.
-CapacityFigures evaluate_capacity(std::span<const Checkpoint> all, const TierState& tier,
+CapacityFigures evaluate_capacity(const CheckpointView& all, const TierState& tier,
                                   std::span<const TierSample> history, const TierPolicy& policy,
                                   double now);
 
@@ -116,7 +117,7 @@ struct BandwidthFigures {
   std::uint64_t observed_checkpoints = 0;
 };
 
-BandwidthFigures evaluate_bandwidth(std::span<const Checkpoint> all, const std::string& tier,
+BandwidthFigures evaluate_bandwidth(const CheckpointView& all, const std::string& tier,
                                     const BandwidthPolicy& policy, double now);
 
 // How long a save took: the stated save interval when known, else last shard

@@ -29,7 +29,7 @@ std::uint64_t bytes_to_copy(const Checkpoint& source, const Checkpoint* target) 
   return source.bytes > target->bytes ? source.bytes - target->bytes : 0;
 }
 
-std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const DrainRoute& source,
+std::vector<DrainFigures> evaluate_drain(const CheckpointView& all, const DrainRoute& source,
                                          const DrainHistory& history, const DrainPolicy& policy,
                                          double now,
                                          const std::map<DrainKey, double>& drained_totals) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/checkpoint.hpp"
+#include "model/checkpoint_view.hpp"
 #include "model/policy.hpp"
 #include "rules/inputs.hpp"
 
@@ -70,7 +71,7 @@ struct DrainRoute {
 // job; empty when the tier does not drain. Source and target checkpoints are
 // matched by job and step, or by path when the source has no step.
 // `drained_totals` holds the event log's cumulative drained bytes where known.
-std::vector<DrainFigures> evaluate_drain(std::span<const Checkpoint> all, const DrainRoute& source,
+std::vector<DrainFigures> evaluate_drain(const CheckpointView& all, const DrainRoute& source,
                                          const DrainHistory& history, const DrainPolicy& policy,
                                          double now,
                                          const std::map<DrainKey, double>& drained_totals = {});

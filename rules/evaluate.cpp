@@ -7,7 +7,7 @@
 namespace ckptmon {
 
 RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
-                           std::span<const Checkpoint> checkpoints, const RulesHistory& history,
+                           const CheckpointView& checkpoints, const RulesHistory& history,
                            const Verifications& verified, const RulesPolicy& policy, double now,
                            const std::map<DrainKey, double>& drained_totals,
                            const EventCatalog* events) {

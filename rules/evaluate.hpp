@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/checkpoint.hpp"
+#include "model/checkpoint_view.hpp"
 #include "model/policy.hpp"
 #include "model/state.hpp"
 #include "rules/capacity.hpp"
@@ -64,7 +65,7 @@ struct RuleFigures {
 // `events`: the event log's aggregates (State::events), for what it knows
 // better than the files (a checkpoint's skew); null without one.
 RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
-                           std::span<const Checkpoint> checkpoints, const RulesHistory& history,
+                           const CheckpointView& checkpoints, const RulesHistory& history,
                            const Verifications& verified, const RulesPolicy& policy, double now,
                            const std::map<DrainKey, double>& drained_totals = {},
                            const EventCatalog* events = nullptr);

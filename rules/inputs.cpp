@@ -38,7 +38,7 @@ std::vector<const Checkpoint*> committed_oldest_first(std::span<const Checkpoint
   return out;
 }
 
-JobCheckpoints group_by_job(std::span<const Checkpoint> all, const std::string& tier) {
+JobCheckpoints group_by_job(const CheckpointView& all, const std::string& tier) {
   JobCheckpoints out;
   for (const Checkpoint& c : all) {
     if (c.tier == tier) out[c.job].push_back(&c);
@@ -46,7 +46,7 @@ JobCheckpoints group_by_job(std::span<const Checkpoint> all, const std::string& 
   return out;
 }
 
-std::int64_t observed_concurrency(std::span<const Checkpoint> all, const std::string& tier) {
+std::int64_t observed_concurrency(const CheckpointView& all, const std::string& tier) {
   struct Edge {
     double t;
     int delta;  // +1 start, -1 end

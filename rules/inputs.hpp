@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/checkpoint.hpp"
+#include "model/checkpoint_view.hpp"
 
 namespace ckptmon {
 
@@ -88,11 +89,11 @@ std::vector<const Checkpoint*> committed_oldest_first(std::span<const Checkpoint
 // The checkpoints of `tier` by job, in catalog order: one pass over the
 // catalog, so per-job rules cost O(checkpoints) in total, not per job.
 using JobCheckpoints = std::map<std::string, std::vector<const Checkpoint*>>;
-JobCheckpoints group_by_job(std::span<const Checkpoint> all, const std::string& tier);
+JobCheckpoints group_by_job(const CheckpointView& all, const std::string& tier);
 
 // Most distinct jobs whose saves on `tier` overlapped in time, over the
 // checkpoints in the catalog (save start to commit time, closed intervals); at
 // least 1 when the tier has any checkpoint, 0 when it has none.
-std::int64_t observed_concurrency(std::span<const Checkpoint> all, const std::string& tier);
+std::int64_t observed_concurrency(const CheckpointView& all, const std::string& tier);
 
 }  // namespace ckptmon

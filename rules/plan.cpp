@@ -18,7 +18,7 @@ std::string number(double v) {
 }  // namespace
 
 PlanInputs plan_inputs(const CapacityFigures& capacity, const BandwidthFigures& bandwidth,
-                       std::span<const Checkpoint> all, const TierPolicy& policy) {
+                       const CheckpointView& all, const TierPolicy& policy) {
   PlanInputs in;
   in.tier = capacity.tier;
   in.has_stats = capacity.has_stats;

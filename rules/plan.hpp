@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/checkpoint.hpp"
+#include "model/checkpoint_view.hpp"
 #include "model/policy.hpp"
 #include "rules/capacity.hpp"
 
@@ -73,7 +74,7 @@ struct PlanInputs {
 // The inputs for one tier from what evaluate_capacity and evaluate_bandwidth
 // gave (`all` for the per-job p90 and ranks).
 PlanInputs plan_inputs(const CapacityFigures& capacity, const BandwidthFigures& bandwidth,
-                       std::span<const Checkpoint> all, const TierPolicy& policy);
+                       const CheckpointView& all, const TierPolicy& policy);
 
 // Bytes per parameter a checkpoint holds (docs/rules.md#plan): weights in
 // `precision`, an fp32 master copy when the precision is below fp32 and an

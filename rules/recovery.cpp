@@ -5,7 +5,7 @@
 
 namespace ckptmon {
 
-std::vector<RecoveryPoint> evaluate_recovery(std::span<const Checkpoint> all,
+std::vector<RecoveryPoint> evaluate_recovery(const CheckpointView& all,
                                              const Verifications& verified,
                                              const std::set<std::string>& skip_tiers) {
   struct Candidate {

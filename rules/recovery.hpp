@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/checkpoint.hpp"
+#include "model/checkpoint_view.hpp"
 #include "rules/inputs.hpp"
 
 namespace ckptmon {
@@ -38,7 +39,7 @@ struct RecoveryPoint {
 // restorable unless a verification result says it failed; checkpoints on
 // `skip_tiers` (deletion tiers) never count. Newest means highest step when
 // every restorable checkpoint of the job has one, else latest commit time.
-std::vector<RecoveryPoint> evaluate_recovery(std::span<const Checkpoint> all,
+std::vector<RecoveryPoint> evaluate_recovery(const CheckpointView& all,
                                              const Verifications& verified,
                                              const std::set<std::string>& skip_tiers);
 

@@ -18,8 +18,8 @@ double partial_reference_time(const Checkpoint& c) {
 
 }  // namespace
 
-std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint> all,
-                                                const std::string& tier, const std::string& job,
+std::vector<RetentionDecision> decide_retention(const CheckpointView& all, const std::string& tier,
+                                                const std::string& job,
                                                 const RetentionPolicy& policy, double now) {
   std::vector<const Checkpoint*> mine;
   for (const Checkpoint& c : all) {
@@ -91,8 +91,7 @@ std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint* cons
   return out;
 }
 
-std::vector<RetentionFigures> evaluate_retention(std::span<const Checkpoint> all,
-                                                 const std::string& tier,
+std::vector<RetentionFigures> evaluate_retention(const CheckpointView& all, const std::string& tier,
                                                  const RetentionPolicy& policy, double now) {
   std::vector<RetentionFigures> out;
   for (const auto& [job, mine] : group_by_job(all, tier)) {

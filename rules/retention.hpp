@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/checkpoint.hpp"
+#include "model/checkpoint_view.hpp"
 #include "model/policy.hpp"
 
 namespace ckptmon {
@@ -32,8 +33,8 @@ struct RetentionDecision {
 
 // Every checkpoint of one (tier, job), oldest first: committed ones in their
 // retention order, then partial and in-progress ones by last write.
-std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint> all,
-                                                const std::string& tier, const std::string& job,
+std::vector<RetentionDecision> decide_retention(const CheckpointView& all, const std::string& tier,
+                                                const std::string& job,
                                                 const RetentionPolicy& policy, double now);
 // The same over the checkpoints of one (tier, job) already picked out.
 std::vector<RetentionDecision> decide_retention(std::span<const Checkpoint* const> job,
@@ -60,8 +61,7 @@ struct RetentionFigures {
 };
 
 // One entry per job that has any checkpoint on `tier`, sorted by job.
-std::vector<RetentionFigures> evaluate_retention(std::span<const Checkpoint> all,
-                                                 const std::string& tier,
+std::vector<RetentionFigures> evaluate_retention(const CheckpointView& all, const std::string& tier,
                                                  const RetentionPolicy& policy, double now);
 
 // How long the oldest entry of the tier's deletion queue has waited

@@ -22,7 +22,7 @@ const TierIo* tier_io(const IoState* io, const std::string& tier) {
 
 }  // namespace
 
-StoragePathFigures StoragePathTracker::update(std::span<const Checkpoint> checkpoints,
+StoragePathFigures StoragePathTracker::update(const CheckpointView& checkpoints,
                                               const std::set<std::string>& tiers,
                                               const std::set<std::string>& deletion_tiers,
                                               const EventCatalog* events, const IoState* io,

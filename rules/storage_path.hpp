@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "model/checkpoint.hpp"
+#include "model/checkpoint_view.hpp"
 #include "model/events.hpp"
 #include "model/io.hpp"
 #include "model/policy.hpp"
@@ -106,8 +107,7 @@ class StoragePathTracker {
   // `events` and `io` may be null (not loaded, not collected). `tiers` are
   // the configured tiers; checkpoints elsewhere and on `deletion_tiers` are
   // skipped.
-  StoragePathFigures update(std::span<const Checkpoint> checkpoints,
-                            const std::set<std::string>& tiers,
+  StoragePathFigures update(const CheckpointView& checkpoints, const std::set<std::string>& tiers,
                             const std::set<std::string>& deletion_tiers, const EventCatalog* events,
                             const IoState* io, const Verifications& verified,
                             const RulesPolicy& policy, double now);
