@@ -69,10 +69,13 @@ lint-format: test-deps
 format:
 	git ls-files -z '*.cpp' '*.hpp' '*.c' '*.h' | xargs -0 clang-format -i
 
+# asan-test builds only what `ctest -L unit` runs (ckptmon_unit_tests and the
+# fake NVML libraries it depends on; the layers checks are Python over the
+# sources), not the sanitized ckptmon binary, which no test there runs.
 asan-test: deps
 	cmake -S . -B $(BUILD_ASAN) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DCKPTMON_SANITIZE=ON -DCKPTMON_BENCH=OFF \
 	  -DCKPTMON_WERROR=$(WERROR)
-	cmake --build $(BUILD_ASAN) -j $(JOBS)
+	cmake --build $(BUILD_ASAN) -j $(JOBS) --target ckptmon_unit_tests
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS) -L unit
 
