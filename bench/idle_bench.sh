@@ -14,7 +14,8 @@
 # For each row: start the daemon on a fresh state dir, wait for /-/ready and
 # for every checkpoint to be catalogued, let IDLE_SETTLE seconds of walks pass,
 # then read utime+stime (/proc/PID/stat) of the daemon and of node_exporter at
-# the start and the end of an IDLE_WINDOW-second window, and VmRSS/VmHWM
+# the start and the end of an IDLE_WINDOW-second window, the daemon's VmRSS
+# once a second through it (median and maximum), and VmRSS/VmHWM
 # (/proc/PID/status) at its end. Nothing scrapes either process in the window.
 #
 # Usage: [IDLE_ROWS="15s 1s 100k"] [IDLE_WINDOW=60] [IDLE_SETTLE=35]
@@ -56,8 +57,8 @@ nport=$(free_port)
 npid=$!
 for _ in $(seq 100); do curl -sf "127.0.0.1:$nport/metrics" >/dev/null && break; sleep 0.1; done
 
-printf '%-6s %12s %8s %10s %10s %10s %12s %10s %10s\n' row checkpoints \
-  'series' 'CPU %' 'VmRSS KiB' 'VmHWM KiB' 'node CPU %' 'node RSS' 'load avg'
+printf '%-6s %12s %8s %8s %10s %10s %10s %10s %10s %10s %9s\n' row checkpoints \
+  'series' 'CPU %' 'VmRSS KiB' 'RSS med' 'RSS max' 'VmHWM KiB' 'node CPU %' 'node RSS' 'load avg'
 for row in $rows; do
   case $row in
     15s | 1s) jobs=100 ckpts=25 ranks=2 interval=$row prefix=$work/t10k ;;
@@ -87,11 +88,19 @@ YML
   series=$(curl -s "127.0.0.1:$port/metrics" | grep -vc '^#')
   sleep "$settle"
   d0=$(ticks "$pid") n0=$(ticks "$npid")
-  sleep "$window"
+  # VmRSS once a second through the window: the walks come and go within
+  # it, so its median and maximum say more than the reading at its end.
+  rss=()
+  for _ in $(seq "$window"); do
+    sleep 1
+    rss+=("$(kib "$pid" VmRSS)")
+  done
   d1=$(ticks "$pid") n1=$(ticks "$npid")
-  printf '%-6s %12s %8s %10s %10s %10s %12s %10s %10s\n' "$row" "$have" "$series" \
+  read -r rss_med rss_max < <(printf '%s\n' "${rss[@]}" | sort -n |
+    awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)], a[NR]}')
+  printf '%-6s %12s %8s %8s %10s %10s %10s %10s %10s %10s %9s\n' "$row" "$have" "$series" \
     "$(awk -v a="$d0" -v b="$d1" -v h="$hz" -v w="$window" 'BEGIN {printf "%.2f", 100 * (b - a) / h / w}')" \
-    "$(kib "$pid" VmRSS)" "$(kib "$pid" VmHWM)" \
+    "$(kib "$pid" VmRSS)" "$rss_med" "$rss_max" "$(kib "$pid" VmHWM)" \
     "$(awk -v a="$n0" -v b="$n1" -v h="$hz" -v w="$window" 'BEGIN {printf "%.2f", 100 * (b - a) / h / w}')" \
     "$(kib "$npid" VmRSS)" "$(cut -d' ' -f1 /proc/loadavg)"
   kill "$pid"
