@@ -525,8 +525,9 @@ Job TreeScanCollector::prepare(const std::string& target, const State& current) 
       // The tier may have been removed or re-pointed by a reload meanwhile.
       if (!state.current_tier("tree_scan", target, generation)) return;
       auto& cat = state.catalogs[target];
-      if (cat->walk_live != live) cat.edit().walk_live = live;
       merge_scan(cat, std::move(outcome), now);
+      // After the merge, which left the catalog unshared: no copy for this.
+      if (cat->walk_live != live) cat.edit().walk_live = live;
     };
   };
 }

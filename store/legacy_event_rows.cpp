@@ -1,8 +1,6 @@
 #include "store/legacy_event_rows.hpp"
 
-#include <algorithm>
 #include <array>
-#include <cstring>
 #include <string>
 
 #include <fmt/format.h>

@@ -110,14 +110,19 @@ TEST(TreeWalk, UnchangedCommittedCheckpointIsNotListedAgain) {
     asked.push_back(rel);
     return f.matches(*record) ? std::shared_ptr<const Checkpoint>(record) : nullptr;
   };
+  // One walk of the job with that memory and those options.
+  auto walk_job = [&](WalkStats& s) {
+    TreeWalker w(root.fd, root.dev, &memory, s, opts);
+    DirNode job;
+    EXPECT_TRUE(w.build("job", job, nullptr));
+    return job;
+  };
   {
     // No record to reuse (the catalog lost it, or it changed): listed.
     auto committed = record->state;
     record->state = CkptState::kPartial;
     WalkStats s;
-    TreeWalker w(root.fd, root.dev, &memory, s, opts);
-    DirNode job;
-    ASSERT_TRUE(w.build("job", job, nullptr));
+    const DirNode job = walk_job(s);
     const DirNode* ck = find_node(job, "step-1");
     ASSERT_NE(ck, nullptr);
     EXPECT_FALSE(ck->reused);
@@ -127,9 +132,7 @@ TEST(TreeWalk, UnchangedCommittedCheckpointIsNotListedAgain) {
     record->state = committed;
   }
   WalkStats s;
-  TreeWalker w(root.fd, root.dev, &memory, s, opts);
-  DirNode job;
-  ASSERT_TRUE(w.build("job", job, nullptr));
+  const DirNode job = walk_job(s);
   const DirNode* ck = find_node(job, "step-1");
   ASSERT_NE(ck, nullptr);
   ASSERT_TRUE(ck->reused);
@@ -143,9 +146,7 @@ TEST(TreeWalk, UnchangedCommittedCheckpointIsNotListedAgain) {
   // A change deep inside (a file added to sub/) bumps sub's mtime: relisted.
   t.write("job/step-1/sub/late", 1);
   WalkStats s2;
-  TreeWalker w2(root.fd, root.dev, &memory, s2, opts);
-  DirNode job2;
-  ASSERT_TRUE(w2.build("job", job2, nullptr));
+  const DirNode job2 = walk_job(s2);
   const DirNode* ck2 = find_node(job2, "step-1");
   ASSERT_NE(ck2, nullptr);
   EXPECT_FALSE(ck2->reused);
