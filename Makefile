@@ -18,7 +18,11 @@ JOBS       ?= $(shell nproc)
 WERROR     ?= ON
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps test-deps build demo deb test lint lint-format format unit-test integration-test asan-test fuzz-build fuzz-test fuzz fuzz-run tsan-test clean
+# make test's phase times (scripts/phase.sh): one line per phase, printed at the end.
+PHASE_LOG  ?= $(BUILD)/make-test-phases.txt
+PHASE      := scripts/phase.sh $(PHASE_LOG)
+
+.PHONY: all deps test-deps build demo deb test test-build check lint lint-format format integration-test bench-smoke asan-test fuzz-build fuzz-test fuzz tsan-test clean
 
 all: build
 
@@ -34,7 +38,9 @@ $(BUILD)/build.ninja: CMakeLists.txt | deps
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The demo builds only what it runs: the daemon and the fake NVML library.
+demo: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target ckptmon ckptmon_fake_nvml
 	$(BUILD)/ckptmon demo
 
 # The Debian package, from the normal build directory (cmake/install.cmake):
@@ -42,17 +48,42 @@ demo: build
 deb: build
 	cd $(BUILD) && cpack -G DEB
 
-# Everything: the normal build with -Werror, make lint, unit and integration
-# tests on it, then the unit tests again under AddressSanitizer + UBSan, the
-# threaded ones under ThreadSanitizer, then a short fuzz run.
-test: test-deps
+# Everything, in phases whose times are printed at the end (docs/performance.md
+# keeps them): the normal build with -Werror (the daemon, the fake NVML
+# libraries and the benchmarks; the unit tests are compiled once, in the
+# sanitized build), make lint, the benchmarks run once each (bench/smoke.sh),
+# the integration tests on the normal build, every unit test under
+# AddressSanitizer + UBSan, the threaded ones under ThreadSanitizer, then a
+# short fuzz run of every target.
+test:
+	@rm -f $(PHASE_LOG)
+	@$(PHASE) deps scripts/install-deps.sh test
+	@$(PHASE) build $(MAKE) --no-print-directory test-build
+	@$(PHASE) lint $(MAKE) --no-print-directory lint
+	@$(PHASE) bench-smoke $(MAKE) --no-print-directory bench-smoke
+	@$(PHASE) integration $(MAKE) --no-print-directory integration-test
+	@$(PHASE) asan $(MAKE) --no-print-directory asan-test
+	@$(PHASE) tsan $(MAKE) --no-print-directory tsan-test
+	@$(PHASE) fuzz $(MAKE) --no-print-directory fuzz-test
+	@$(PHASE) --report
+
+test-build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCKPTMON_WERROR=$(WERROR)
-	cmake --build $(BUILD) -j $(JOBS)
-	$(MAKE) --no-print-directory lint
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
-	$(MAKE) asan-test
-	$(MAKE) tsan-test
-	$(MAKE) fuzz-test
+	cmake --build $(BUILD) -j $(JOBS) --target ckptmon_integration ckptmon_benches
+
+# The integration tests on the normal build; they wait on their peers more
+# than they compute, so twice as many run as there are cores.
+integration-test: test-build
+	ctest --test-dir $(BUILD) --output-on-failure -j $$(( $(JOBS) * 2 )) -L integration --no-tests=error
+
+bench-smoke: test-build
+	bench/smoke.sh $(BUILD)
+
+# The inner loop (scripts/check.sh says what it runs): incremental builds,
+# clang-tidy on what changed, the unit tests of the touched layers and those
+# above them, then the integration tests.
+check: test-deps
+	@scripts/check.sh $(BUILD) $(BUILD_ASAN) $(JOBS) $(WERROR)
 
 # clang-format (check only) over every tracked C/C++ file with the checked-in
 # .clang-format, and clang-tidy with the checked-in .clang-tidy on
@@ -69,15 +100,16 @@ lint-format: test-deps
 format:
 	git ls-files -z '*.cpp' '*.hpp' '*.c' '*.h' | xargs -0 clang-format -i
 
-# asan-test builds only what `ctest -L unit` runs (ckptmon_unit_tests and the
-# fake NVML libraries it depends on; the layers checks are Python over the
-# sources), not the sanitized ckptmon binary, which no test there runs.
+# asan-test builds only what `ctest -L unit` runs (the per-layer unit test
+# binaries, ckptmon_unit_tests_<layer>, and the fake NVML libraries; the
+# layers checks are Python over the sources), not the sanitized ckptmon
+# binary, which no test there runs.
 asan-test: deps
 	cmake -S . -B $(BUILD_ASAN) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DCKPTMON_SANITIZE=ON -DCKPTMON_BENCH=OFF \
 	  -DCKPTMON_WERROR=$(WERROR)
 	cmake --build $(BUILD_ASAN) -j $(JOBS) --target ckptmon_unit_tests
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS) -L unit
+	  ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS) -L unit --no-tests=error
 
 # ThreadSanitizer: its own build (RelWithDebInfo) of the threaded parts' unit
 # tests; any report fails the run (halt_on_error).
@@ -89,34 +121,20 @@ tsan-test: deps
 	  $(BUILD_TSAN)/tests/ckptmon_tsan_tests --gtest_filter='$(TSAN_FILTER)' --gtest_brief=1
 
 # The libFuzzer targets need clang and their own build directory; only they are
-# built there. New inputs go to $(BUILD_FUZZ)/corpus/<target>, never into the
-# source tree; the seeds are fuzz/corpus/<target>. `fuzz-test` (part of `make
-# test`) replays every seed corpus and fuzzes each target for FUZZ_TEST_TIME
-# seconds; `make fuzz` fuzzes each for FUZZ_TIME seconds. A crash leaves its
-# input in $(BUILD_FUZZ)/crash-<target>-*: make it a unit test with the fix.
+# built there. `fuzz-test` (part of `make test`) replays every seed corpus and
+# fuzzes each target for FUZZ_TEST_TIME seconds; `make fuzz` fuzzes each for
+# FUZZ_TIME seconds; JOBS targets at a time (scripts/fuzz-run.sh says where
+# new inputs and crashes go).
 fuzz-build: test-deps
 	cmake -S . -B $(BUILD_FUZZ) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCKPTMON_FUZZ=ON -DCKPTMON_TESTS=OFF -DCKPTMON_BENCH=OFF
 	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target $(addsuffix _fuzz,$(FUZZ_TARGETS))
 
 fuzz-test: fuzz-build
-	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_TIME=$(FUZZ_TEST_TIME)
+	@scripts/fuzz-run.sh $(BUILD_FUZZ) $(FUZZ_TEST_TIME) $(JOBS) $(FUZZ_TARGETS)
 
 fuzz: fuzz-build
-	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_TIME=$(FUZZ_TIME)
-
-fuzz-run:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-	  mkdir -p $(BUILD_FUZZ)/corpus/$$t; \
-	  dict=; if [ -f fuzz/$$t.dict ]; then dict=-dict=fuzz/$$t.dict; fi; \
-	  echo "fuzz: $$t for $(FUZZ_RUN_TIME) s"; \
-	  if ! $(BUILD_FUZZ)/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_RUN_TIME) -max_len=8192 -timeout=10 \
-	      -print_final_stats=1 $$dict -artifact_prefix=$(BUILD_FUZZ)/crash-$$t- \
-	      $(BUILD_FUZZ)/corpus/$$t fuzz/corpus/$$t > $(BUILD_FUZZ)/fuzz-$$t.log 2>&1; then \
-	    tail -n 60 $(BUILD_FUZZ)/fuzz-$$t.log; exit 1; \
-	  fi; \
-	  grep -E '^Done|stat::average_exec_per_sec' $(BUILD_FUZZ)/fuzz-$$t.log; \
-	done
+	@scripts/fuzz-run.sh $(BUILD_FUZZ) $(FUZZ_TIME) $(JOBS) $(FUZZ_TARGETS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD_FUZZ)

@@ -2,6 +2,11 @@
 # docs/operations.md "Installing" lists what goes where.
 include(GNUInstallDirs)
 
+# `cpack` and the install target install what was built; they do not build
+# everything first (make test builds the daemon, not the unit tests, in the
+# normal build directory, and test_deb.py packages it from there).
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
+
 install(TARGETS ckptmon RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # The unit names the binary as installed: systemd/ckptmon.service says

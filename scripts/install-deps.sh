@@ -15,6 +15,7 @@ build_pkgs=(
   zlib1g-dev
   help2man dpkg-dev
   libfuse3-dev  # bench/delayfs: the FUSE file system with metadata latency (walk benchmark)
+  ccache mold   # build speed (CMakeLists.txt): a compile seen before is reused, links are quick
 )
 # Real neighbours used by the integration tests (openssl makes their TLS
 # certificates), the fuzzer toolchain and the

@@ -7,7 +7,9 @@
 #     BUILD/compile_commands.json in the product folders and bench/ (not
 #     tests/: its 70 gtest files would double the run on a 2-core machine);
 #     the headers of every folder are checked through the files that include
-#     them (HeaderFilterRegex).
+#     them (HeaderFilterRegex). A unit clang-tidy passed before on the same
+#     input (its source, every header it includes, its flags, the checks) is
+#     not checked again (scripts/tidy_cached.py).
 # Usage: scripts/lint.sh [BUILD_DIR] [JOBS]   or   scripts/lint.sh --format-only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +21,6 @@ src=$(pwd)
 
 fmt=$(command -v clang-format-14 || command -v clang-format)
 tidy=$(command -v clang-tidy-14 || command -v clang-tidy)
-runner=$(command -v run-clang-tidy-14 || command -v run-clang-tidy)
 
 start=$(date +%s)
 echo "lint: clang-format"
@@ -33,15 +34,13 @@ if [ ! -f "$build/compile_commands.json" ]; then
   echo "lint: $build/compile_commands.json is missing; configure $build first" >&2
   exit 1
 fi
-echo "lint: clang-tidy on $build/compile_commands.json (-j $jobs)"
+echo "lint: clang-tidy on $build/compile_commands.json"
 # Translation units of the source tree only (not CMake's generated files,
-# not tests/); C++ only: the .c fakes are plain C.
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-if ! "$runner" -quiet -clang-tidy-binary "$tidy" -p "$build" -j "$jobs" \
-    "^$src/(bench|collectors|config|daemon|events|fuzz|model|rules|store|util)/.*\.cpp$" \
-    >"$log" 2>&1; then
-  grep -E 'warning:|error:' -A3 "$log" | head -n 200 >&2 || cat "$log" >&2
+# not tests/); C++ only: the .c fakes are plain C. scripts/tidy_cached.py
+# skips a unit clang-tidy passed before on exactly the same input (its own
+# header says how that is decided) and checks the rest.
+if ! python3 scripts/tidy_cached.py --tidy "$tidy" "$build" "$jobs" \
+    "^$src/(bench|collectors|config|daemon|events|fuzz|model|rules|store|util)/.*\.cpp$"; then
   echo "lint: clang-tidy found problems (above); fix them or, for a check that is noise" \
     "here, disable it in .clang-tidy with a one-line reason" >&2
   exit 1

@@ -168,4 +168,4 @@ class AlertmanagerTls(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

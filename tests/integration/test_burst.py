@@ -435,4 +435,4 @@ class ExpectDetection(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

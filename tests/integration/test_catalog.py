@@ -288,4 +288,4 @@ class InotifyOnLocalTiers(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

@@ -82,4 +82,4 @@ class CorruptState(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

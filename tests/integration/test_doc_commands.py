@@ -83,4 +83,4 @@ class DocCommands(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

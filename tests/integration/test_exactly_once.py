@@ -383,4 +383,4 @@ class ExactlyOnceTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

@@ -252,4 +252,4 @@ class GpuDcgmEndToEnd(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

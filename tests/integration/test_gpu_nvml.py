@@ -34,7 +34,7 @@ class GpuNvmlEndToEnd(unittest.TestCase):
     def setUp(self):
         harness.require_binary()
         if not os.path.exists(FAKE):
-            raise unittest.SkipTest(f"fake NVML library not built at {FAKE}")
+            harness.skip_peer(f"fake NVML library not built at {FAKE}")
         self.ws = harness.Workspace()
         self.addCleanup(self.ws.close)
         self.addCleanup(os.environ.pop, "FAKE_NVML_SCRIPT", None)
@@ -150,4 +150,4 @@ class GpuNvmlEndToEnd(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

@@ -140,4 +140,4 @@ class GpuPrometheusEndToEnd(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

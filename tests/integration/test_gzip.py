@@ -83,4 +83,4 @@ class GzipScrape(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

@@ -62,4 +62,4 @@ class HostileConfig(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

@@ -52,7 +52,7 @@ class Manifests(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if yaml is None:
-            raise unittest.SkipTest(f"{IMPORT_ERROR} (python3-jsonschema, python3-yaml)")
+            harness.skip_peer(f"{IMPORT_ERROR} (python3-jsonschema, python3-yaml)")
         import k8s_schemas
         cls.schemas = k8s_schemas.SCHEMAS
         cls.docs = load_all()
@@ -226,4 +226,4 @@ class Manifests(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

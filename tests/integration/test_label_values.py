@@ -138,4 +138,4 @@ class LabelValues(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

@@ -180,4 +180,4 @@ class Plan(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

@@ -145,4 +145,4 @@ class PrometheusEndToEnd(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

@@ -67,4 +67,4 @@ class PromtoolCheckMetrics(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

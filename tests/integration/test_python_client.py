@@ -16,6 +16,8 @@ import tempfile
 import types
 import unittest
 
+import harness
+
 SOURCE = os.environ.get("CKPTMON_SOURCE_DIR", os.getcwd())
 BIN = os.environ.get("CKPTMON_BIN", os.path.join(SOURCE, "build", "ckptmon"))
 CLIENT_DIR = os.path.join(SOURCE, "clients", "python")
@@ -396,4 +398,4 @@ class ExamplesTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

@@ -113,4 +113,4 @@ class Reload(harness.TwoTierTest):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

@@ -318,7 +318,7 @@ class Report(unittest.TestCase):
     def test_html_renders_in_chromium_with_axes_and_no_requests(self):
         chromium = shutil.which("chromium")
         if chromium is None:
-            self.skipTest("chromium is not installed (scripts/install-deps.sh test)")
+            harness.skip_peer("chromium is not installed (scripts/install-deps.sh test)")
         out = os.path.join(self.ws.path(), "report.html")
         self.report("--output", out, fmt="html")
         with open(out, encoding="utf-8") as f:
@@ -551,4 +551,4 @@ class Report(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

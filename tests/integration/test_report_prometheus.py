@@ -516,4 +516,4 @@ class PlanPrometheus(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

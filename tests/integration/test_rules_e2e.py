@@ -280,4 +280,4 @@ class RulesEndToEnd(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

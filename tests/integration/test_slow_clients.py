@@ -132,4 +132,4 @@ class SlowClients(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

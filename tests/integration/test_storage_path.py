@@ -149,4 +149,4 @@ class StoragePath(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

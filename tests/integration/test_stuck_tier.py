@@ -265,4 +265,4 @@ class StuckTierOneWorker(StuckTier):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

@@ -27,9 +27,9 @@ class TierIoOnALoopDevice(unittest.TestCase):
         harness.require_executable(PROMTOOL, "prometheus")
         for tool, pkg in (("losetup", "mount"), ("mkfs.ext4", "e2fsprogs")):
             if shutil.which(tool) is None:
-                raise unittest.SkipTest(f"{tool} is missing (Debian package {pkg})")
+                harness.skip_peer(f"{tool} is missing (Debian package {pkg})")
         if not os.path.exists("/dev/loop-control"):
-            raise unittest.SkipTest("loop devices are impossible here: /dev/loop-control is missing")
+            harness.skip_machine("loop devices are impossible here: /dev/loop-control is missing")
         self.ws = harness.Workspace()
         self.addCleanup(self.ws.close)
         image = self.ws.path("disk.img")
@@ -37,7 +37,7 @@ class TierIoOnALoopDevice(unittest.TestCase):
             f.truncate(96 * 1024 * 1024)
         r = harness.run(["losetup", "--find", "--show", image], check=False)
         if r.returncode != 0:
-            raise unittest.SkipTest(f"loop devices are impossible here: losetup: {r.stderr.strip()}")
+            harness.skip_machine(f"loop devices are impossible here: losetup: {r.stderr.strip()}")
         self.loop = r.stdout.strip()
         self.ws.on_close(lambda: harness.run(["losetup", "-d", self.loop], check=False))
         harness.run(["mkfs.ext4", "-q", "-F", self.loop])
@@ -232,4 +232,4 @@ class TierIoFromFixtureTrees(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

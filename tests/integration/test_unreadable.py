@@ -174,4 +174,4 @@ class UnreadableIsNotDeleted(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

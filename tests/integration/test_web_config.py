@@ -132,7 +132,7 @@ class WebConfig(unittest.TestCase):
         self.assertEqual(m.get("ckptmon_http_auth_failures_total", reason="invalid"), 0.0)
         self.assertEqual(m.get("ckptmon_http_tls_handshake_failures_total"), 0.0)
         if not os.access(PROMTOOL, os.X_OK):
-            self.skipTest(f"{PROMTOOL} is missing (Debian package prometheus)")
+            harness.skip_peer(f"{PROMTOOL} is missing (Debian package prometheus)")
         p = subprocess.run([PROMTOOL, "check", "metrics"], input=r.body, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=60)
         self.assertEqual(p.returncode, 0, p.stdout.decode() + p.stderr.decode())
@@ -284,4 +284,4 @@ class WebConfig(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

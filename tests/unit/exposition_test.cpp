@@ -1,6 +1,7 @@
 // The Prometheus text exposition parser (collectors/exposition.hpp) on
 // dcgm-exporter's output and on what must be rejected.
 #include "collectors/exposition.hpp"
+#include "tests/test_paths.hpp"
 
 #include <cmath>
 #include <fstream>

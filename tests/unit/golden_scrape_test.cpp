@@ -33,6 +33,7 @@
 
 #include "daemon/daemon.hpp"
 #include "loop_helpers.hpp"
+#include "tests/test_paths.hpp"
 #include "tests/unit/http_client.hpp"
 #include "util/clock.hpp"
 

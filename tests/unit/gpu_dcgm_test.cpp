@@ -9,6 +9,7 @@
 #include "collectors/gpu.hpp"
 #include "collectors/gpu_source.hpp"
 #include "config/config.hpp"
+#include "tests/test_paths.hpp"
 
 namespace ckptmon {
 namespace {

@@ -13,6 +13,7 @@
 #include "collectors/gpu_source.hpp"
 #include "config/config.hpp"
 #include "temp_dir.hpp"
+#include "tests/test_paths.hpp"
 
 namespace ckptmon {
 namespace {

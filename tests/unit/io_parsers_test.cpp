@@ -13,6 +13,7 @@
 #include "collectors/io_sources.hpp"
 #include "collectors/mountinfo.hpp"
 #include "temp_dir.hpp"
+#include "tests/test_paths.hpp"
 
 namespace ckptmon {
 namespace {

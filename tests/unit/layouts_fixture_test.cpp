@@ -18,6 +18,7 @@
 #include "collectors/layouts/layout.hpp"
 #include "collectors/tree_walk.hpp"
 #include "temp_dir.hpp"
+#include "tests/test_paths.hpp"
 #include "tree_builder.hpp"
 
 namespace ckptmon {

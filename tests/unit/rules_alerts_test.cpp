@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/alerts_wire.hpp"  // WindowMissed: the cause reaches /api/v1/alerts
+#include "tests/test_paths.hpp"
 #include "tests/unit/rules_fixtures.hpp"
 #include "util/clock.hpp"
 

@@ -16,6 +16,7 @@
 
 #include "daemon/metrics.hpp"
 #include "temp_dir.hpp"
+#include "tests/test_paths.hpp"
 #include "util/log.hpp"
 
 namespace ckptmon {

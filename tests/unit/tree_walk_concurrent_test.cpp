@@ -27,6 +27,7 @@
 #include "daemon/metrics.hpp"
 #include "model/walk_live.hpp"
 #include "temp_dir.hpp"
+#include "tests/test_paths.hpp"
 #include "tree_builder.hpp"
 
 namespace ckptmon {
