@@ -99,3 +99,7 @@ The package ships a hardened systemd unit, an example configuration in
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_SOURCE_DIR}/packaging/conffiles)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 include(CPack)
+
+# The integration tests install and package the build (test_deb.py,
+# test_systemd_unit.py): what they install is built with the daemon.
+add_dependencies(ckptmon_integration ckptmon_packaging)
