@@ -40,10 +40,12 @@ for l in "${layers[@]}"; do
 done
 if [ ${#targets[@]} -gt 0 ]; then
   cmake --build "$asan" -j "$jobs" --target "${targets[@]}"
-  label="^unit\\.($(IFS='|'; echo "${layers[*]}"))\$"
-  say "unit tests of ${layers[*]} (ASan+UBSan)"
+  # gtest_discover_tests takes PROPERTIES as key-value pairs, so the
+  # "unit.<layer>" label does not reach CTest yet: every unit test runs (the
+  # binaries of untouched layers are current, as they link only layers below).
+  say "unit tests, rebuilt for ${layers[*]} (ASan+UBSan)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$asan" --output-on-failure -j "$jobs" -L "$label" --no-tests=error
+    ctest --test-dir "$asan" --output-on-failure -j "$jobs" -L '^unit$' --no-tests=error
 else
   say "no layer touched since the last make check: no unit tests to run"
 fi
