@@ -404,12 +404,10 @@ void Daemon::changed() {
   if (!stopping_) {
     for (auto& w : wakes_) w->poke();
   }
-  if (!ready_ && runner_ && runner_->all_reported()) {
-    ready_ = true;
-    log::info("first collection finished; ready");
-    // The first figures as soon as there is something to judge; then every interval.
-    if (rules_) rules_->trigger();
-  }
+  // Ready once the first collection's figures are served: the flag is set
+  // by the publish that serves them, so a 200 from /-/ready never answers
+  // ahead of the metrics it vouches for.
+  if (!ready_ && runner_ && runner_->all_reported()) ready_on_publish_ = true;
   if (publish_pending_) return;
   publish_pending_ = true;
   asio::post(io_, [this] { publish(); });
@@ -430,8 +428,17 @@ void Daemon::publish() {
   }
   persist_changes();
   snapshot_ = publisher_.publish(state_, rules_ ? rules_->output() : nullptr, clock_->now());
-  std::lock_guard lock(served_mu_);
-  served_ = snapshot_;
+  {
+    std::lock_guard lock(served_mu_);
+    served_ = snapshot_;
+  }
+  if (ready_on_publish_) {
+    ready_on_publish_ = false;
+    ready_ = true;
+    log::info("first collection finished; ready");
+    // The first figures as soon as there is something to judge; then every interval.
+    if (rules_) rules_->trigger();
+  }
 }
 
 std::string Daemon::render_live(const Snapshot* snap) const {

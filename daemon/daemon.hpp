@@ -185,6 +185,7 @@ class Daemon {
   static constexpr double kTrimEverySeconds = 10;
   double last_trim_ = -1;
   std::atomic<bool> ready_{false};
+  bool ready_on_publish_ = false;  // the first collection reported; the next publish serves it
   bool stopping_ = false;
   double started_at_ = 0;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> http_work_{

@@ -246,6 +246,12 @@ TEST_F(DaemonTest, ADirectoryAsConfigAtStartSaysSo) {
 // Writes to the state database that keep failing (here SQLITE_FULL: the
 // database may not grow) make /-/ready fail with the reason; one write that
 // succeeds makes it ready again.
+//
+// The daemon writes too (history, prunes that queue follow-up deletes from
+// the store thread), and any of its writes that succeeds resets the count. So
+// the three failing writes are queued back to back while the store thread is
+// held and the loop is inside this test's call, and the check runs while a
+// fourth task holds the store thread after them.
 TEST_F(DaemonTest, PersistentStateWriteFailuresMakeItNotReady) {
   write_config(tier_line("a", "a"));
   std::string error;
@@ -255,12 +261,44 @@ TEST_F(DaemonTest, PersistentStateWriteFailuresMakeItNotReady) {
   ASSERT_NE(store, nullptr);
   store->flush();
   store->post([](sql::Db& db) { db.exec("PRAGMA max_page_count=1"); });
-  for (int i = 0; i < 3; ++i) {
-    store->post([](sql::Db& db) {
-      db.exec("CREATE TABLE IF NOT EXISTS filler(x); INSERT INTO filler VALUES(zeroblob(100000))");
+
+  // Releases the store thread on every way out of the test, a failed check included.
+  struct Release {
+    std::promise<void> p;
+    bool done = false;
+    void operator()() {
+      if (!done) p.set_value();
+      done = true;
+    }
+    ~Release() { (*this)(); }
+  };
+  std::promise<void> held_first;
+  std::promise<void> held_after;
+  Release release_first;
+  Release release_after;
+  std::shared_future<void> release_first_f = release_first.p.get_future().share();
+  std::shared_future<void> release_after_f = release_after.p.get_future().share();
+  store->post([&held_first, release_first_f](sql::Db&) {
+    held_first.set_value();
+    release_first_f.wait();
+  });
+  held_first.get_future().wait();
+  on_loop([&] {
+    for (int i = 0; i < 3; ++i) {
+      store->post([](sql::Db& db) {
+        db.exec(
+            "CREATE TABLE IF NOT EXISTS filler(x); INSERT INTO filler VALUES(zeroblob(100000))");
+      });
+    }
+    store->post([&held_after, release_after_f](sql::Db&) {
+      held_after.set_value();
+      release_after_f.wait();
     });
-  }
-  store->flush();
+    return 0;
+  });
+  release_first();
+  held_after.get_future().wait();
+
   auto r = fetch("/-/ready");
   EXPECT_EQ(r.result_int(), 503u);
   EXPECT_THAT(r.body(), HasSubstr("the last 3 writes to the state database " +
@@ -268,6 +306,7 @@ TEST_F(DaemonTest, PersistentStateWriteFailuresMakeItNotReady) {
   EXPECT_THAT(r.body(), HasSubstr("full"));
   EXPECT_EQ(fetch("/-/healthy").result_int(), 200u);
   EXPECT_THAT(fetch("/metrics").body(), HasSubstr("ckptmon_store_consecutive_errors 3\n"));
+  release_after();
   store->post([](sql::Db& db) { db.exec("PRAGMA max_page_count=1073741823"); });
   store->flush();
   EXPECT_EQ(fetch("/-/ready").result_int(), 200u);
