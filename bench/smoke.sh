@@ -23,6 +23,7 @@ printf 'global: {state_dir: %s, scan_interval: 1s}\ntiers:\n  - {name: rapid, pa
 run "$b/scan_bench" "$work/tree" 1
 run "$b/scrape_bench" "$work/c.yml" 0.2 1 2 5 5
 run "$b/tail_bench" 1
+run bench/prom_parse_bench.sh "${1:-build}" 0.5
 run "$b/event_parse_bench" --benchmark_filter='^BM_EventParserChunks/65536$'
 run "$b/publish_bench" --benchmark_min_time=0.01 --benchmark_filter='/10000$'
 run "$b/rules_bench" --benchmark_min_time=0.01 --benchmark_filter='/10/25$'

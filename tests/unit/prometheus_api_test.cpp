@@ -70,6 +70,59 @@ TEST(PrometheusApi, RefusesGarbage) {
   }
 }
 
+// Fields in any order (resultType after result, unknown ones between), as
+// the JSON object they are allows.
+TEST(PrometheusApi, ReadsFieldsInAnyOrder) {
+  auto r = parse_prometheus_response(
+      R"({"data":{"result":[{"values":[[1,"2"]],"x":{"y":[1,2]},"metric":{"a":"b"}}],)"
+      R"("resultType":"matrix"},"warnings":[],"status":"success"})");
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.series.size(), 1u);
+  EXPECT_EQ(r.series[0].metric.at("a"), "b");
+  EXPECT_DOUBLE_EQ(r.series[0].values.at(0).v, 2);
+  // What is not JSON after the object, or a result that contradicts its type.
+  EXPECT_FALSE(parse_prometheus_response(
+                   R"({"status":"success","data":{"resultType":"vector","result":[]}} x)")
+                   .ok);
+  EXPECT_FALSE(parse_prometheus_response(R"({"status":"success","data":{"resultType":"vector",)"
+                                         R"("result":[{"metric":{},"values":[[1,"1"]]}]}})")
+                   .ok);
+  EXPECT_FALSE(parse_prometheus_response(R"({"status":"success","data":{"resultType":"matrix",)"
+                                         R"("result":[],"result":[]}})")
+                   .ok);
+}
+
+// Issue 27 item 11: a valid 15 MiB matrix cost 377 MB through a document
+// tree. The samples of a big answer are all read, in order, and the cap
+// refuses one more than it allows (memory: docs/performance.md).
+TEST(PrometheusApi, ABigMatrixIsReadWholeAndTheSampleCapHolds) {
+  std::string body = R"({"status":"success","data":{"resultType":"matrix","result":[)";
+  const int series = 50;
+  const int per = 12000;  // 600,000 samples, about 15 MiB
+  for (int s = 0; s < series; ++s) {
+    body += (s ? "," : "") + std::string(R"({"metric":{"gpu":")") + std::to_string(s) +
+            R"(","hpc_job":"job-with-a-long-name"},"values":[)";
+    for (int i = 0; i < per; ++i) {
+      body += (i ? "," : "") + std::string("[") + std::to_string(1700000000 + i * 15) + ".125,\"" +
+              std::to_string(s) + "." + std::to_string(i % 1000) + "\"]";
+    }
+    body += "]}";
+  }
+  body += "]}}";
+  ASSERT_GT(body.size(), 14u << 20);
+  auto r = parse_prometheus_response(body, 10000, 2'000'000);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.series.size(), static_cast<std::size_t>(series));
+  std::size_t n = 0;
+  for (const auto& s : r.series) n += s.values.size();
+  EXPECT_EQ(n, static_cast<std::size_t>(series) * per);
+  EXPECT_EQ(r.series[49].metric.at("gpu"), "49");
+  EXPECT_DOUBLE_EQ(r.series[49].values[11999].t, 1700000000 + 11999 * 15 + 0.125);
+  EXPECT_DOUBLE_EQ(r.series[49].values[11999].v, 49.999);
+  EXPECT_EQ(parse_prometheus_response(body, 10000, series * per - 1).error,
+            "more than 599999 samples");
+}
+
 TEST(PrometheusApi, CapsSeriesAndSamples) {
   const std::string two = R"({"status":"success","data":{"resultType":"matrix","result":[
       {"metric":{"a":"1"},"values":[[1,"1"],[2,"1"]]},{"metric":{"a":"2"},"values":[[1,"1"]]}]}})";
