@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <glob.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +53,26 @@ std::string glob_root(const std::string& glob) {
   return root.empty() ? "/" : root;
 }
 
+// --- LogFdBudget -------------------------------------------------------------------
+
+LogFdBudget::LogFdBudget(std::size_t cap) : cap_(std::max<std::size_t>(cap, 1)) {}
+
+std::size_t LogFdBudget::default_cap() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 8192;
+  return std::clamp<std::size_t>(static_cast<std::size_t>(rl.rlim_cur) / 2, 1, 8192);
+}
+
+bool LogFdBudget::try_acquire() {
+  std::size_t used = used_.load();
+  while (used < cap_) {
+    if (used_.compare_exchange_weak(used, used + 1)) return true;
+  }
+  return false;
+}
+
+void LogFdBudget::release() { used_.fetch_sub(1); }
+
 // --- LogTailer ---------------------------------------------------------------------
 
 namespace {
@@ -77,10 +98,35 @@ LogTailer::LogTailer(ManifestConfig cfg, std::vector<std::string> earlier_globs,
       ingest_(std::move(ingest)),
       clock_(std::move(clock)),
       parser_(parser_options(opts_)),
-      buf_(opts_.read_bytes) {}
+      buf_(opts_.read_bytes),
+      budget_(opts_.fd_budget ? opts_.fd_budget
+                              : std::make_shared<LogFdBudget>(LogFdBudget::default_cap())) {}
 
 LogTailer::~LogTailer() {
-  for (auto& [_, o] : open_) ::close(o.fd);
+  for (auto& [_, o] : open_) close_fd(o);
+}
+
+void LogTailer::close_fd(Open& o) {
+  if (o.fd < 0) return;
+  ::close(o.fd);
+  o.fd = -1;
+  budget_->release();
+}
+
+int LogTailer::reopen(Open& o) {
+  if (!budget_->try_acquire()) return 0;
+  const int fd = ::open(o.path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      FileId{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)} !=
+          o.id) {
+    if (fd >= 0) ::close(fd);
+    budget_->release();
+    return -1;
+  }
+  o.fd = fd;
+  o.checked = false;  // verify the bytes before the position: it may have been rewritten
+  return 1;
 }
 
 bool LogTailer::owned(const std::string& path) const {
@@ -133,6 +179,8 @@ void LogTailer::open_log(int fd, FileId id, const std::string& path, std::uint64
   o.fd = fd;
   o.id = id;
   o.path = path;
+  o.listed_size = size;
+  o.quiet_since = now_;
   std::optional<EventIngest::CursorRow> row = ingest_->cursor(id);
   if (!row) row = ingest_->cursor_by_path(path, id.ino);
   if (!row) {
@@ -314,7 +362,14 @@ std::optional<std::uint64_t> LogTailer::drain(Open& o) {
 }
 
 void LogTailer::leave(Open& o, FileChange change) {
-  drain(o);
+  if (o.fd >= 0) {
+    drain(o);
+  } else {
+    log::info(
+        "event log left its glob while closed as quiet; lines it got after it was closed "
+        "are not read",
+        {{"file", o.path}, {"offset", o.row.parse.offset}});
+  }
   if (o.has_row) {
     EventIngest::CursorRow to = o.row;
     to.gone = true;
@@ -392,6 +447,33 @@ void LogTailer::recover_orphans(const std::set<FileId>& present) {
   }
 }
 
+bool LogTailer::open_new(const std::string& path, TailStatus& status, std::set<FileId>& present) {
+  if (!budget_->try_acquire()) return false;
+  // O_NONBLOCK: a FIFO swapped in after the lstat must not block the open.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    budget_->release();
+    refuse(path, errno == ELOOP ? "symlink" : "unreadable", status);
+    return false;
+  }
+  struct stat fst {};
+  if (::fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+    refuse(path, refusal_reason(fst.st_mode), status);
+    ::close(fd);
+    budget_->release();
+    return false;
+  }
+  const FileId id{static_cast<std::uint64_t>(fst.st_dev), static_cast<std::uint64_t>(fst.st_ino)};
+  present.insert(id);
+  if (open_.contains(id)) {
+    ::close(fd);
+    budget_->release();
+    return false;
+  }
+  open_log(fd, id, path, static_cast<std::uint64_t>(fst.st_size));
+  return true;
+}
+
 LogTailer::Pass LogTailer::run() {
   ingest_->ensure_loaded();
   now_ = clock_->now();
@@ -431,6 +513,7 @@ LogTailer::Pass LogTailer::run() {
   }
 
   std::set<FileId> present;
+  std::vector<std::string> deferred;  // new logs met while the descriptor budget was spent
   for (const std::string& path : matches) {
     if (!owned(path)) continue;
     struct stat st {};
@@ -443,29 +526,17 @@ LogTailer::Pass LogTailer::run() {
     FileId id{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
     if (auto it = open_.find(id); it != open_.end()) {
       it->second.path = path;  // renamed within the glob: the same log
+      it->second.listed_size = static_cast<std::uint64_t>(st.st_size);
       present.insert(id);
       continue;
     }
-    // O_NONBLOCK: a FIFO swapped in after the lstat must not block the open.
-    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-      refuse(path, errno == ELOOP ? "symlink" : "unreadable", status);
-      continue;
-    }
-    struct stat fst {};
-    if (::fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
-      refuse(path, refusal_reason(fst.st_mode), status);
-      ::close(fd);
-      continue;
-    }
-    id = FileId{static_cast<std::uint64_t>(fst.st_dev), static_cast<std::uint64_t>(fst.st_ino)};
-    if (open_.contains(id)) {
-      ::close(fd);
+    if (budget_->used() >= budget_->cap()) {
+      // Opened after the logs held open are read (and the quiet ones closed).
+      deferred.push_back(path);
       present.insert(id);
       continue;
     }
-    open_log(fd, id, path, static_cast<std::uint64_t>(fst.st_size));
-    present.insert(id);
+    open_new(path, status, present);
   }
 
   if (listing_complete) {
@@ -477,9 +548,10 @@ LogTailer::Pass LogTailer::run() {
         continue;
       }
       struct stat st {};
-      const bool deleted = ::fstat(it->second.fd, &st) == 0 && st.st_nlink == 0;
+      const bool deleted =
+          it->second.fd >= 0 && ::fstat(it->second.fd, &st) == 0 && st.st_nlink == 0;
       leave(it->second, deleted ? FileChange::kDeleted : FileChange::kRotated);
-      ::close(it->second.fd);
+      close_fd(it->second);
       it = open_.erase(it);
     }
     recover_orphans(present);
@@ -489,11 +561,29 @@ LogTailer::Pass LogTailer::run() {
   for (auto& [id, o] : open_) order.push_back(&o);
   std::sort(order.begin(), order.end(),
             [](const Open* a, const Open* b) { return a->path < b->path; });
+  // Reads one open log to its end; closes it when it ends there and the
+  // budget runs low or it has been quiet for long.
+  auto read_log = [&](Open& o) {
+    const std::uint64_t before = o.row.parse.offset;
+    const auto size = drain(o);
+    if (size && *size > o.row.parse.offset) status.backlog_bytes += *size - o.row.parse.offset;
+    if (o.row.parse.offset != before) o.quiet_since = now_;
+    const bool at_end = size && *size == o.row.parse.offset;
+    if (at_end && (budget_->low() || now_ - o.quiet_since >= opts_.close_quiet_after_seconds)) {
+      close_fd(o);
+    }
+  };
   for (Open* o : order) {
     if (stopping_) break;
-    if (const auto size = drain(*o); size && *size > o->row.parse.offset) {
-      status.backlog_bytes += *size - o->row.parse.offset;
+    bool readable = o->fd >= 0;
+    if (!readable && o->listed_size != o->row.parse.offset) {
+      // Quiet and closed: opened again only when the listing says it changed
+      // (-1: its path names another file now; the next listing sees that one).
+      const int r = reopen(*o);
+      if (r == 0) ++status.unread;
+      readable = r > 0;
     }
+    if (readable) read_log(*o);
     // Keep the position of a quiet log from being forgotten.
     if (o->has_row && now_ - o->row.last_seen > 3600) {
       EventIngest::CursorRow to = o->row;
@@ -502,7 +592,30 @@ LogTailer::Pass LogTailer::run() {
     }
     o->checked = false;  // verify the bytes before the position again next pass
   }
+  for (const std::string& path : deferred) {
+    if (stopping_) break;
+    std::set<FileId> opened;
+    if (budget_->used() >= budget_->cap() || !open_new(path, status, opened)) {
+      status.unread += budget_->used() >= budget_->cap() ? 1 : 0;
+      continue;
+    }
+    for (const FileId& id : opened) {
+      if (auto it = open_.find(id); it != open_.end()) read_log(it->second);
+    }
+  }
   status.files = open_.size();
+  for (const auto& [_, o] : open_) status.open += o.fd >= 0 ? 1 : 0;
+  if (status.unread > 0) {
+    if (auto dropped = log_limit_.allow("unread", now_)) {
+      log::warn(
+          "event logs not read in this pass: the descriptors for event logs are spent "
+          "(half of RLIMIT_NOFILE); they are read as others go quiet",
+          {{"glob", cfg_.glob},
+           {"unread", status.unread},
+           {"budget", static_cast<std::uint64_t>(budget_->cap())},
+           {"suppressed", *dropped}});
+    }
+  }
   ingest_->set_tail_status(cfg_.glob, std::move(status));
 
   ingest_->collect_garbage(now_, opts_.forget_after_seconds);

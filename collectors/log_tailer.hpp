@@ -28,6 +28,28 @@
 
 namespace ckptmon {
 
+// Descriptors of event logs held open at once, shared by the tailers of one
+// collector. A log read to its end is closed when the budget runs low (over
+// half spent) or once it has been quiet for close_quiet_after_seconds, and
+// opened again, by its path and checked to be the same file (device and
+// inode), when it grows. What the budget leaves is the daemon's: the HTTP
+// server, the walkers, SQLite. Thread-safe.
+class LogFdBudget {
+ public:
+  explicit LogFdBudget(std::size_t cap);
+  // Half the process's RLIMIT_NOFILE (soft limit), at most 8192.
+  static std::size_t default_cap();
+  bool try_acquire();
+  void release();
+  std::size_t cap() const { return cap_; }
+  std::size_t used() const { return used_.load(); }
+  bool low() const { return used() * 2 > cap_; }
+
+ private:
+  const std::size_t cap_;
+  std::atomic<std::size_t> used_{0};
+};
+
 struct TailerOptions {
   // One pread (and at most one transaction) reads this much; raised to hold
   // at least one line of max_line_bytes.
@@ -38,11 +60,17 @@ struct TailerOptions {
   // Tier name -> root, to name the log line of a shard path the verifier
   // will refuse (outside its tier).
   std::map<std::string, std::string> tier_roots;
+  // Shared by the tailers of one collector; null: one of default_cap() of its own.
+  std::shared_ptr<LogFdBudget> fd_budget;
+  // A log read to its end with nothing new for this long is closed.
+  double close_quiet_after_seconds = 60;
 };
 
 // Tails the logs of one glob. One pass at a time (the runner never runs a
 // target twice at once); keeps the descriptors of the logs it tails between
-// passes, so a log renamed away or deleted is still read to its end.
+// passes, so a log renamed away or deleted is still read to its end, except
+// those of quiet logs (LogFdBudget): a quiet log renamed away and written to
+// before the next pass loses what it got after it was closed.
 class LogTailer {
  public:
   LogTailer(ManifestConfig cfg, std::vector<std::string> earlier_globs, TailerOptions opts,
@@ -66,10 +94,12 @@ class LogTailer {
 
  private:
   struct Open {
-    int fd = -1;
+    int fd = -1;  // -1: closed while quiet (LogFdBudget); opened again when it grows
     FileId id;
     std::string path;
-    bool has_row = false;  // row is committed in the ingest
+    std::uint64_t listed_size = 0;  // st_size when the glob last listed it
+    double quiet_since = 0;         // when its read position last moved (or it was opened)
+    bool has_row = false;           // row is committed in the ingest
     EventIngest::CursorRow row;
     bool checked = false;  // the bytes before the position were verified in this pass
   };
@@ -78,6 +108,13 @@ class LogTailer {
   void refuse(const std::string& path, const std::string& reason, TailStatus& status);
   EventIngest::CursorRow fresh(FileId id, const std::string& path) const;
   void open_log(int fd, FileId id, const std::string& path, std::uint64_t size);
+  // Opens a log the glob listed that is not open yet (a descriptor from the
+  // budget); false when it is not one to read (refused) or already open.
+  bool open_new(const std::string& path, TailStatus& status, std::set<FileId>& present);
+  // Takes a descriptor again for a quiet log: 1 opened, 0 the budget is spent,
+  // -1 its path names another file now.
+  int reopen(Open& o);
+  void close_fd(Open& o);
   void reset(Open& o, std::optional<FileChange> change);
   // Reads `o` to its end (or to a stop); the file's size as last seen, if any.
   std::optional<std::uint64_t> drain(Open& o);
@@ -95,6 +132,7 @@ class LogTailer {
   std::array<ChunkResult, 2> chunks_;  // one being committed, one being parsed
   std::vector<char> buf_;
   std::map<FileId, Open> open_;
+  std::shared_ptr<LogFdBudget> budget_;
   std::set<FileId> searched_;  // positions looked for after a restart
   double now_ = 0;
   std::string why_;  // what the last failed same_content() found, for the log

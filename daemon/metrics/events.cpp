@@ -52,20 +52,34 @@ void event_families(const State& state, std::vector<prometheus::MetricFamily>& o
     FamilyBuilder files("ckptmon_manifest_files", "Event logs being tailed.", MetricType::Gauge);
     FamilyBuilder backlog("ckptmon_manifest_backlog_bytes",
                           "Bytes written to event logs and not read yet.", MetricType::Gauge);
+    FamilyBuilder open_files("ckptmon_manifest_open_files",
+                             "Event logs whose descriptor is held; quiet ones are closed and "
+                             "opened again when they grow.",
+                             MetricType::Gauge);
+    FamilyBuilder unread("ckptmon_manifest_unread_files",
+                         "Event logs with lines not read in the last pass because the "
+                         "descriptors for event logs (half of RLIMIT_NOFILE) were spent.",
+                         MetricType::Gauge);
     FamilyBuilder refused("ckptmon_manifest_refused_files",
                           "Glob matches not read because they are not regular files (fifo, "
                           "device, socket, symlink, directory) or cannot be opened.",
                           MetricType::Gauge);
     double n_files = 0;
+    double n_open = 0;
+    double n_unread = 0;
     double n_backlog = 0;
     std::map<std::string, double> by_reason{{"fifo", 0},    {"device", 0},    {"socket", 0},
                                             {"symlink", 0}, {"directory", 0}, {"unreadable", 0}};
     for (const auto& [_, tail] : ev.tails) {
       n_files += static_cast<double>(tail.files);
+      n_open += static_cast<double>(tail.open);
+      n_unread += static_cast<double>(tail.unread);
       n_backlog += static_cast<double>(tail.backlog_bytes);
       for (const auto& [reason, n] : tail.refused) by_reason[reason] += static_cast<double>(n);
     }
     files.add({}, n_files);
+    open_files.add({}, n_open);
+    unread.add({}, n_unread);
     backlog.add({}, n_backlog);
     for (const auto& [reason, n] : by_reason) refused.add({{"reason", reason}}, n);
 
@@ -95,8 +109,9 @@ void event_families(const State& state, std::vector<prometheus::MetricFamily>& o
       restore.add_histogram({{kTrainingJobLabel, job}}, r.duration);
       if (r.last_ok_ts > 0) last_restore.add({{kTrainingJobLabel, job}}, r.last_ok_ts);
     }
-    for (auto* b : {&lines, &errors, &changes, &bytes, &stale, &unreadable, &files, &backlog,
-                    &refused, &duration, &pause, &failures, &restore, &last_restore}) {
+    for (auto* b :
+         {&lines, &errors, &changes, &bytes, &stale, &unreadable, &files, &open_files, &unread,
+          &backlog, &refused, &duration, &pause, &failures, &restore, &last_restore}) {
       append(out, std::move(*b));
     }
   }

@@ -471,6 +471,86 @@ TEST_F(TailerTest, TheCollectorPublishesTheCatalogIntoState) {
   EXPECT_EQ(state.events, newer);
 }
 
+// Descriptors open in this process, from /proc/self/fd.
+std::size_t open_fds() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// Issue 27 item 7: one descriptor per matched log, never released, so 21,000
+// per-rank logs under a 20,000 limit killed /metrics for good. With a budget
+// of 4, ten logs are all read in one pass and at most 4 are open at once.
+TEST_F(TailerTest, ManyLogsAreAllReadWithinTheDescriptorBudget) {
+  options_.fd_budget = std::make_shared<LogFdBudget>(4);
+  for (int j = 0; j < 10; ++j) {
+    append(logs_ / ("rank" + std::to_string(j) + ".jsonl"), lines(0, 2, "j" + std::to_string(j)));
+  }
+  const std::size_t before = open_fds();
+  tailer().run();
+  EXPECT_EQ(ok(), 20u);
+  EXPECT_LE(open_fds(), before + 4);
+  EXPECT_LE(options_.fd_budget->used(), 4u);
+  EXPECT_EQ(status().files, 10u);
+  EXPECT_LE(status().open, 4u);
+  EXPECT_EQ(status().unread, 0u);
+  // Closed ones are opened again when they grow, and read from where they were.
+  for (int j = 0; j < 10; ++j) {
+    append(logs_ / ("rank" + std::to_string(j) + ".jsonl"), lines(2, 1, "j" + std::to_string(j)));
+  }
+  tailer().run();
+  EXPECT_EQ(ok(), 30u);
+  EXPECT_LE(open_fds(), before + 4);
+  tailer().run();
+  EXPECT_EQ(ok(), 30u) << "nothing read twice";
+}
+
+TEST_F(TailerTest, AQuietLogIsClosedAndOpenedAgainWhenItGrows) {
+  const fs::path log = logs_ / "events.jsonl";
+  append(log, lines(0, 2));
+  tailer().run();
+  EXPECT_EQ(status().open, 1u);
+  clock_->advance(options_.close_quiet_after_seconds + 1);
+  tailer().run();
+  EXPECT_EQ(status().open, 0u) << "read to its end and quiet for long: closed";
+  EXPECT_EQ(status().files, 1u) << "still tailed";
+  const std::size_t before = open_fds();
+  tailer().run();
+  EXPECT_EQ(open_fds(), before) << "a quiet log is not opened to find nothing new";
+  append(log, lines(2, 3));
+  tailer().run();
+  EXPECT_EQ(ok(), 5u);
+  EXPECT_EQ(status().open, 1u);
+  // Truncated while closed: read again from the start, counted once.
+  clock_->advance(options_.close_quiet_after_seconds + 1);
+  tailer().run();
+  ASSERT_EQ(status().open, 0u);
+  fs::resize_file(log, 0);
+  append(log, lines(10, 1));
+  tailer().run();
+  EXPECT_EQ(ok(), 6u);
+  EXPECT_EQ(changes(FileChange::kTruncated), 1u);
+}
+
+// The budget spent elsewhere: new logs are not read, and the status says how
+// many; once descriptors are free again they are read, nothing lost.
+TEST_F(TailerTest, ASpentBudgetLeavesLogsUnreadAndSaysSo) {
+  options_.fd_budget = std::make_shared<LogFdBudget>(2);
+  ASSERT_TRUE(options_.fd_budget->try_acquire());
+  ASSERT_TRUE(options_.fd_budget->try_acquire());
+  for (int j = 0; j < 3; ++j) {
+    append(logs_ / ("rank" + std::to_string(j) + ".jsonl"), lines(0, 2, "j" + std::to_string(j)));
+  }
+  tailer().run();
+  EXPECT_EQ(ok(), 0u);
+  EXPECT_EQ(status().unread, 3u);
+  options_.fd_budget->release();
+  options_.fd_budget->release();
+  tailer().run();
+  EXPECT_EQ(ok(), 6u);
+  EXPECT_EQ(status().unread, 0u);
+}
+
 TEST(EventTables, AreCreatedInADatabaseThatHasItsVersionButNotThem) {
   // As a database written by a build without the tailer would be.
   testing::TempDir dir;
