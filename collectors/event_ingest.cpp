@@ -4,6 +4,8 @@
 #include <limits>
 #include <utility>
 
+#include "util/log.hpp"
+
 namespace ckptmon {
 
 namespace {
@@ -126,8 +128,9 @@ std::int64_t EventIngest::apply(EventJournal::Writer& w, const CursorRow* from, 
   const FileId to_id{to.dev, to.ino};
   const std::uint64_t rejected_before =
       catalog_.totals.lines[static_cast<std::size_t>(LineStatus::kRejected)];
-  EventAggregator agg(catalog_, steps_per_job_);
+  EventAggregator agg(catalog_, steps_per_job_, limited_ ? &limits_ : nullptr);
   for (const LineResult& l : lines) agg.add(l, tier);
+  log_refusals(agg.refusals());
   if (change) agg.count_change(*change);
   agg.count_bytes(consumed);
   try {
@@ -148,6 +151,32 @@ std::int64_t EventIngest::apply(EventJournal::Writer& w, const CursorRow* from, 
   ++commits_;
   return static_cast<std::int64_t>(
       catalog_.totals.lines[static_cast<std::size_t>(LineStatus::kRejected)] - rejected_before);
+}
+
+void EventIngest::set_limits(EventLimits limits) {
+  std::lock_guard lock(mu_);
+  limits_ = std::move(limits);
+  limited_ = true;
+}
+
+void EventIngest::log_refusals(const std::vector<EventRefusal>& refusals) {
+  for (const EventRefusal& r : refusals) {
+    if (logged_refusals_.size() >= kLoggedRefusals) return;
+    if (!logged_refusals_.emplace(r.reason, r.tier).second) continue;
+    if (r.reason == RejectReason::kTooManyJobs) {
+      log::warn(
+          "events of new jobs refused: the tier has global.max_jobs_per_tier jobs; counted as "
+          "ckptmon_manifest_errors_total{reason=\"too_many_jobs\"}, logged once per tier",
+          {{"tier", r.tier},
+           {"max_jobs_per_tier", static_cast<std::uint64_t>(limits_.max_jobs_per_tier)},
+           {"job", r.job}});
+    } else {
+      log::warn(
+          "events naming a tier that is not configured refused; counted as "
+          "ckptmon_manifest_errors_total{reason=\"unconfigured_tier\"}, logged once per tier",
+          {{"tier", r.tier}, {"job", r.job}});
+    }
+  }
 }
 
 void EventIngest::forget_before(double cutoff) {

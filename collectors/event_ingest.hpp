@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -69,6 +70,8 @@ class EventIngest {
   void collect_garbage(double now, double forget_after);
 
   void set_tail_status(const std::string& glob, TailStatus status);
+  // What later batches refuse (the configured tiers, global.max_jobs_per_tier).
+  void set_limits(EventLimits limits);
   // The catalog as of the last commit; copied only when something changed.
   std::shared_ptr<const EventCatalog> snapshot();
 
@@ -77,13 +80,21 @@ class EventIngest {
  private:
   // Both run on the journal's thread with mu_ held.
   void load_from(EventJournal::Writer& w);
+  // One log line per (reason, tier) the first time, for at most kLoggedRefusals of them.
+  void log_refusals(const std::vector<EventRefusal>& refusals);
   std::int64_t apply(EventJournal::Writer& w, const CursorRow* from, const CursorRow& to,
                      std::span<const LineResult> lines, std::string_view tier,
                      std::optional<FileChange> change, std::uint64_t consumed);
 
+  static constexpr std::size_t kLoggedRefusals = 64;
+
   std::shared_ptr<EventJournal> journal_;
   std::size_t steps_per_job_;
   mutable std::mutex mu_;
+  EventLimits limits_;
+  bool limited_ =
+      false;  // set_limits was called: tools and tests that never call it refuse nothing
+  std::set<std::pair<RejectReason, std::string>> logged_refusals_;
   bool loaded_ = false;
   EventCatalog catalog_;
   std::map<FileId, CursorRow> cursors_;

@@ -31,7 +31,14 @@ void ManifestTailCollector::configure(const Config& cfg) {
   deadline_ = cfg.global.tail_timeout;
   TailerOptions opts;
   opts.max_line_bytes = static_cast<std::size_t>(cfg.global.max_line_bytes);
+  opts.fd_budget = fd_budget_;
   for (const auto& t : cfg.tiers) opts.tier_roots[t.name] = t.path;
+  if (ingest_) {
+    EventLimits limits;
+    limits.max_jobs_per_tier = static_cast<std::size_t>(cfg.global.max_jobs_per_tier);
+    for (const auto& t : cfg.tiers) limits.tiers.insert(t.name);
+    ingest_->set_limits(std::move(limits));
+  }
   std::map<std::string, std::shared_ptr<LogTailer>> next;
   std::vector<std::string> order;
   std::vector<std::string> earlier;

@@ -44,6 +44,9 @@ class ManifestTailCollector final : public Collector {
  private:
   std::shared_ptr<const Clock> clock_;
   std::shared_ptr<EventIngest> ingest_;
+  // Descriptors of event logs, shared by every glob's tailer.
+  std::shared_ptr<LogFdBudget> fd_budget_ =
+      std::make_shared<LogFdBudget>(LogFdBudget::default_cap());
   // inotify on the directories that may hold a match, per glob.
   std::shared_ptr<DirWatcher> watches_;
   std::map<std::string, std::shared_ptr<LogTailer>> tailers_;  // by glob

@@ -59,6 +59,10 @@ void read_global(YamlMap& m, GlobalConfig& g, ErrorSink& sink) {
   if (auto f = m.get("max_line_bytes"); f.present()) {
     if (auto v = read_byte_size(f, sink, 1024, 64ull * 1024 * 1024)) g.max_line_bytes = *v;
   }
+  if (auto f = m.get("max_jobs_per_tier"); f.present()) {
+    if (auto v = read_int(f, sink, 1, 1000000))
+      g.max_jobs_per_tier = static_cast<std::uint64_t>(*v);
+  }
   m.finish();
 }
 

@@ -60,6 +60,43 @@ HttpResponse query_response(QueryRenderer render, const Snapshot& snap, const Ht
   return HttpResponse::json(200, std::move(body));
 }
 
+// GET /api/v1/history's answer, on a query thread: a read-only connection
+// of its own, stopped at Daemon::kQueryDeadline.
+HttpResponse answer_history(const std::string& state_dir, const HistoryQuery& q, double now,
+                            const HistoryPolicy& policy) {
+  std::string err;
+  auto db = open_state_readonly(state_dir, &err);
+  if (!db) return HttpResponse::json(500, "{\"error\":" + json_quote(err) + "}");
+  db->set_deadline(std::chrono::steady_clock::now() + Daemon::kQueryDeadline);
+  try {
+    const HistoryResult result = query_history(*db, q);
+    if (result.too_many_points) {
+      return HttpResponse::json(
+          400, "{\"error\":" +
+                   json_quote("the answer would hold " + std::to_string(*result.too_many_points) +
+                              " points, more than the limit of " + std::to_string(q.max_points) +
+                              "; narrow tier=, job= or series=, shorten the range or raise "
+                              "step=") +
+                   "}");
+    }
+    return HttpResponse::json(200, render_history_json(q, result, now, policy));
+  } catch (const std::exception& e) {
+    if (db->error_code() == SQLITE_INTERRUPT) {
+      return HttpResponse::json(
+          503, "{\"error\":" +
+                   json_quote("the query ran past " +
+                              std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                 Daemon::kQueryDeadline)
+                                                 .count()) +
+                              "s and was stopped; narrow tier=, job= or series=, or shorten "
+                              "the range") +
+                   "}");
+    }
+    return HttpResponse::json(
+        500, "{\"error\":" + json_quote(std::string("state database: ") + e.what()) + "}");
+  }
+}
+
 }  // namespace
 
 Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
@@ -91,12 +128,17 @@ Daemon::~Daemon() {
     std::lock_guard lock(report_inbox_->mu);
     report_inbox_->io = nullptr;
   }
+  {
+    std::lock_guard lock(query_inbox_->mu);
+    query_inbox_->io = nullptr;
+  }
   server_.close();  // the HTTP thread has ended: this thread owns the server now
   wakes_.clear();
   // The runner closes its inbox first, so jobs still blocked on a hung mount
   // drop their results; then the pool detaches those threads.
   runner_.reset();
   pool_.reset();
+  query_pool_.reset();
   rules_.reset();  // before the store: it queues history writes
   store_.reset();  // finishes queued writes
 }
@@ -184,6 +226,7 @@ bool Daemon::start(std::string* error) {
   runner_->start();
   schedule_watchdog();
   report_inbox_->io = &http_io_;
+  query_inbox_->io = &http_io_;
   if (opts_.config_watch_interval.count() > 0) {
     watch_inbox_->io = &io_;
     config_identity_ = config_file_identity(opts_.config_file);
@@ -451,6 +494,8 @@ std::string Daemon::render_live(const Snapshot* snap) const {
   http.rejected = server_.rejected_connections();
   http.rejected_per_peer = server_.rejected_per_peer();
   http.idle_closed = server_.idle_closed();
+  http.slow_heads_closed = server_.slow_heads_closed();
+  http.history_queries_refused = queries_refused_.load();
   web_->add_figures(&http);
   http_connection_families(http, live);
   http_security_families(http, live);
@@ -574,9 +619,11 @@ void Daemon::add_routes() {
     }
     return HttpResponse::json(200, snap->rules->plan_json);
   });
-  // Stored history: parsed on the loop (the rules' history policy), the query
-  // runs on the store thread (the only connection to the database), and the
-  // answer goes to the HTTP thread.
+  // Stored history: parsed on the loop (the rules' history policy); the
+  // query runs on a query thread over a read-only connection of its own (a
+  // WAL reader), never on the store's writer thread nor on the collectors'
+  // workers, so a flood of queries cannot stall event ingestion. At most
+  // kQueriesInFlight at once (more get 503), each stopped at kQueryDeadline.
   route_on_loop("/api/v1/history", {"GET"}, [this](const HttpRequest& req, HttpRespond respond) {
     const double now = clock_->now();
     const HistoryPolicy& policy = rules_->policy().history;
@@ -586,27 +633,24 @@ void Daemon::add_routes() {
       respond(HttpResponse::json(400, "{\"error\":" + json_quote(error) + "}"));
       return;
     }
-    store_->post([q, now, policy, respond = std::move(respond)](sql::Db& db) mutable {
-      HttpResponse r;
-      try {
-        const HistoryResult result = query_history(db, q);
-        if (result.too_many_points) {
-          r = HttpResponse::json(
-              400,
-              "{\"error\":" +
-                  json_quote("the answer would hold " + std::to_string(*result.too_many_points) +
-                             " points, more than the limit of " + std::to_string(q.max_points) +
-                             "; narrow tier=, job= or series=, shorten the range or raise "
-                             "step=") +
-                  "}");
-        } else {
-          r = HttpResponse::json(200, render_history_json(q, result, now, policy));
-        }
-      } catch (const std::exception& e) {
-        r = HttpResponse::json(
-            500, "{\"error\":" + json_quote(std::string("state database: ") + e.what()) + "}");
-      }
-      respond(std::move(r));  // carries it to the HTTP thread (route_on_loop)
+    if (queries_in_flight_->load() >= kQueriesInFlight) {
+      ++queries_refused_;
+      HttpResponse busy = HttpResponse::json(
+          503, "{\"error\":\"" + std::to_string(kQueriesInFlight) +
+                   " history queries are running; try again when one is done\"}");
+      busy.headers.emplace_back("Retry-After", "1");
+      respond(std::move(busy));
+      return;
+    }
+    ++*queries_in_flight_;
+    query_pool_->post([q, now, policy, respond = std::move(respond), inbox = query_inbox_,
+                       in_flight = queries_in_flight_,
+                       dir = snapshot_->state.config->global.state_dir]() mutable {
+      HttpResponse r = answer_history(dir, q, now, policy);
+      --*in_flight;
+      std::lock_guard lock(inbox->mu);
+      if (inbox->io == nullptr) return;  // the daemon is gone
+      respond(std::move(r));             // carries it to the HTTP thread (route_on_loop)
     });
   });
   // The report of the own state database (daemon/report_command.hpp), built
@@ -633,9 +677,9 @@ void Daemon::add_routes() {
         }
         // The connection waits here, on the HTTP thread, never on the worker.
         report_respond_ = std::move(respond);
-        pool_->post([this, inbox = report_inbox_, q = std::move(q), plan = rules->plan_inputs,
-                     dir = snap->state.config->global.state_dir,
-                     source = "ckptmon " + self_url()]() mutable {
+        query_pool_->post([this, inbox = report_inbox_, q = std::move(q), plan = rules->plan_inputs,
+                           dir = snap->state.config->global.state_dir,
+                           source = "ckptmon " + self_url()]() mutable {
           ReportApiAnswer a;
           std::string err;
           if (auto db = open_state_readonly(dir, &err)) {

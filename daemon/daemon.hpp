@@ -12,6 +12,7 @@
 // stop() may be called from anywhere.
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -102,6 +103,15 @@ class Daemon {
   // https:// while TLS is on, else http://, then host:port. Thread-safe.
   std::string self_url() const;
 
+  // API queries of the state database (history, report): threads of their
+  // own, how many history queries may run at once (more get 503 with
+  // Retry-After), and the deadline a query is stopped at (SQLITE_INTERRUPT).
+  static constexpr std::size_t kQueryThreads = 2;
+  static constexpr int kQueriesInFlight = 4;
+  static constexpr std::chrono::milliseconds kQueryDeadline = std::chrono::seconds(10);
+  // History queries refused because kQueriesInFlight were running.
+  std::uint64_t queries_refused() const { return queries_refused_.load(); }
+
  private:
   // Both configuration files, read and checked; errors of either in config.errors.
   struct LoadedConfig {
@@ -139,6 +149,11 @@ class Daemon {
   boost::asio::io_context http_io_;
   boost::asio::io_context io_;
   std::unique_ptr<WorkerPool> pool_;
+  // GET /api/v1/history and /api/v1/report: their own threads, so queries
+  // cannot take the collectors' workers (worker_threads: 1) or the store's.
+  std::unique_ptr<WorkerPool> query_pool_ = std::make_unique<WorkerPool>(kQueryThreads, 0);
+  std::shared_ptr<std::atomic<int>> queries_in_flight_ = std::make_shared<std::atomic<int>>(0);
+  std::atomic<std::uint64_t> queries_refused_{0};
   // Held from start() until the daemon is gone (declared before the store so
   // that it outlives it).
   std::unique_ptr<StateDirLock> state_lock_;
@@ -167,6 +182,7 @@ class Daemon {
   };
   std::shared_ptr<Inbox> watch_inbox_ = std::make_shared<Inbox>();
   std::shared_ptr<Inbox> report_inbox_ = std::make_shared<Inbox>();
+  std::shared_ptr<Inbox> query_inbox_ = std::make_shared<Inbox>();  // history answers
   SnapshotPublisher publisher_;
   std::shared_ptr<const Snapshot> snapshot_;  // loop thread
   // What the HTTP thread serves: snapshot_ as last published.

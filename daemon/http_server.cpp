@@ -1,5 +1,6 @@
 #include "daemon/http_server.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <optional>
@@ -156,6 +157,9 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   const std::string& peer() const { return peer_; }
   // Answered a request and waiting for the head of the next one.
   bool idle() const { return idle_; }
+  // Still in its TLS handshake or the head of its first request, since `head_since()`.
+  bool first_head() const { return served_ == 0 && in_head_; }
+  std::chrono::steady_clock::time_point head_since() const { return head_since_; }
   ~Session() {
     if (*server_alive_) server_.forget(this);
   }
@@ -265,6 +269,7 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
     parser_.emplace();
     apply_request_limits(*parser_, server_.limits());
     idle_ = served_ > 0;
+    in_head_ = true;
     tcp_stream().expires_after(server_.limits().header_timeout);
     with_stream([this](auto& s) {
       http::async_read_header(
@@ -275,6 +280,7 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
 
   void on_header(beast::error_code ec) {
     idle_ = false;
+    in_head_ = false;
     if (ec || !*server_alive_ || parser_->is_done()) {
       on_read(ec);
       return;
@@ -432,13 +438,16 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   std::string remote_;  // address:port
   std::uint64_t served_ = 0;
   bool idle_ = false;
+  bool in_head_ = true;  // from the accept (the TLS handshake, the first head) to the end of a head
+  std::chrono::steady_clock::time_point head_since_ = std::chrono::steady_clock::now();
 };
 
 Admission admit_connection(std::size_t peer_open, std::size_t open, std::size_t idle,
-                           const HttpLimits& limits) {
+                           std::size_t heads, const HttpLimits& limits) {
   if (peer_open >= limits.max_connections_per_peer) return Admission::kPeerFull;
   if (open < limits.max_connections) return Admission::kAdmit;
-  return idle > 0 ? Admission::kAdmitAfterClosingAnIdle : Admission::kFull;
+  if (idle > 0) return Admission::kAdmitAfterClosingAnIdle;
+  return heads > 0 ? Admission::kAdmitAfterClosingASlowHead : Admission::kFull;
 }
 
 void HttpServer::forget(Session* s) {
@@ -580,15 +589,28 @@ void HttpServer::accept_on(tcp::acceptor* a) {
       auto peer = per_peer_.find(s->peer());
       const std::size_t peer_open = peer == per_peer_.end() ? 0 : peer->second;
       Session* idle = nullptr;
+      Session* slowest_head = nullptr;
       std::size_t idle_count = 0;
+      std::size_t head_count = 0;
       if (sessions_.size() >= limits_.max_connections) {
         for (Session* o : sessions_) {
-          if (!o->idle()) continue;
-          if (idle == nullptr) idle = o;
-          ++idle_count;
+          if (o->idle()) {
+            if (idle == nullptr) idle = o;
+            ++idle_count;
+          } else if (o->first_head()) {
+            if (slowest_head == nullptr || o->head_since() < slowest_head->head_since()) {
+              slowest_head = o;
+            }
+            ++head_count;
+          }
         }
       }
-      switch (admit_connection(peer_open, sessions_.size(), idle_count, limits_)) {
+      auto admit = [this](const std::shared_ptr<Session>& session) {
+        sessions_.insert(session.get());
+        ++per_peer_[session->peer()];
+        session->start();
+      };
+      switch (admit_connection(peer_open, sessions_.size(), idle_count, head_count, limits_)) {
         case Admission::kPeerFull:
           ++rejected_per_peer_;
           s->reject(503, "too many connections from " + s->peer() + "\n");
@@ -601,11 +623,16 @@ void HttpServer::accept_on(tcp::acceptor* a) {
           ++idle_closed_;
           idle->close();
           forget(idle);  // its slot is free now, whenever its handlers run
-          [[fallthrough]];
+          admit(s);
+          break;
+        case Admission::kAdmitAfterClosingASlowHead:
+          ++slow_heads_closed_;
+          slowest_head->close();
+          forget(slowest_head);
+          admit(s);
+          break;
         case Admission::kAdmit:
-          sessions_.insert(s.get());
-          ++per_peer_[s->peer()];
-          s->start();
+          admit(s);
           break;
       }
     } else {
@@ -619,6 +646,11 @@ void HttpServer::accept_on(tcp::acceptor* a) {
     }
     accept_on(a);
   });
+}
+
+std::size_t HttpServer::first_heads() const {
+  return static_cast<std::size_t>(std::count_if(sessions_.begin(), sessions_.end(),
+                                                [](const Session* s) { return s->first_head(); }));
 }
 
 void HttpServer::close() {

@@ -66,12 +66,23 @@ struct HttpLimits {
 };
 
 // Whether a new connection from a peer is admitted.
-enum class Admission { kAdmit, kAdmitAfterClosingAnIdle, kPeerFull, kFull };
+enum class Admission {
+  kAdmit,
+  kAdmitAfterClosingAnIdle,
+  kAdmitAfterClosingASlowHead,
+  kPeerFull,
+  kFull
+};
 // `peer_open`: connections open from the same address; `open`: all open;
 // `idle`: open keep-alive connections waiting for their next request, which
-// are closed first when the global cap is reached. Pure; tested on its own.
+// are closed first when the global cap is reached; `heads`: connections
+// still sending the head of their first request (or their TLS handshake),
+// of which the oldest is closed next, whatever its peer: many addresses
+// trickling heads cannot fill the cap against a scraper from a new one.
+// Connections whose request was read (being answered, or sending a body)
+// are never closed for a newcomer. Pure; tested on its own.
 Admission admit_connection(std::size_t peer_open, std::size_t open, std::size_t idle,
-                           const HttpLimits& limits);
+                           std::size_t heads, const HttpLimits& limits);
 
 // The request parser's limits, set in one place for the server and for
 // fuzz/http_request_fuzz.cpp (a Beast request_parser).
@@ -139,6 +150,9 @@ class HttpServer {
   std::uint64_t rejected_connections() const { return rejected_; }
   std::uint64_t rejected_per_peer() const { return rejected_per_peer_; }
   std::uint64_t idle_closed() const { return idle_closed_; }
+  std::uint64_t slow_heads_closed() const { return slow_heads_closed_; }
+  // Open connections still in their TLS handshake or first request head.
+  std::size_t first_heads() const;
   std::uint64_t tls_handshake_failures() const { return tls_handshake_failures_; }
 
   // Used by sessions.
@@ -180,6 +194,7 @@ class HttpServer {
   std::uint64_t rejected_ = 0;                   // at the global cap
   std::uint64_t rejected_per_peer_ = 0;
   std::uint64_t idle_closed_ = 0;
+  std::uint64_t slow_heads_closed_ = 0;
   std::uint64_t tls_handshake_failures_ = 0;
   HttpObserver observer_;
   HttpAuthenticator authenticator_;

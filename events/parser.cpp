@@ -406,6 +406,10 @@ std::string_view reject_reason_label(RejectReason reason) {
       return "bad_checksum";
     case RejectReason::kDuplicateField:
       return "duplicate_field";
+    case RejectReason::kTooManyJobs:
+      return "too_many_jobs";
+    case RejectReason::kUnconfiguredTier:
+      return "unconfigured_tier";
   }
   return "";
 }

@@ -38,13 +38,17 @@ enum class RejectReason : std::uint8_t {
   kBadTimestamp,    // `ts` or `start_ts` is not unix seconds or RFC 3339
   kBadChecksum,     // `checksum` is not algo:hex with a known algorithm
   kDuplicateField,  // a known field appears twice, so its value is ambiguous
+  // Refused when folded in (EventAggregator), not by the parser:
+  kTooManyJobs,       // a new job on a tier that has global.max_jobs_per_tier already
+  kUnconfiguredTier,  // the event names a tier the configuration does not have
 };
 
-inline constexpr std::array<RejectReason, 12> kAllRejectReasons = {
-    RejectReason::kInvalidJson,  RejectReason::kInvalidUtf8, RejectReason::kNotAnObject,
-    RejectReason::kTooLong,      RejectReason::kTooDeep,     RejectReason::kMissingField,
-    RejectReason::kWrongType,    RejectReason::kBadValue,    RejectReason::kBadVersion,
-    RejectReason::kBadTimestamp, RejectReason::kBadChecksum, RejectReason::kDuplicateField,
+inline constexpr std::array<RejectReason, 14> kAllRejectReasons = {
+    RejectReason::kInvalidJson,  RejectReason::kInvalidUtf8,      RejectReason::kNotAnObject,
+    RejectReason::kTooLong,      RejectReason::kTooDeep,          RejectReason::kMissingField,
+    RejectReason::kWrongType,    RejectReason::kBadValue,         RejectReason::kBadVersion,
+    RejectReason::kBadTimestamp, RejectReason::kBadChecksum,      RejectReason::kDuplicateField,
+    RejectReason::kTooManyJobs,  RejectReason::kUnconfiguredTier,
 };
 
 // "invalid_json", "too_long", ...; "" for kNone.

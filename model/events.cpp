@@ -138,8 +138,9 @@ std::optional<bool> IntegrityStatus::verdict(const std::string& tier, const std:
 
 // --- aggregation -----------------------------------------------------------------
 
-EventAggregator::EventAggregator(EventCatalog& cat, std::size_t steps_per_job)
-    : cat_(cat), steps_per_job_(std::max<std::size_t>(steps_per_job, 1)) {}
+EventAggregator::EventAggregator(EventCatalog& cat, std::size_t steps_per_job,
+                                 const EventLimits* limits)
+    : cat_(cat), steps_per_job_(std::max<std::size_t>(steps_per_job, 1)), limits_(limits) {}
 
 void EventAggregator::clear() {
   touched_steps_.clear();
@@ -153,14 +154,52 @@ void EventAggregator::clear() {
 }
 
 void EventAggregator::add(const LineResult& line, std::string_view tier) {
+  if (line.status == LineStatus::kOk) {
+    const Event& e = line.event;
+    const std::string_view t = e.tier.empty() ? tier : std::string_view(e.tier);
+    if (const RejectReason why = refused(t, e.job); why != RejectReason::kNone) {
+      ++cat_.totals.lines[static_cast<std::size_t>(LineStatus::kRejected)];
+      ++cat_.totals.errors[static_cast<std::size_t>(why)];
+      return;
+    }
+    ++cat_.totals.lines[static_cast<std::size_t>(LineStatus::kOk)];
+    apply(e, t);
+    return;
+  }
   ++cat_.totals.lines[static_cast<std::size_t>(line.status)];
   if (line.status == LineStatus::kRejected) {
     ++cat_.totals.errors[static_cast<std::size_t>(line.reason)];
-    return;
   }
-  if (line.status != LineStatus::kOk) return;
-  const Event& e = line.event;
-  apply(e, e.tier.empty() ? tier : std::string_view(e.tier));
+}
+
+RejectReason EventAggregator::refused(std::string_view tier, std::string_view job) {
+  if (limits_ == nullptr) return RejectReason::kNone;
+  RejectReason why = RejectReason::kNone;
+  if (!limits_->tiers.empty() && !limits_->tiers.contains(tier)) {
+    why = RejectReason::kUnconfiguredTier;
+  } else {
+    if (last_job_ != nullptr && last_job_key_.second == job && last_job_key_.first == tier) {
+      return RejectReason::kNone;
+    }
+    const std::pair<std::string, std::string> key{std::string(tier), std::string(job)};
+    if (cat_.jobs.contains(key)) return RejectReason::kNone;
+    auto [it, fresh] = jobs_in_tier_.try_emplace(key.first, 0);
+    if (fresh) {
+      for (auto j = cat_.jobs.lower_bound({key.first, std::string()});
+           j != cat_.jobs.end() && j->first.first == key.first; ++j) {
+        ++it->second;
+      }
+    }
+    if (it->second < limits_->max_jobs_per_tier) {
+      ++it->second;  // apply() creates it
+      return RejectReason::kNone;
+    }
+    why = RejectReason::kTooManyJobs;
+  }
+  if (refusals_by_reason_[static_cast<std::size_t>(why)]++ < kRefusalsKept) {
+    refusals_.push_back({why, std::string(tier), std::string(job)});
+  }
+  return why;
 }
 
 EventJob& EventAggregator::job_for(std::string_view tier, std::string_view job) {

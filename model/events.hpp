@@ -32,6 +32,25 @@ inline constexpr std::array<std::string_view, 3> kEventTables{"event_steps", "ev
 inline constexpr std::size_t kEventStepsPerJob = 64;
 // Failures listed per (tier, job) in the API.
 inline constexpr std::size_t kRecentFailures = 10;
+// Distinct jobs per tier the event catalog takes (global.max_jobs_per_tier):
+// job names from event logs become label values, so an outsider writing a
+// log could otherwise make millions of series.
+inline constexpr std::size_t kMaxJobsPerTier = 1000;
+
+// What the catalog refuses from the lines it folds in.
+struct EventLimits {
+  std::size_t max_jobs_per_tier = kMaxJobsPerTier;
+  // The configured tiers; an event naming another is refused. Empty: any
+  // (tools and tests that configure none).
+  std::set<std::string, std::less<>> tiers;
+};
+
+// One line the aggregator refused, for the log (the first few of a batch).
+struct EventRefusal {
+  RejectReason reason = RejectReason::kNone;
+  std::string tier;
+  std::string job;
+};
 
 struct StepKey {
   std::string tier;
@@ -176,7 +195,7 @@ std::string_view to_string(FileChange c);
 // Everything counted exactly once, across restarts (persisted with the offsets).
 struct ManifestTotals {
   std::array<std::uint64_t, 4> lines{};    // by LineStatus
-  std::array<std::uint64_t, 13> errors{};  // by RejectReason (kNone unused)
+  std::array<std::uint64_t, 15> errors{};  // by RejectReason (kNone unused)
   std::array<std::uint64_t, kFileChangeCount> file_changes{};
   std::uint64_t bytes = 0;         // bytes consumed
   std::uint64_t stale_events = 0;  // events for steps already folded into the job
@@ -191,6 +210,8 @@ struct TailStatus {
       0;  // bytes written but not read yet (incomplete last lines included)
   std::map<std::string, std::uint64_t> refused;  // matches that are not regular files, by reason
   std::string error;                             // the glob could not be expanded (completely)
+  std::uint64_t open = 0;    // of `files`, those whose descriptor is held (the others are quiet)
+  std::uint64_t unread = 0;  // matched, with news, not read: the descriptor budget was spent
 
   bool operator==(const TailStatus&) const = default;
 };
@@ -281,7 +302,8 @@ class ShardChecks {
 // counted in the totals whatever their status. Not thread-safe.
 class EventAggregator {
  public:
-  explicit EventAggregator(EventCatalog& cat, std::size_t steps_per_job = kEventStepsPerJob);
+  explicit EventAggregator(EventCatalog& cat, std::size_t steps_per_job = kEventStepsPerJob,
+                           const EventLimits* limits = nullptr);
 
   // `tier` applies to events that do not name their own.
   void add(const LineResult& line, std::string_view tier);
@@ -298,9 +320,15 @@ class EventAggregator {
   // Checksummed shards by checkpoint, for the verifier's queue.
   // (tier, job and step are the key's; the store packs them, store/shard_pack.hpp).
   const std::map<StepKey, ShardChecks>& checks() const { return checks_; }
+  // Lines refused by the limits since construction, by reason: the first
+  // kRefusalsKept of each reason, for the log.
+  static constexpr std::size_t kRefusalsKept = 4;
+  const std::vector<EventRefusal>& refusals() const { return refusals_; }
   void clear();
 
  private:
+  // The reason the limits refuse an event of (tier, job), or kNone.
+  RejectReason refused(std::string_view tier, std::string_view job);
   EventStep* step_for(std::string_view tier, std::string_view job, std::int64_t step, bool create);
   EventJob& job_for(std::string_view tier, std::string_view job);
   EventRestores& restores_for(std::string_view job);
@@ -312,6 +340,11 @@ class EventAggregator {
 
   EventCatalog& cat_;
   std::size_t steps_per_job_;
+  const EventLimits* limits_;
+  // Jobs per tier, counted the first time a new job of the tier comes.
+  std::map<std::string, std::size_t, std::less<>> jobs_in_tier_;
+  std::vector<EventRefusal> refusals_;
+  std::array<std::size_t, 15> refusals_by_reason_{};
   // The step and job of the previous event: consecutive lines usually share them.
   EventStep* last_step_ = nullptr;
   StepKey last_key_;

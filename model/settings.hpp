@@ -80,6 +80,9 @@ struct GlobalConfig {
   // Event lines longer than this (newline not counted) are skipped and
   // counted as too_long.
   std::uint64_t max_line_bytes = std::uint64_t{64} * 1024;
+  // Distinct jobs per tier the event catalog takes; events of further jobs
+  // are refused (too_many_jobs). Job names become label values.
+  std::uint64_t max_jobs_per_tier = 1000;  // kMaxJobsPerTier (model/events.hpp)
 };
 
 // Checkpoint event logs to tail (docs/events.md): every regular file matching

@@ -15,6 +15,22 @@ Db::Db(const std::string& path, bool read_only) {
 
 Db::~Db() { sqlite3_close(db_); }
 
+void Db::set_deadline(std::chrono::steady_clock::time_point deadline) {
+  deadline_ = deadline;
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+    return;
+  }
+  // Every few thousand virtual machine instructions: a clock read is cheap
+  // next to them.
+  sqlite3_progress_handler(
+      db_, 4096,
+      [](void* self) -> int {
+        return std::chrono::steady_clock::now() >= static_cast<Db*>(self)->deadline_ ? 1 : 0;
+      },
+      this);
+}
+
 void Db::exec(std::string_view sql) {
   char* err = nullptr;
   const std::string s(sql);

@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -37,9 +38,14 @@ class Db {
   int error_code() const { return sqlite3_errcode(db_) & 0xff; }
   int user_version();
   void set_user_version(int v);
+  // Statements still running at `deadline` stop with SQLITE_INTERRUPT (their
+  // step() throws; error_code() says SQLITE_INTERRUPT): a query an outsider
+  // asked for cannot hold a connection for long. time_point::max(): none.
+  void set_deadline(std::chrono::steady_clock::time_point deadline);
 
  private:
   sqlite3* db_ = nullptr;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
 };
 
 class Stmt {

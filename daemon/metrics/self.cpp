@@ -119,6 +119,19 @@ void http_connection_families(const HttpFigures& f, std::vector<prometheus::Metr
                             prometheus::MetricType::Counter);
   idle_closed.add({}, static_cast<double>(f.idle_closed));
   append(out, std::move(idle_closed));
+  FamilyBuilder slow_heads("ckptmon_http_slow_heads_closed_total",
+                           "Connections still sending the head of their first request, "
+                           "closed (the oldest first) to admit a new one at the connection "
+                           "limit when none was idle.",
+                           prometheus::MetricType::Counter);
+  slow_heads.add({}, static_cast<double>(f.slow_heads_closed));
+  append(out, std::move(slow_heads));
+  FamilyBuilder history_refused("ckptmon_history_queries_refused_total",
+                                "GET /api/v1/history answered 503 because as many history "
+                                "queries as may run at once were running.",
+                                prometheus::MetricType::Counter);
+  history_refused.add({}, static_cast<double>(f.history_queries_refused));
+  append(out, std::move(history_refused));
 }
 
 void http_security_families(const HttpFigures& f, std::vector<prometheus::MetricFamily>& out) {

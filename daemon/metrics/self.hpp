@@ -37,6 +37,8 @@ struct HttpFigures {
   std::uint64_t rejected = 0;
   std::uint64_t rejected_per_peer = 0;
   std::uint64_t idle_closed = 0;
+  std::uint64_t slow_heads_closed = 0;
+  std::uint64_t history_queries_refused = 0;
   std::uint64_t auth_missing = 0;
   std::uint64_t auth_invalid = 0;
   std::uint64_t tls_handshake_failures = 0;

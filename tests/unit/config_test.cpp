@@ -55,7 +55,8 @@ TEST(Config, DefaultsWhenGlobalIsAbsent) {
 
 TEST(Config, ReadsManifestsAndTailerKnobs) {
   LoadResult r =
-      parse_config(R"(global: {tail_interval: 250ms, tail_timeout: 2m, max_line_bytes: 1MiB}
+      parse_config(R"(global: {tail_interval: 250ms, tail_timeout: 2m, max_line_bytes: 1MiB,
+  max_jobs_per_tier: 20}
 tiers:
   - {name: staging, path: /nvme, role: staging}
   - {name: rapid, path: /lustre/ckpt, role: rapid}
@@ -70,6 +71,7 @@ integrity: {bytes_per_second: 1.5GiB, enabled: false, interval: 1m, read_deadlin
   EXPECT_EQ(c.global.tail_interval, std::chrono::milliseconds(250));
   EXPECT_EQ(c.global.tail_timeout, std::chrono::minutes(2));
   EXPECT_EQ(c.global.max_line_bytes, 1024u * 1024u);
+  EXPECT_EQ(c.global.max_jobs_per_tier, 20u);
   ASSERT_EQ(c.manifests.size(), 2u);
   EXPECT_EQ(c.manifests[0].glob, "/lustre/ckpt/*/events*.jsonl");
   EXPECT_EQ(c.manifests[0].tier, "rapid");
@@ -87,6 +89,7 @@ TEST(Config, TailerDefaults) {
   EXPECT_EQ(r.config->global.tail_interval, std::chrono::seconds(1));
   EXPECT_EQ(r.config->global.tail_timeout, std::chrono::minutes(5));
   EXPECT_EQ(r.config->global.max_line_bytes, 65536u);
+  EXPECT_EQ(r.config->global.max_jobs_per_tier, 1000u);
   EXPECT_TRUE(r.config->manifests.empty());
   EXPECT_TRUE(r.config->integrity.enabled);
   EXPECT_EQ(r.config->integrity.bytes_per_second, 50u * 1024 * 1024);
@@ -145,7 +148,7 @@ INSTANTIATE_TEST_SUITE_P(
                 {"bad.yml:2:3: global.scan_intervall: unknown key (expected one of: state_dir, "
                  "scan_interval, probe_timeout, scan_timeout, procfs, proc_path, sysfs, "
                  "worker_threads, "
-                 "tail_interval, tail_timeout, max_line_bytes)"}},
+                 "tail_interval, tail_timeout, max_line_bytes, max_jobs_per_tier)"}},
         BadCase{"unknown_tier_key",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain_to: b\n",
                 {"bad.yml:5:5: tiers[0].drain_to: unknown key (expected one of: name, path, role, "
@@ -311,6 +314,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "global: {max_line_bytes: lots}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:1:26: global.max_line_bytes: expected a size such as 64KiB, 50MiB or a "
                  "number of bytes, got \"lots\""}},
+        BadCase{
+            "max_jobs_per_tier_zero",
+            "global: {max_jobs_per_tier: 0}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+            {"bad.yml:1:29: global.max_jobs_per_tier: expected an integer from 1 to 1000000, got "
+             "\"0\""}},
         BadCase{"max_line_bytes_too_small",
                 "global: {max_line_bytes: 100}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:1:26: global.max_line_bytes: must be from 1KiB to 64MiB, got \"100\""}},

@@ -172,10 +172,10 @@ TEST(EventParser, FieldNamesAreMatchedExactly) {
 TEST(EventParser, ReasonLabelsAreStable) {
   std::vector<std::string> labels;
   for (RejectReason r : kAllRejectReasons) labels.emplace_back(reject_reason_label(r));
-  EXPECT_EQ(labels, (std::vector<std::string>{"invalid_json", "invalid_utf8", "not_an_object",
-                                              "too_long", "too_deep", "missing_field", "wrong_type",
-                                              "bad_value", "bad_version", "bad_timestamp",
-                                              "bad_checksum", "duplicate_field"}));
+  EXPECT_EQ(labels, (std::vector<std::string>{
+                        "invalid_json", "invalid_utf8", "not_an_object", "too_long", "too_deep",
+                        "missing_field", "wrong_type", "bad_value", "bad_version", "bad_timestamp",
+                        "bad_checksum", "duplicate_field", "too_many_jobs", "unconfigured_tier"}));
   EXPECT_EQ(line_status_label(LineStatus::kOk), "ok");
   EXPECT_EQ(line_status_label(LineStatus::kUnknownEvent), "unknown_event");
   EXPECT_EQ(line_status_label(LineStatus::kRejected), "rejected");

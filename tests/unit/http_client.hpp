@@ -85,6 +85,7 @@ class RawClient {
       const int r = read_some(cap);
       if (r < 0) return std::nullopt;
       if (r == 0) {
+        if (!parser.got_some()) return std::nullopt;  // closed before any byte of an answer
         boost::beast::error_code ec;
         parser.put_eof(ec);
         if (!ec && parser.is_done()) return parser.release();

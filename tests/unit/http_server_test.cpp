@@ -246,12 +246,17 @@ TEST_F(HttpServerTest, GarbageIs400) {
   EXPECT_TRUE(c.wait_closed());
 }
 
+// Both slots held by requests past their heads (sending bodies): nothing can
+// be closed for a newcomer (heads still being sent could, the test below).
 TEST_F(HttpServerTest, ConnectionCapAnswers503AndCounts) {
   HttpLimits limits;
   limits.max_connections = 2;
   start(limits);
+  const std::string body_pending = "GET /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n";
   RawClient a(port_);
   RawClient b(port_);
+  ASSERT_TRUE(a.send(body_pending));
+  ASSERT_TRUE(b.send(body_pending));
   ASSERT_TRUE(eventually([this] { return server_->connections() == 2; }));
   RawClient c(port_);
   auto r = c.read_response();  // answered without being asked
@@ -263,7 +268,7 @@ TEST_F(HttpServerTest, ConnectionCapAnswers503AndCounts) {
   EXPECT_EQ(on_loop([this] { return server_->connections(); }), 2u);
 
   // The two admitted connections still work.
-  ASSERT_TRUE(a.send(get("/hello")));
+  ASSERT_TRUE(a.send("ok"));
   auto ra = a.read_response();
   ASSERT_TRUE(ra);
   EXPECT_EQ(ra->result_int(), 200u);
@@ -279,17 +284,20 @@ TEST_F(HttpServerTest, ConnectionCapAnswers503AndCounts) {
   EXPECT_EQ(on_loop([this] { return server_->rejected_connections(); }), 1u);
 }
 
-TEST(AdmitConnection, PerPeerCapFirstThenIdleKeepAlivesMakeRoomAtTheGlobalCap) {
+TEST(AdmitConnection, PerPeerCapFirstThenIdleKeepAlivesThenSlowHeadsMakeRoomAtTheGlobalCap) {
   HttpLimits l;
   l.max_connections = 10;
   l.max_connections_per_peer = 3;
-  EXPECT_EQ(admit_connection(0, 0, 0, l), Admission::kAdmit);
-  EXPECT_EQ(admit_connection(2, 9, 0, l), Admission::kAdmit);
-  EXPECT_EQ(admit_connection(3, 5, 0, l), Admission::kPeerFull);
+  EXPECT_EQ(admit_connection(0, 0, 0, 0, l), Admission::kAdmit);
+  EXPECT_EQ(admit_connection(2, 9, 0, 0, l), Admission::kAdmit);
+  EXPECT_EQ(admit_connection(3, 5, 0, 0, l), Admission::kPeerFull);
   // The peer cap holds even when idle connections could be closed.
-  EXPECT_EQ(admit_connection(3, 10, 4, l), Admission::kPeerFull);
-  EXPECT_EQ(admit_connection(0, 10, 0, l), Admission::kFull);
-  EXPECT_EQ(admit_connection(0, 10, 1, l), Admission::kAdmitAfterClosingAnIdle);
+  EXPECT_EQ(admit_connection(3, 10, 4, 4, l), Admission::kPeerFull);
+  EXPECT_EQ(admit_connection(0, 10, 0, 0, l), Admission::kFull);
+  EXPECT_EQ(admit_connection(0, 10, 1, 0, l), Admission::kAdmitAfterClosingAnIdle);
+  // An idle one goes before a slow head.
+  EXPECT_EQ(admit_connection(0, 10, 1, 5, l), Admission::kAdmitAfterClosingAnIdle);
+  EXPECT_EQ(admit_connection(0, 10, 0, 5, l), Admission::kAdmitAfterClosingASlowHead);
 }
 
 // One address holding its share leaves room for another (loopback is all
@@ -355,11 +363,14 @@ TEST_F(HttpServerTest, ASlowHeadIsCutAtTheHeaderTimeout) {
   EXPECT_TRUE(eventually([this] { return server_->connections() == 0; }));
 }
 
+// Every slot held by a connection past its head (here: sending a body it
+// never finishes): nothing can be closed for the newcomer, which gets 503.
 TEST_F(HttpServerTest, ConnectionOverTheCapThatSentARequestStillGets503) {
   HttpLimits limits;
   limits.max_connections = 1;
   start(limits);
   RawClient a(port_);
+  ASSERT_TRUE(a.send("GET /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc"));
   ASSERT_TRUE(eventually([this] { return server_->connections() == 1; }));
   // What a scraper does: connect and send at once.
   RawClient c(port_);
@@ -367,6 +378,55 @@ TEST_F(HttpServerTest, ConnectionOverTheCapThatSentARequestStillGets503) {
   auto r = c.read_response();
   ASSERT_TRUE(r) << "connection ended without a response";
   EXPECT_EQ(r->result_int(), 503u);
+  EXPECT_EQ(on_loop([this] { return server_->slow_heads_closed(); }), 0u);
+}
+
+// Issue 27 item 10: many addresses each under the per-peer cap, all
+// trickling request heads, fill the global cap. A scraper from a fresh
+// address is still served: the connection that has sent its head the
+// longest is closed for it, whatever its address; those that came later
+// are kept.
+TEST_F(HttpServerTest, SlowHeadsFromManyAddressesDoNotLockOutAFreshScraper) {
+  HttpLimits limits;
+  limits.max_connections = 6;
+  limits.max_connections_per_peer = 2;
+  limits.header_timeout = std::chrono::hours(1);
+  start(limits);
+  std::vector<std::unique_ptr<RawClient>> slow;
+  auto add_slow = [&](const std::string& address) {
+    slow.push_back(std::make_unique<RawClient>(port_, address.c_str()));
+    return slow.back()->send("GET /hello HTTP/1.1\r\nHost: x\r\n");
+  };
+  for (int peer = 2; peer <= 4; ++peer) {
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(add_slow("127.0.0." + std::to_string(peer)));
+      const std::size_t n = slow.size();
+      ASSERT_TRUE(eventually([this, n] { return server_->connections() == n; }));
+    }
+  }
+  for (int k = 0; k < 3; ++k) {
+    if (k > 0) {  // back at the cap with a newer slow head from another address
+      ASSERT_TRUE(add_slow("127.0.0." + std::to_string(10 + k)));
+      ASSERT_TRUE(eventually([this] { return server_->connections() == 6; }));
+    }
+    {
+      RawClient scraper(port_, "127.0.0.9");
+      ASSERT_TRUE(scraper.send(get("/hello")));
+      auto r = scraper.read_response();
+      ASSERT_TRUE(r) << "scrape " << k << " got no response";
+      EXPECT_EQ(r->result_int(), 200u) << "scrape " << k;
+    }
+    // The oldest slow head went for it: the originals in their order, never the newer ones.
+    EXPECT_TRUE(slow[static_cast<std::size_t>(k)]->wait_closed()) << k;
+    ASSERT_TRUE(eventually([this] { return server_->connections() == 5; }));
+  }
+  EXPECT_EQ(on_loop([this] { return server_->slow_heads_closed(); }), 3u);
+  EXPECT_EQ(on_loop([this] { return server_->rejected_connections(); }), 0u);
+  // The younger ones are untouched: one finishes its head and is answered.
+  ASSERT_TRUE(slow.back()->send("\r\n"));
+  auto rl = slow.back()->read_response();
+  ASSERT_TRUE(rl);
+  EXPECT_EQ(rl->result_int(), 200u);
 }
 
 TEST_F(HttpServerTest, IdleConnectionIsClosedAfterTheReadTimeout) {

@@ -161,6 +161,22 @@ class TlsClient {
     });
   }
 
+  // Sends `raw` without reading an answer.
+  bool send(const std::string& raw) {
+    return !run([&](auto handler) {
+      boost::asio::async_write(stream_, boost::asio::buffer(raw), handler);
+    });
+  }
+
+  // Reads one response; nullopt when the connection failed or ended first.
+  std::optional<Response> read_response() {
+    Response res;
+    auto ec =
+        run([&](auto handler) { boost::beast::http::async_read(stream_, buf_, res, handler); });
+    if (ec) return std::nullopt;
+    return res;
+  }
+
   // Sends `raw` (a whole request) and reads one response; nullopt when the
   // connection failed or ended first.
   std::optional<Response> request(const std::string& raw) {
