@@ -93,7 +93,7 @@ TEST_P(BurstFsModes, WalkListsEntriesAndDoesNotDescendThroughSymlinks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Openat2AndWalk, BurstFsModes, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "walk" : "openat2"; });
+                         [](const auto& param_info) { return param_info.param ? "walk" : "openat2"; });
 
 }  // namespace
 }  // namespace ckptmon::burst

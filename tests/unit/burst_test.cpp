@@ -230,12 +230,18 @@ TEST(BurstCleanup, PlantedAbsoluteEntryDeletesNothingOutside) {
   EXPECT_EQ(r.removed, 0u);
   // Signed: an event log outside the target is named, never deleted; an
   // absolute file entry is refused.
-  p.plant_signed({line, "f " + identity_of(p.victim) + " " + p.victim.string()});
+  p.plant_signed({line});
   r = clean(p.target.string(), p.key_file);
   EXPECT_TRUE(r.trusted);
   EXPECT_TRUE(fs::exists(p.victim));
   EXPECT_EQ(r.removed, 0u);
   EXPECT_EQ(r.outside, 1u);
+  EXPECT_EQ(r.refused, 0u);
+  p.plant_signed({"f " + identity_of(p.victim) + " " + p.victim.string()});
+  r = clean(p.target.string(), p.key_file);
+  EXPECT_TRUE(r.trusted);
+  EXPECT_TRUE(fs::exists(p.victim));
+  EXPECT_EQ(r.removed, 0u);
   EXPECT_EQ(r.refused, 1u);
   ASSERT_EQ(r.problems.size(), 1u);
   EXPECT_NE(r.problems[0].find(p.victim.string() + ": refused: not a relative path"),
