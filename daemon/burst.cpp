@@ -284,7 +284,9 @@ bool make_dirs(Manifest& m, const std::string& rel, Counters& c, std::string* er
   }
   std::string parent;
   for (const auto& part : parts) {
-    const std::string cur = parent.empty() ? part : parent + "/" + part;
+    std::string cur = parent;
+    if (!cur.empty()) cur += '/';
+    cur += part;
     if (!m.has_dir(cur)) {
       Fd pfd(open_dir_beneath(m.root(), parent));
       if (!pfd.ok()) {

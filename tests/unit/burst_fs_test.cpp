@@ -93,7 +93,9 @@ TEST_P(BurstFsModes, WalkListsEntriesAndDoesNotDescendThroughSymlinks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Openat2AndWalk, BurstFsModes, ::testing::Bool(),
-                         [](const auto& param_info) { return param_info.param ? "walk" : "openat2"; });
+                         [](const auto& param_info) {
+                           return param_info.param ? "walk" : "openat2";
+                         });
 
 }  // namespace
 }  // namespace ckptmon::burst
