@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -18,6 +19,8 @@
 #include <set>
 #include <thread>
 
+#include "daemon/burst_fs.hpp"
+#include "daemon/burst_manifest.hpp"
 #include "events/event.hpp"
 #include "events/writer.hpp"
 #include "util/digest.hpp"
@@ -123,12 +126,14 @@ namespace {
 
 // ---- the manifest of created paths -------------------------------------------
 //
-// One line per created path, relative to the manifest's directory:
+// One line per created path, relative to the manifest's directory, each
+// ending in its keyed digest (daemon/burst_manifest.hpp):
 //   f <dev> <ino> <ctime> <path>   a regular file, listed after its last write
 //                                  (a later line for the same path wins)
 //   d <dev> <ino> <ctime> <path>   a directory (ctime not compared: it changes
 //                                  with every entry, and rmdir only removes empty ones)
-//   e <dev> <ino> <ctime> <abs>    a file outside the directory (the event log)
+//   e <dev> <ino> <ctime> <abs>    the event log, created outside the directory:
+//                                  for the record only, cleanup never deletes it
 //   m <from> <to>          a rename of something listed (paths below `from` move too)
 //   x <path>               the burst deleted it itself (retention in the demo)
 // "dev ino sec.nsec": what cleanup compares before it unlinks. A file that
@@ -140,37 +145,86 @@ std::string identity(const struct stat& st) {
          std::to_string(st.st_ctim.tv_sec) + "." + ns;
 }
 
+// Reads all of `fd` from offset 0.
+bool read_all(int fd, std::string* out) {
+  out->clear();
+  char buf[65536];
+  off_t off = 0;
+  while (true) {
+    const ssize_t n = ::pread(fd, buf, sizeof buf, off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    out->append(buf, static_cast<std::size_t>(n));
+    off += n;
+  }
+}
+
+// The manifest of one directory (the target, the drain directory), and that
+// directory's descriptor, beneath which every write of the burst resolves.
+// Thread-safe.
 class Manifest {
  public:
-  bool open(const std::string& dir, std::string* error) {
+  bool open(const std::string& dir, const ManifestKey& key, std::string* error) {
     dir_ = dir;
+    key_ = key;
+    // The directory the operator named, pinned: a path swapped later does not move it.
+    root_ = Fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root_.ok()) {
+      *error = dir + ": cannot open: " + errno_text(errno);
+      return false;
+    }
     const std::string p = dir + "/" + std::string(kManifestName);
-    fd_ = ::open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd_ < 0) {
+    fd_ = Fd(::openat(root_.get(), std::string(kManifestName).c_str(),
+                      O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644));
+    if (!fd_.ok()) {
       *error = p + ": cannot create: " + errno_text(errno);
+      return false;
+    }
+    struct stat st {};
+    if (::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+      *error = p + ": not a regular file of yours; burst adds to no manifest it did not write";
+      return false;
+    }
+    // An earlier burst's lines must be ours (else --cleanup would trust none
+    // of this run's either); a last line cut short by a crash goes.
+    ::flock(fd_.get(), LOCK_EX);
+    std::string text;
+    const bool read = read_all(fd_.get(), &text);
+    const ManifestCheck check = verify_manifest(key_, text);
+    if (read && check.trusted && check.torn_tail) {
+      static_cast<void>(::ftruncate(fd_.get(), static_cast<off_t>(check.complete_bytes)));
+    }
+    ::flock(fd_.get(), LOCK_UN);
+    if (!read) {
+      *error = p + ": cannot read: " + errno_text(errno);
+      return false;
+    }
+    if (!check.trusted) {
+      *error = p + ": not written by your burst (" + check.why +
+               "); burst adds to no manifest it did not write: remove it, or choose another "
+               "directory";
       return false;
     }
     return true;
   }
-  ~Manifest() {
-    if (fd_ >= 0) ::close(fd_);
-  }
   const std::string& dir() const { return dir_; }
+  int root() const { return root_.get(); }
 
   void created(char kind, const struct stat& st, const std::string& rel) {
-    line(std::string(1, kind) + " " + identity(st) + " " + rel + "\n");
+    line(std::string(1, kind) + " " + identity(st) + " " + rel);
     std::lock_guard lock(mu_);
     if (kind == 'd') dirs_.insert(rel);
   }
   void renamed(const std::string& from, const std::string& to) {
-    line("m " + from + " " + to + "\n");
+    line("m " + from + " " + to);
     std::lock_guard lock(mu_);
     if (dirs_.erase(from) > 0) dirs_.insert(to);
   }
-  void deleted(const std::string& rel) { line("x " + rel + "\n"); }
+  void deleted(const std::string& rel) { line("x " + rel); }
   // A file outside the directory (the event log), by absolute path.
   void external(const struct stat& st, const std::string& abs_path) {
-    line("e " + identity(st) + " " + abs_path + "\n");
+    line("e " + identity(st) + " " + abs_path);
   }
   bool has_dir(const std::string& rel) const {
     std::lock_guard lock(mu_);
@@ -178,15 +232,24 @@ class Manifest {
   }
 
  private:
-  void line(const std::string& text) {
-    if (fd_ < 0) return;
+  void line(const std::string& content) {
+    if (!fd_.ok()) return;
+    const std::string text = sign_line(key_, content);
+    std::lock_guard lock(wmu_);
+    // Shared: appends of several bursts may interleave (whole lines, O_APPEND);
+    // only another burst's open, which may cut a torn last line, excludes them.
+    ::flock(fd_.get(), LOCK_SH);
     ssize_t n = 0;
     do {
-      n = ::write(fd_, text.data(), text.size());
+      n = ::write(fd_.get(), text.data(), text.size());
     } while (n < 0 && errno == EINTR);
+    ::flock(fd_.get(), LOCK_UN);
   }
   std::string dir_;
-  int fd_ = -1;
+  ManifestKey key_;
+  Fd root_;
+  Fd fd_;
+  std::mutex wmu_;
   mutable std::mutex mu_;
   std::set<std::string> dirs_;
 };
@@ -208,38 +271,53 @@ struct Counters {
 };
 
 // Creates directories below manifest.dir() for `rel` ("job0/step-100/sub"),
-// each one that is missing; a directory that exists and was not created by
-// this burst is an error (burst never writes into what it did not create).
+// each one that is missing, through the descriptor of its parent; a
+// directory that exists and was not created by this burst is an error (burst
+// never writes into what it did not create), and so is one of burst's that
+// became a symlink since.
 bool make_dirs(Manifest& m, const std::string& rel, Counters& c, std::string* error) {
-  std::string cur;
-  for (const auto& part : fs::path(rel)) {
-    if (!cur.empty()) cur += "/";
-    cur += part.string();
-    if (m.has_dir(cur)) continue;
-    const std::string abs = m.dir() + "/" + cur;
-    if (::mkdir(abs.c_str(), 0755) != 0) {
-      if (errno == EEXIST) {
-        *error = abs +
-                 ": exists and was not created by this burst; burst never writes into "
-                 "what it did not create (run --cleanup, or choose an empty --target)";
-      } else {
-        *error = abs + ": cannot create directory: " + errno_text(errno);
+  if (rel.empty()) return true;
+  std::vector<std::string> parts;
+  if (!split_relative(rel, &parts)) {
+    *error = m.dir() + "/" + rel + ": " + beneath_error(EINVAL);
+    return false;
+  }
+  std::string parent;
+  for (const auto& part : parts) {
+    std::string cur = parent;
+    if (!cur.empty()) cur += '/';
+    cur += part;
+    if (!m.has_dir(cur)) {
+      Fd pfd(open_dir_beneath(m.root(), parent));
+      if (!pfd.ok()) {
+        *error = m.dir() + "/" + parent + ": cannot open: " + beneath_error(errno);
+        return false;
       }
-      return false;
+      const std::string abs = m.dir() + "/" + cur;
+      if (::mkdirat(pfd.get(), part.c_str(), 0755) != 0) {
+        if (errno == EEXIST) {
+          *error = abs +
+                   ": exists and was not created by this burst; burst never writes into "
+                   "what it did not create (run --cleanup, or choose an empty --target)";
+        } else {
+          *error = abs + ": cannot create directory: " + errno_text(errno);
+        }
+        return false;
+      }
+      ++c.creates;
+      struct stat st {};
+      if (::fstatat(pfd.get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        m.created('d', st, cur);
+      }
     }
-    ++c.creates;
-    struct stat st {};
-    if (::lstat(abs.c_str(), &st) == 0) m.created('d', st, cur);
+    parent = cur;
   }
   return true;
 }
 
-bool fsync_dir(const std::string& abs) {
-  int fd = ::open(abs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = ::fsync(fd) == 0;
-  ::close(fd);
-  return ok;
+bool fsync_dir(int root, const std::string& rel) {
+  Fd fd(open_dir_beneath(root, rel));
+  return fd.ok() && ::fsync(fd.get()) == 0;
 }
 
 // A pseudo-random 1 MiB block per writer (xorshift), so the data does not
@@ -322,11 +400,21 @@ struct Burst::Impl {
   std::thread drain_thread;
   std::set<std::string> drained;  // committed dirs copied whole (under mu)
   std::mutex emu;                 // event log
+  Fd events_fd;                   // the event log, open for the whole run
+  std::string events_rel;         // its path in the target when it is inside ("" = outside)
   bool events_created = false;
 
   Impl(Burst& burst) : b(burst), o(burst.opts_) {}
 
   std::string abs(const std::string& rel) const { return o.target + "/" + rel; }
+
+  void list_events(const struct stat& st) {
+    if (events_rel.empty()) {
+      manifest.external(st, o.events);
+    } else {
+      manifest.created('f', st, events_rel);
+    }
+  }
 
   void fail(const std::string& what) {
     std::lock_guard lock(mu);
@@ -339,10 +427,16 @@ struct Burst::Impl {
     if (e.ts == 0) e.ts = b.clock_.now();
     // Every event names its tier: a log may hold events of several.
     if (e.tier.empty() && e.from_tier.empty()) e.tier = tier;
-    std::string err;
+    const std::string line = format_event_line(e);
     std::lock_guard lock(emu);
-    if (!append_line(o.events, format_event_line(e), &err)) {
-      log::warn("burst: cannot write event", {{"err", err}});
+    if (!events_fd.ok()) return;
+    ssize_t n = -1;
+    do {
+      n = ::write(events_fd.get(), line.data(), line.size());
+    } while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(line.size())) {
+      log::warn("burst: cannot write event",
+                {{"path", o.events}, {"err", n < 0 ? errno_text(errno) : "short write"}});
     }
   }
   Event event(EventType t, const std::string& job, std::int64_t step) {
@@ -374,9 +468,9 @@ struct Burst::Impl {
   WriteEnd write_file(const std::string& rel, std::uint64_t size, const std::vector<char>& block,
                       std::uint64_t kill_at, Counters& c, std::string* checksum) {
     const std::string path = abs(rel);
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = open_file_beneath(manifest.root(), rel, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) {
-      fail(path + ": cannot create: " + errno_text(errno));
+      fail(path + ": cannot create: " + beneath_error(errno));
       return WriteEnd::kError;
     }
     ++c.creates;
@@ -446,11 +540,11 @@ struct Burst::Impl {
   // A small file with `text`, created (or, for trackers, rewritten in place).
   bool write_text(const std::string& rel, const std::string& text, bool rewrite, Counters& c) {
     const std::string path = abs(rel);
-    int flags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW;
+    int flags = O_WRONLY;
     flags |= rewrite ? O_TRUNC : (O_CREAT | O_EXCL);
-    int fd = ::open(path.c_str(), flags, 0644);
+    int fd = open_file_beneath(manifest.root(), rel, flags, 0644);
     if (fd < 0) {
-      fail(path + ": cannot " + (rewrite ? "rewrite: " : "create: ") + errno_text(errno));
+      fail(path + ": cannot " + (rewrite ? "rewrite: " : "create: ") + beneath_error(errno));
       return false;
     }
     if (!rewrite) ++c.creates;
@@ -480,15 +574,21 @@ struct Burst::Impl {
   }
 
   bool rename_rel(const std::string& from, const std::string& to, Counters& c) {
-    if (::rename(abs(from).c_str(), abs(to).c_str()) != 0) {
-      fail(abs(from) + ": rename to " + abs(to) + ": " + errno_text(errno));
+    Parent pf, pt;
+    if (!open_parent_beneath(manifest.root(), from, &pf) ||
+        !open_parent_beneath(manifest.root(), to, &pt) ||
+        ::renameat(pf.dir.get(), pf.name.c_str(), pt.dir.get(), pt.name.c_str()) != 0) {
+      fail(abs(from) + ": rename to " + abs(to) + ": " + beneath_error(errno));
       return false;
     }
     ++c.renames;
     manifest.renamed(from, to);
     struct stat st {};
     // A rename changes the file's ctime: listed again under its new name.
-    if (::lstat(abs(to).c_str(), &st) == 0 && S_ISREG(st.st_mode)) manifest.created('f', st, to);
+    if (::fstatat(pt.dir.get(), pt.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode)) {
+      manifest.created('f', st, to);
+    }
     return true;
   }
 
@@ -570,7 +670,7 @@ struct Burst::Impl {
       const std::string tmp = dir + "/.metadata.tmp";
       if (!write_text(tmp, std::string(meta_size(), 'M'), false, c)) return false;
       if (!rename_rel(tmp, dir + "/.metadata", c)) return false;
-      if (o.fsync && fsync_dir(abs(dir))) ++c.fsyncs;
+      if (o.fsync && fsync_dir(manifest.root(), dir)) ++c.fsyncs;
       markers.push_back(dir + "/.metadata");
       return true;
     };
@@ -629,7 +729,7 @@ struct Burst::Impl {
         }
         if (!rename_rel(write_dir, r.dir, c)) return false;
         r.write_dir = r.dir;
-        if (o.fsync && fsync_dir(abs(r.job))) ++c.fsyncs;
+        if (o.fsync && fsync_dir(manifest.root(), r.job)) ++c.fsyncs;
         markers.push_back(r.dir + "/state/_METADATA");
         markers.push_back(r.dir + "/state/manifest.ocdbt");
         markers.push_back(r.dir + "/_CHECKPOINT_METADATA");
@@ -650,14 +750,11 @@ struct Burst::Impl {
   void tally(const std::string& rel, std::uint64_t& files, std::uint64_t& bytes) {
     files = 0;
     bytes = 0;
-    std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(abs(rel), ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->is_regular_file(ec)) {
-        ++files;
-        bytes += it->file_size(ec);
-      }
-    }
+    walk_beneath(manifest.root(), rel, [&](const std::string&, const struct stat& st) {
+      if (!S_ISREG(st.st_mode)) return;
+      ++files;
+      bytes += static_cast<std::uint64_t>(st.st_size);
+    });
   }
 
   // One rank's files of a round; the last rank to finish commits.
@@ -813,15 +910,12 @@ struct Burst::Impl {
         d.markers = markers;
         d.tracker_rel = tracker_rel;
         d.tracker_text = tracker_text;
-        std::error_code ec;
-        for (auto it = fs::recursive_directory_iterator(abs(r.dir), ec);
-             !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-          if (!it->is_regular_file(ec)) continue;
-          const std::string rel = fs::relative(it->path(), o.target, ec).string();
+        walk_beneath(manifest.root(), r.dir, [&](const std::string& rel, const struct stat& st) {
+          if (!S_ISREG(st.st_mode)) return;
           if (std::find(markers.begin(), markers.end(), rel) == markers.end())
             d.data.push_back(rel);
-          d.bytes += it->file_size(ec);
-        }
+          d.bytes += static_cast<std::uint64_t>(st.st_size);
+        });
         std::sort(d.data.begin(), d.data.end());
         b.backlog_ += d.bytes;
         {
@@ -898,16 +992,15 @@ struct Burst::Impl {
           break;
         }
       }
-      const std::string src = abs(rel);
       const std::string dst = o.drain_to + "/" + rel;
-      int in = ::open(src.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+      int in = open_file_beneath(manifest.root(), rel, O_RDONLY);
       if (in < 0) {  // deleted by retention before its turn
         ok = false;
         break;
       }
-      int out = ::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+      int out = open_file_beneath(drain_manifest.root(), rel, O_WRONLY | O_CREAT | O_EXCL, 0644);
       if (out < 0) {
-        log::warn("burst drain: cannot create", {{"path", dst}, {"err", errno_text(errno)}});
+        log::warn("burst drain: cannot create", {{"path", dst}, {"err", beneath_error(errno)}});
         ::close(in);
         ok = false;
         break;
@@ -954,11 +1047,9 @@ struct Burst::Impl {
     }
     if (ok && !d.tracker_rel.empty()) {
       // The tracker last, on the drain side too.
-      const std::string dst = o.drain_to + "/" + d.tracker_rel;
       const bool exists = drained_trackers.contains(d.tracker_rel);
-      int fd =
-          ::open(dst.c_str(),
-                 O_WRONLY | O_CLOEXEC | O_NOFOLLOW | (exists ? O_TRUNC : (O_CREAT | O_EXCL)), 0644);
+      int fd = open_file_beneath(drain_manifest.root(), d.tracker_rel,
+                                 O_WRONLY | (exists ? O_TRUNC : (O_CREAT | O_EXCL)), 0644);
       if (fd < 0) {
         ok = false;
       } else {
@@ -1009,23 +1100,22 @@ struct Burst::Impl {
     emit(s);
     // Locate: list the checkpoint's files.
     std::vector<std::string> files;
-    std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(abs(dir), ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->is_regular_file(ec)) files.push_back(it->path().string());
-    }
+    const bool listed =
+        walk_beneath(manifest.root(), dir, [&](const std::string& rel, const struct stat& st) {
+          if (S_ISREG(st.st_mode)) files.push_back(rel);
+        });
     std::sort(files.begin(), files.end());
     const double t1 = b.pacer_.mono();
     // Read: R readers in parallel, files dealt round-robin.
     std::atomic<std::uint64_t> bytes{0};
-    std::atomic<bool> ok{!ec};
+    std::atomic<bool> ok{listed};
     std::vector<std::thread> readers;
     const std::size_t n_ranks = static_cast<std::size_t>(std::max(1, o.ranks));
     for (std::size_t k = 0; k < n_ranks; ++k) {
       readers.emplace_back([&, k] {
         std::vector<char> buf(kChunk);
         for (std::size_t i = k; i < files.size(); i += n_ranks) {
-          int fd = ::open(files[i].c_str(), O_RDONLY | O_CLOEXEC);
+          int fd = open_file_beneath(manifest.root(), files[i], O_RDONLY);
           if (fd < 0) {
             ok = false;
             continue;
@@ -1081,8 +1171,10 @@ struct Burst::Impl {
         q.erase(it);
         bytes = dir_bytes[victim];
       }
-      std::error_code ec;
-      fs::remove_all(abs(victim), ec);
+      if (!remove_tree_beneath(manifest.root(), victim)) {
+        log::warn("burst: cannot remove an old checkpoint",
+                  {{"path", abs(victim)}, {"err", beneath_error(errno)}});
+      }
       manifest.deleted(victim);
       Event e;
       e.type = EventType::kCleanup;
@@ -1107,26 +1199,45 @@ bool Burst::run(Result& result) {
   im.result = &result;
   const Options& o = opts_;
   std::string err;
-  if (!im.manifest.open(o.target, &err)) {
+  ManifestKey key;
+  const std::string key_file = !o.key_file.empty() ? o.key_file : default_key_file(&err);
+  if (key_file.empty() || !load_key(key_file, true, &key, &err)) {
+    result.error = err;
+    return false;
+  }
+  if (!im.manifest.open(o.target, key, &err)) {
     result.error = err;
     return false;
   }
   im.tier = !o.tier.empty() ? o.tier : fs::path(o.target).filename().string();
   if (!o.events.empty()) {
-    // An event log burst creates is its own, for --cleanup to remove.
-    int fd = ::open(o.events.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd >= 0) {
-      struct stat st {};
-      if (::fstat(fd, &st) == 0) im.manifest.external(st, o.events);
-      im.events_created = true;
-      ::close(fd);
-    } else if (errno != EEXIST) {
-      result.error = o.events + ": cannot create: " + errno_text(errno);
+    // An event log burst creates is its own: --cleanup removes it when it is
+    // in the target (opened beneath it, as every write there), and names it
+    // when it is outside.
+    const std::string prefix = o.target + "/";
+    if (o.events.starts_with(prefix)) im.events_rel = o.events.substr(prefix.size());
+    const auto open_log = [&](int flags) {
+      return im.events_rel.empty()
+                 ? ::open(o.events.c_str(), flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644)
+                 : open_file_beneath(im.manifest.root(), im.events_rel, flags | O_NONBLOCK, 0644);
+    };
+    int fd = open_log(O_WRONLY | O_APPEND | O_CREAT | O_EXCL);
+    im.events_created = fd >= 0;
+    if (fd < 0 && errno == EEXIST) fd = open_log(O_WRONLY | O_APPEND);
+    if (fd < 0) {
+      result.error = o.events + ": cannot open: " + beneath_error(errno);
       return false;
     }
+    im.events_fd = Fd(fd);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      result.error = o.events + ": not a regular file";
+      return false;
+    }
+    if (im.events_created) im.list_events(st);
   }
   if (!o.drain_to.empty()) {
-    if (!im.drain_manifest.open(o.drain_to, &err)) {
+    if (!im.drain_manifest.open(o.drain_to, key, &err)) {
       result.error = err;
       return false;
     }
@@ -1227,7 +1338,7 @@ bool Burst::run(Result& result) {
   }
   if (im.events_created) {
     struct stat st {};  // appends changed its ctime: listed again as it is now
-    if (::stat(o.events.c_str(), &st) == 0) im.manifest.external(st, o.events);
+    if (::fstat(im.events_fd.get(), &st) == 0) im.list_events(st);
   }
   if (im.abort) {
     result.error = im.error;
@@ -1238,32 +1349,22 @@ bool Burst::run(Result& result) {
 
 // ---- cleanup -----------------------------------------------------------------
 
-bool cleanup(const std::string& dir, std::uint64_t* removed, std::uint64_t* kept,
-             std::vector<std::string>* problems) {
-  *removed = 0;
-  *kept = 0;
-  const std::string mpath = dir + "/" + std::string(kManifestName);
-  FILE* f = std::fopen(mpath.c_str(), "re");
-  if (f == nullptr) {
-    if (errno == ENOENT) return true;  // nothing was created here
-    problems->push_back(mpath + ": cannot read: " + errno_text(errno));
-    return false;
-  }
-  struct Entry {
-    char kind;
-    unsigned long long dev, ino;
-    long long ctime_s;
-    long ctime_ns;
-    std::string path;
-  };
+namespace {
+
+struct Entry {
+  char kind;
+  unsigned long long dev, ino;
+  long long ctime_s;
+  long ctime_ns;
+  std::string path;
+};
+
+// The entries of verified manifest lines, renames applied, the last line for
+// a path winning.
+std::vector<Entry> parse_entries(const std::vector<std::string>& lines) {
   std::vector<Entry> entries;
-  char* line = nullptr;
-  std::size_t cap = 0;
-  ssize_t len = 0;
-  while ((len = ::getline(&line, &cap, f)) > 0) {
-    std::string s(line, static_cast<std::size_t>(len));
-    if (!s.empty() && s.back() == '\n') s.pop_back();
-    if (s.size() < 3) continue;
+  for (const std::string& s : lines) {
+    if (s.size() < 3 || s[1] != ' ') continue;
     const char kind = s[0];
     if (kind == 'f' || kind == 'd' || kind == 'e') {
       unsigned long long dev = 0, ino = 0;
@@ -1282,6 +1383,7 @@ bool cleanup(const std::string& dir, std::uint64_t* removed, std::uint64_t* kept
       const std::string from = s.substr(2, sp - 2);
       const std::string to = s.substr(sp + 1);
       for (auto& e : entries) {
+        if (e.kind == 'e') continue;  // an absolute path: no rename of burst's moves it
         if (e.path == from) {
           e.path = to;
         } else if (e.path.starts_with(from + "/")) {
@@ -1290,43 +1392,124 @@ bool cleanup(const std::string& dir, std::uint64_t* removed, std::uint64_t* kept
       }
     }
   }
-  std::free(line);
-  static_cast<void>(std::fclose(f));  // read only: nothing to lose
-  {
-    // A later line for the same path wins (a file is listed again after a
-    // rename or a rewrite).
-    std::set<std::pair<bool, std::string>> seen;
-    std::vector<Entry> latest;
-    for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
-      if (seen.insert({it->kind == 'd', it->path}).second) latest.push_back(*it);
-    }
-    std::reverse(latest.begin(), latest.end());
-    entries = std::move(latest);
-  }
-  bool ok = true;
-  // Files first, newest first; then directories, deepest first.
+  // A later line for the same path wins (a file is listed again after a
+  // rename or a rewrite).
+  std::set<std::pair<bool, std::string>> seen;
+  std::vector<Entry> latest;
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
-    if (it->kind != 'f' && it->kind != 'e') continue;
-    const bool external = it->kind == 'e';
-    if (it->path.empty() || it->path.find("..") != std::string::npos ||
-        it->path.starts_with("/") != external) {
+    if (seen.insert({it->kind == 'd', it->path}).second) latest.push_back(*it);
+  }
+  std::reverse(latest.begin(), latest.end());
+  return latest;
+}
+
+// Why `dir`'s manifest is not to be trusted ("" when it is), with its lines.
+std::string check_manifest(int root, const std::string& key_file, ManifestCheck* check,
+                           bool* absent) {
+  *absent = false;
+  Fd fd(::openat(root, std::string(kManifestName).c_str(),
+                 O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.ok()) {
+    if (errno == ENOENT) {
+      *absent = true;
+      return "";
+    }
+    return errno == ELOOP ? "it is a symlink" : "cannot read: " + errno_text(errno);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return "cannot stat: " + errno_text(errno);
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (st.st_uid != ::geteuid()) {
+    return "owned by uid " + std::to_string(st.st_uid) + ", not by you (uid " +
+           std::to_string(::geteuid()) + "): not written by your burst";
+  }
+  std::string err;
+  const std::string kf = !key_file.empty() ? key_file : default_key_file(&err);
+  ManifestKey key;
+  if (kf.empty() || !load_key(kf, false, &key, &err)) {
+    return "its digests cannot be checked: " + err;
+  }
+  std::string text;
+  if (!read_all(fd.get(), &text)) return "cannot read: " + errno_text(errno);
+  *check = verify_manifest(key, text);
+  if (!check->trusted) return check->why;
+  return "";
+}
+
+bool same_file(const struct stat& st, const Entry& e, bool compare_ctime) {
+  return st.st_dev == e.dev && st.st_ino == e.ino &&
+         (!compare_ctime || (st.st_ctim.tv_sec == e.ctime_s && st.st_ctim.tv_nsec == e.ctime_ns));
+}
+
+}  // namespace
+
+bool cleanup(const std::string& dir, const std::string& key_file, CleanupReport* report) {
+  CleanupReport& r = *report;
+  r = CleanupReport{};
+  const std::string mpath = dir + "/" + std::string(kManifestName);
+  Fd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root.ok()) {
+    r.problems.push_back(dir + ": cannot open: " + errno_text(errno));
+    return false;
+  }
+  ManifestCheck check;
+  bool absent = false;
+  const std::string why = check_manifest(root.get(), key_file, &check, &absent);
+  if (absent) return true;  // nothing was created here
+  if (!why.empty()) {
+    r.trusted = false;
+    r.problems.push_back(mpath + ": not trusted, deleted nothing: " + why);
+    return false;
+  }
+  if (check.torn_tail) {
+    r.notes.push_back(mpath + ": its last line was cut short (a burst killed mid-write); ignored");
+  }
+  std::vector<Entry> entries = parse_entries(check.lines);
+  bool ok = true;
+  const auto refuse = [&](const std::string& what, const std::string& reason) {
+    r.problems.push_back(what + ": refused: " + reason);
+    ++r.refused;
+    ok = false;
+  };
+  // Files first, newest first; then directories, deepest first. Each is
+  // looked up beneath the directory, no symlink followed, and removed
+  // through its parent's descriptor only when it is still what burst made.
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    if (it->kind == 'e') {
+      r.notes.push_back(it->path +
+                        ": the event log burst created outside the directory is left in place "
+                        "(cleanup deletes only below " +
+                        dir + "); remove it yourself");
+      ++r.outside;
       continue;
     }
-    const std::string p = external ? it->path : dir + "/" + it->path;
+    if (it->kind != 'f') continue;
+    const std::string p = dir + "/" + it->path;
+    std::vector<std::string> parts;
+    if (!split_relative(it->path, &parts)) {
+      refuse(it->path, beneath_error(EINVAL));
+      continue;
+    }
+    Parent parent;
+    if (!open_parent_beneath(root.get(), it->path, &parent)) {
+      if (errno != ENOENT) refuse(p, beneath_error(errno));
+      continue;  // ENOENT: gone already
+    }
     struct stat st {};
-    if (::lstat(p.c_str(), &st) != 0) continue;  // gone already
-    if (!S_ISREG(st.st_mode) || st.st_dev != it->dev || st.st_ino != it->ino ||
-        st.st_ctim.tv_sec != it->ctime_s || st.st_ctim.tv_nsec != it->ctime_ns) {
-      problems->push_back(p + ": not the file burst created (replaced or changed since); kept");
-      ++*kept;
+    if (::fstatat(parent.dir.get(), parent.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      continue;  // gone already
+    }
+    if (!S_ISREG(st.st_mode) || !same_file(st, *it, true)) {
+      r.problems.push_back(p + ": not the file burst created (replaced or changed since); kept");
+      ++r.kept;
       ok = false;
       continue;
     }
-    if (::unlink(p.c_str()) == 0) {
-      ++*removed;
+    if (::unlinkat(parent.dir.get(), parent.name.c_str(), 0) == 0) {
+      ++r.removed;
     } else {
-      problems->push_back(p + ": cannot remove: " + errno_text(errno));
-      ++*kept;
+      r.problems.push_back(p + ": cannot remove: " + errno_text(errno));
+      ++r.kept;
       ok = false;
     }
   }
@@ -1334,32 +1517,39 @@ bool cleanup(const std::string& dir, std::uint64_t* removed, std::uint64_t* kept
   for (auto& e : entries) {
     if (e.kind == 'd') dirs.push_back(&e);
   }
-  std::sort(dirs.begin(), dirs.end(), [](const Entry* a, const Entry* b) {
+  std::stable_sort(dirs.begin(), dirs.end(), [](const Entry* a, const Entry* b) {
     return std::count(a->path.begin(), a->path.end(), '/') >
            std::count(b->path.begin(), b->path.end(), '/');
   });
   for (Entry* e : dirs) {
-    if (e->path.empty() || e->path.starts_with("/") || e->path.find("..") != std::string::npos) {
-      continue;
-    }
     const std::string p = dir + "/" + e->path;
-    struct stat st {};
-    if (::lstat(p.c_str(), &st) != 0) continue;
-    if (!S_ISDIR(st.st_mode) || st.st_dev != e->dev || st.st_ino != e->ino) {
-      problems->push_back(p + ": not the directory burst created; kept");
-      ++*kept;
+    std::vector<std::string> parts;
+    if (!split_relative(e->path, &parts)) {
+      refuse(e->path, beneath_error(EINVAL));
       continue;
     }
-    if (::rmdir(p.c_str()) == 0) {
-      ++*removed;
+    Parent parent;
+    if (!open_parent_beneath(root.get(), e->path, &parent)) {
+      if (errno != ENOENT) refuse(p, beneath_error(errno));
+      continue;
+    }
+    struct stat st {};
+    if (::fstatat(parent.dir.get(), parent.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISDIR(st.st_mode) || !same_file(st, *e, false)) {
+      r.problems.push_back(p + ": not the directory burst created; kept");
+      ++r.kept;
+      continue;
+    }
+    if (::unlinkat(parent.dir.get(), parent.name.c_str(), AT_REMOVEDIR) == 0) {
+      ++r.removed;
     } else {
-      problems->push_back(p + ": not removed (" + errno_text(errno) +
-                          "; it holds files burst did not create)");
-      ++*kept;
+      r.problems.push_back(p + ": not removed (" + errno_text(errno) +
+                           "; it holds files burst did not create)");
+      ++r.kept;
       ok = false;
     }
   }
-  if (ok) ::unlink(mpath.c_str());
+  if (ok) ::unlinkat(root.get(), std::string(kManifestName).c_str(), 0);
   return ok;
 }
 

@@ -5,7 +5,11 @@
 // last; optionally kills one writer mid-shard, stops at a fill level, drains
 // committed checkpoints to a second directory at a limited rate and reads the
 // newest one back. Everything it creates is listed in a manifest
-// (<target>/.ckptmon-burst.manifest) so that cleanup removes only that.
+// (<target>/.ckptmon-burst.manifest), each line with a keyed digest, so
+// that cleanup removes only that. Every write resolves beneath the target's
+// (and the drain directory's) descriptor, no symlink followed
+// (daemon/burst_fs.hpp): a directory swapped for a symlink mid-run fails the
+// write instead of leading it outside.
 //
 // Time: event timestamps come from the injected Clock; durations and pacing
 // (intervals, the drain rate) from the injected Pacer, so tests run without
@@ -103,6 +107,7 @@ struct Options {
   std::string tier;              // tier name in events; default: basename of target
   std::string drain_tier;        // default: basename of drain_to
   std::int64_t step_stride = 100;  // step of the i-th save (1-based) = i × stride
+  std::string key_file;  // the manifest's key (daemon/burst_manifest.hpp); "" = the default
 };
 
 enum class CkptOutcome { kCommitted, kPartial, kInProgress };
@@ -207,11 +212,26 @@ class Burst {
 // used ÷ (used + available to unprivileged users). nullopt on error.
 std::optional<double> fill_level(const std::string& path, std::string* error = nullptr);
 
-// Removes what the manifest in `dir` lists (files, then directories when
-// empty), checking each file's device and inode first, then the manifest.
-// Returns false with `error` when something listed could not be removed;
-// `removed`/`kept` count paths. Paths outside `dir` are never touched.
-bool cleanup(const std::string& dir, std::uint64_t* removed, std::uint64_t* kept,
-             std::vector<std::string>* problems);
+// What --cleanup did in one directory.
+struct CleanupReport {
+  std::uint64_t removed = 0;  // paths removed
+  std::uint64_t kept = 0;     // burst's, but changed since or holding others' files: kept
+  std::uint64_t refused =
+      0;  // listed, but not a path below the directory reached without a symlink
+  std::uint64_t outside = 0;          // the event log, created outside the directory: left in place
+  bool trusted = true;                // false: the manifest failed a check and nothing was deleted
+  std::vector<std::string> problems;  // one line per entry kept or refused (what, why)
+  std::vector<std::string> notes;     // what was left on purpose
+};
+
+// Removes what the manifest in `dir` lists, and nothing else: only when the
+// manifest is the invoking user's and every line carries its digest under
+// the key at `key_file` ("" = default_key_file()); only paths below `dir`,
+// looked up beneath its descriptor without following a symlink; only files
+// whose (device, inode, ctime) and directories whose (device, inode) are
+// still what burst recorded, files first, then directories when empty; last
+// the manifest. false when something listed is left (kept, refused, or the
+// manifest untrusted); `report` says what and why.
+bool cleanup(const std::string& dir, const std::string& key_file, CleanupReport* report);
 
 }  // namespace ckptmon::burst

@@ -74,6 +74,9 @@ CLI::App* add_burst_command(CLI::App& app, BurstArgs& a) {
       ->capture_default_str();
   b->add_option("--tier", a.tier, "Tier name in events (default: the target's base name)");
   b->add_option("--drain-tier", a.drain_tier, "Drain tier name in events (default: base name)");
+  b->add_option("--key-file", a.key_file,
+                "Key of the manifests' digests (default: $XDG_STATE_HOME/ckptmon/burst.key, else "
+                "~/.local/state/ckptmon/burst.key; created 0600 when missing)");
   return b;
 }
 
@@ -266,6 +269,7 @@ burst::Options parse(const BurstArgs& a) {
   }
   o.tier = a.tier;
   o.drain_tier = a.drain_tier;
+  o.key_file = a.key_file.empty() ? std::string() : absolute(a.key_file);
   return o;
 }
 
@@ -311,12 +315,19 @@ int do_cleanup(const BurstArgs& a, std::ostream& out, std::ostream& err) {
   int rc = 0;
   for (const std::string& dir : {a.target, a.drain_to}) {
     if (dir.empty()) continue;
-    std::uint64_t removed = 0, kept = 0;
-    std::vector<std::string> problems;
-    const bool ok = burst::cleanup(absolute(dir), &removed, &kept, &problems);
-    for (const auto& p : problems) err << "ckptmon burst --cleanup: " << p << "\n";
-    out << absolute(dir) << ": removed " << removed << " paths burst created"
-        << (kept ? ", kept " + std::to_string(kept) : std::string()) << "\n";
+    burst::CleanupReport r;
+    const bool ok = burst::cleanup(absolute(dir), a.key_file, &r);
+    for (const auto& p : r.problems) err << "ckptmon burst --cleanup: " << p << "\n";
+    for (const auto& n : r.notes) err << "ckptmon burst --cleanup: " << n << "\n";
+    if (!r.trusted) {
+      out << absolute(dir) << ": manifest not trusted; deleted nothing\n";
+    } else {
+      out << absolute(dir) << ": removed " << r.removed << " paths burst created"
+          << (r.kept ? ", kept " + std::to_string(r.kept) : std::string())
+          << (r.refused ? ", refused " + std::to_string(r.refused) : std::string())
+          << (r.outside ? ", left " + std::to_string(r.outside) + " outside it" : std::string())
+          << "\n";
+    }
     if (!ok) rc = 1;
   }
   return rc;

@@ -44,6 +44,7 @@ struct BurstArgs {
   std::string detect_timeout = "2m";
   std::string tier;
   std::string drain_tier;
+  std::string key_file;  // "" = burst::default_key_file()
 };
 
 // Adds the `burst` subcommand to `app`, filling `args`.

@@ -267,6 +267,7 @@ int run_demo(const DemoOptions& opts) {
       o.interval = interval;
       o.fsync = false;
       o.events = (base / "events" / tier / (o.job_names[0] + ".jsonl")).string();
+      o.key_file = (base / "burst.key").string();  // goes with the demo's directory
       return o;
     };
     std::vector<std::unique_ptr<DemoJob>> jobs;

@@ -4,12 +4,15 @@ recognisers, independent of the burst engine) and by os.walk here; failed
 writers, the fill level on a small tmpfs, bad input, cleanup, and
 --expect-detection against a real daemon."""
 
+import atexit
 import json
 import os
 import pty
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -17,6 +20,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 MiB = 1 << 20
+
+# burst's manifest key (burst.key) goes here, not into the home of whoever runs the tests.
+STATE_HOME = tempfile.mkdtemp(prefix="ckptmon-burst-state-")
+os.chmod(STATE_HOME, 0o755)  # test_unwritable_target runs burst as nobody
+atexit.register(shutil.rmtree, STATE_HOME, True)
+os.environ["XDG_STATE_HOME"] = STATE_HOME
 
 
 def ckptmon(*args, timeout=120):
@@ -221,6 +230,41 @@ class Behaviour(unittest.TestCase):
         r = ckptmon("burst", "--target", target, "--cleanup")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(listing(target), before)
+
+    def test_cleanup_trusts_no_planted_manifest(self):
+        target = self.ws.mkdir("t")
+        outside = self.ws.write("outside/victim.txt", "not burst's\n")
+        mine = self.ws.write("t/mine.txt", "user data\n")
+        burst_json("--target", target, "--force", "--checkpoints", "1", "--shard-size", "4KiB")
+        manifest = os.path.join(target, ".ckptmon-burst.manifest")
+        with open(manifest) as f:
+            genuine = f.read()
+
+        def ident(p):
+            st = os.lstat(p)
+            return f"{st.st_dev} {st.st_ino} {st.st_ctime_ns // 10**9}.{st.st_ctime_ns % 10**9:09d}"
+
+        os.symlink(os.path.dirname(outside), os.path.join(target, "link"))
+        planted = [f"e {ident(outside)} {outside}\n",
+                   f"f {ident(outside)} link/victim.txt\n",
+                   f"e {ident(outside)} job9/victim.txt\nm job9 {os.path.dirname(outside)}\n",
+                   f"f {ident(mine)} mine.txt\n"]
+        for text in planted:
+            with open(manifest, "w") as f:
+                f.write(genuine + text)  # added to burst's own, or alone
+            before = listing(self.ws.dir)
+            r = ckptmon("burst", "--target", target, "--cleanup")
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("manifest not trusted; deleted nothing", r.stdout)
+            self.assertRegex(r.stderr, r"not trusted, deleted nothing: line \d+ carries no digest")
+            self.assertEqual(listing(self.ws.dir), before)
+        with open(manifest, "w") as f:
+            f.write(genuine)
+        os.unlink(os.path.join(target, "link"))
+        r = ckptmon("burst", "--target", target, "--cleanup")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(listing(target), ["mine.txt"])
+        self.assertTrue(os.path.exists(outside))
 
     def test_bad_input_exits_2_and_leaves_nothing(self):
         target = self.ws.mkdir("t")
