@@ -114,8 +114,9 @@ std::vector<std::pair<std::string, std::string>> TierScanner::find_jobs(
     std::vector<std::string> next;
     for (const auto& rel : level) {
       std::vector<std::pair<std::string, double>> dirs;
+      std::vector<std::pair<std::string, int>> failed;
       std::string err;
-      if (!walker.list_dirs(rel, dirs, &err)) {
+      if (!walker.list_dirs(rel, dirs, &err, &failed)) {
         const int e = errno;
         if (rel.empty()) {
           *error = err;
@@ -125,6 +126,20 @@ std::vector<std::pair<std::string, std::string>> TierScanner::find_jobs(
         // unknown, not gone.
         if (e != ENOENT && e != ENOTDIR && e != ELOOP) unreadable.push_back({"", rel, e});
         continue;
+      }
+      // Entries whose stat failed (EIO, ESTALE...): the job they are, or the
+      // jobs below them, are unknown now, not gone.
+      for (const auto& [name, e] : failed) {
+        const std::string child = join(rel, name);
+        std::string job;
+        if (cfg_.jobs.regex) {
+          std::smatch m;
+          if (std::regex_match(child, m, *cfg_.jobs.regex)) job = m[cfg_.jobs.group].str();
+        } else if (depth == cfg_.jobs.depth) {
+          job = name;
+        }
+        if (!job.empty() && !owns_job(job)) continue;
+        unreadable.push_back({job, child, e});
       }
       for (const auto& [name, _] : dirs) {
         const std::string child = join(rel, name);
@@ -179,12 +194,14 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
   std::shared_ptr<const Clock> clock;
   std::string proc_path;
   WalkCallHook hook;
+  WalkFaultHook fault;
   {
     std::lock_guard lock(slots_mu_);
     stall_timeout = stall_timeout_;
     clock = clock_;
     proc_path = proc_path_;
     hook = hook_;
+    fault = fault_;
   }
   int concurrency = cfg_.walk_concurrency;
   if (concurrency <= 0) {
@@ -282,6 +299,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
   opts.stall_timeout = stall_timeout;
   opts.clock = clock.get();
   opts.hook = hook;
+  opts.fault = fault;
   // A frozen checkpoint is reused from the catalog the last walks' results
   // went into, when it still holds the record frozen (sorted by job, path).
   std::string walking_job;
@@ -318,6 +336,10 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
     out.error = error;
     finish();
     return out;
+  }
+  // A job directory that could not even be stat'ed is still a job seen.
+  for (const auto& u : out.unreadable) {
+    if (!u.job.empty()) out.jobs.insert(u.job);
   }
 
   LayoutContext ctx;

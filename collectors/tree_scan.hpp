@@ -57,6 +57,11 @@ class TierScanner {
     std::lock_guard lock(slots_mu_);
     hook_ = std::move(hook);
   }
+  // Tests: makes metadata calls fail with an errno (see WalkFaultHook).
+  void set_fault_hook(WalkFaultHook fault) {
+    std::lock_guard lock(slots_mu_);
+    fault_ = std::move(fault);
+  }
   // The live figures of this tier's metadata calls (null before the first walk).
   std::shared_ptr<WalkLive> live() const;
   // The concurrency the walks use: walk_concurrency, or from the file-system type.
@@ -80,6 +85,7 @@ class TierScanner {
   std::shared_ptr<const Clock> clock_ = std::make_shared<SystemClock>();
   std::string proc_path_ = "/proc";
   WalkCallHook hook_;
+  WalkFaultHook fault_;
   // Guards slots_ (read by live() from the loop thread) and the settings
   // above (set by reloads while a walk may run; each walk copies them).
   mutable std::mutex slots_mu_;
