@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -240,6 +242,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
     int fd = -1;
     int err = 0;
     dev_t dev = 0;
+    ino_t ino = 0;
     long f_type = 0;
     bool statfs_ok = false;
     ~RootOpen() {
@@ -266,6 +269,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
         ro->statfs_ok = ::fstatfs(fd, &sfs) == 0;
         ro->f_type = static_cast<long>(sfs.f_type);
         ro->dev = st.st_dev;
+        ro->ino = st.st_ino;
       }
       ro->fd = fd;
       live->observe(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -286,6 +290,37 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
     out.error = cfg_.path + ": " + errno_text(ro->err);
     finish();
     return out;
+  }
+  // Not the tree the first walk walked: walking it would record every
+  // checkpoint as deleted, and count them all again when the tree returns.
+  const RootId seen{ro->dev, ro->ino, ro->f_type, ro->statfs_ok};
+  if (root_id_) {
+    std::string why = root_change(*root_id_, seen);
+    if (!why.empty()) {
+      if (!root_change_logged_) {
+        log::error(
+            "tier root is not the tree first walked: tier down, not walked, its catalog kept",
+            {{"tier", cfg_.name}, {"path", display_name(cfg_.path)}, {"reason", why}});
+        root_change_logged_ = true;
+      }
+      out.root_ok = false;
+      out.root_changed = why;
+      out.error = cfg_.path + ": " + why;
+      finish();
+      return out;
+    }
+    if (seen.dev != root_id_->dev) {
+      // The same directory of the same file-system type on a new device
+      // number: remounted (NFS, FUSE and Lustre mounts get a new one).
+      log::info("tier root remounted on a new device: walking it",
+                {{"tier", cfg_.name}, {"path", display_name(cfg_.path)}});
+      root_id_->dev = seen.dev;
+    }
+  }
+  if (root_change_logged_) {
+    log::info("tier root is the tree first walked again: walking it",
+              {{"tier", cfg_.name}, {"path", display_name(cfg_.path)}});
+    root_change_logged_ = false;
   }
   const int root = ro->fd;
   WalkOptions opts;
@@ -337,6 +372,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
     finish();
     return out;
   }
+  if (!root_id_) root_id_ = seen;  // the first walk that listed the root
   // A job directory that could not even be stat'ed is still a job seen.
   for (const auto& u : out.unreadable) {
     if (!u.job.empty()) out.jobs.insert(u.job);
@@ -475,6 +511,34 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
   return out;
 }
 
+std::string TierScanner::root_change(const RootId& was, const RootId& now) {
+  auto dev = [](dev_t d) { return std::to_string(major(d)) + ":" + std::to_string(minor(d)); };
+  auto hex = [](long t) {
+    char buf[16];
+    const auto r =
+        std::to_chars(buf, buf + sizeof buf, static_cast<unsigned long>(t) & 0xffffffffUL, 16);
+    return "0x" + std::string(buf, r.ptr);
+  };
+  const std::string tail =
+      ": not walked, its catalog is kept (restart ckptmon to accept a new tree)";
+  if (was.has_type && now.has_type && was.f_type != now.f_type) {
+    return "mount gone: the tier root is on another file system now (type " + hex(now.f_type) +
+           " device " + dev(now.dev) + ", was type " + hex(was.f_type) + " device " + dev(was.dev) +
+           ")" + tail;
+  }
+  if (was.dev != now.dev && was.ino != now.ino) {
+    return "mount gone: the tier root is on another device now (device " + dev(now.dev) +
+           " inode " + std::to_string(now.ino) + ", was device " + dev(was.dev) + " inode " +
+           std::to_string(was.ino) + ")" + tail;
+  }
+  if (was.ino != now.ino) {
+    return "root changed: the tier path leads to another directory (inode " +
+           std::to_string(now.ino) + ", was " + std::to_string(was.ino) + ", same file system)" +
+           tail;
+  }
+  return "";
+}
+
 void TierScanner::log_transitions(const std::vector<UnreadableDir>& now) {
   std::map<std::string, int> next;
   for (const auto& u : now) next.emplace(u.path, u.error);
@@ -548,6 +612,14 @@ Job TreeScanCollector::prepare(const std::string& target, const State& current) 
       if (!state.current_tier("tree_scan", target, generation)) return;
       auto& cat = state.catalogs[target];
       merge_scan(cat, std::move(outcome), now);
+      // Another tree where the tier was: the tier is down, whatever statfs
+      // says of the file system there (tier_stats keeps it down meanwhile).
+      if (!cat->root_changed.empty()) {
+        if (auto t = state.tiers.find(target); t != state.tiers.end()) {
+          t->second.up = false;
+          t->second.down_reason = cat->root_changed;
+        }
+      }
       // After the merge, which left the catalog unshared: no copy for this.
       if (cat->walk_live != live) cat.edit().walk_live = live;
     };

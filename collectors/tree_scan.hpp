@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,8 +77,21 @@ class TierScanner {
   void log_transitions(const std::vector<UnreadableDir>& now);
   bool owns_job(const std::string& job) const;
 
+  // What the tier root was at the first walk that listed it: a root with
+  // another identity is another tree (a mount gone, a symlink re-pointed).
+  struct RootId {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    long f_type = 0;
+    bool has_type = false;  // fstatfs answered
+  };
+  // Why `now` is not the tree `was` described ("" when it is).
+  static std::string root_change(const RootId& was, const RootId& now);
+
   TierConfig cfg_;
   bool keep_files_;
+  std::optional<RootId> root_id_;
+  bool root_change_logged_ = false;
   GenericLayout generic_;
   WalkMemory memory_;
   std::map<std::string, int> unreadable_;  // path -> errno, of the last complete walk

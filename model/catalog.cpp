@@ -54,9 +54,15 @@ void merge_from(TierCatalog& cat, const std::vector<Checkpoint>& previous, ScanO
   cat.stale = scan.stalled;  // a walk given up leaves the figures of an older one
   if (!scan.root_ok) {
     cat.scan.last_error = scan.error;
+    if (!scan.root_changed.empty()) {
+      // Another tree is where the tier was: what the tier holds is unknown now.
+      cat.root_changed = std::move(scan.root_changed);
+      for (auto& c : cat.checkpoints) c.unreadable = true;
+    }
     return;
   }
   cat.scan.last_error.clear();
+  cat.root_changed.clear();
   cat.scanned = true;
   cat.jobs = std::move(scan.jobs);
   cat.findings = std::move(scan.findings);
@@ -126,6 +132,7 @@ void merge_scan(CopyOnWrite<TierCatalog>& cat, ScanOutcome scan, double now) {
   next.scan = b.scan;
   next.scanned = b.scanned;
   next.stale = b.stale;
+  next.root_changed = b.root_changed;
   next.walk_live = b.walk_live;
   next.skew_by_job = b.skew_by_job;
   next.changed = b.changed;
