@@ -50,8 +50,9 @@ bool same_scan_settings(const TierConfig& a, const TierConfig& b) {
          a.jobs.depth == b.jobs.depth && a.jobs.regex_text == b.jobs.regex_text &&
          a.jobs.group == b.jobs.group && a.jobs.max_depth == b.jobs.max_depth &&
          a.shard_index == b.shard_index && a.shard_count == b.shard_count && a.watch == b.watch &&
-         a.walk_concurrency == b.walk_concurrency && layout_eq(a.layout, b.layout) &&
-         a.residency == b.residency && namespaces_eq(a.namespaces, b.namespaces);
+         a.walk_concurrency == b.walk_concurrency && a.walk_max_depth == b.walk_max_depth &&
+         layout_eq(a.layout, b.layout) && a.residency == b.residency &&
+         namespaces_eq(a.namespaces, b.namespaces);
 }
 
 // Whether tier-relative `rel` is a frozen checkpoint or lies inside one.
@@ -66,9 +67,13 @@ bool inside_frozen(const std::string& rel, const WalkMemory& m) {
 }
 
 // Every directory of `node` (tier-relative `rel`, in `job`) the walker could
-// not read.
+// not read, or did not open because it is too deep.
 void collect_unreadable(const DirNode& node, const std::string& rel, const std::string& job,
                         std::vector<UnreadableDir>& out) {
+  if (node.too_deep) {
+    out.push_back({job, rel, 0, true});
+    return;
+  }
   if (node.error != 0) out.push_back({job, rel, node.error});
   for (const auto& c : node.dirs) collect_unreadable(c, join(rel, c.name), job, out);
 }
@@ -332,6 +337,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
   opts.now = now;
   opts.settle_seconds = to_seconds(cfg_.partial_after);
   opts.stall_timeout = stall_timeout;
+  opts.max_depth = cfg_.walk_max_depth;
   opts.clock = clock.get();
   opts.hook = hook;
   opts.fault = fault;
@@ -547,12 +553,20 @@ void TierScanner::log_transitions(const std::vector<UnreadableDir>& now) {
   };
   for (const auto& [path, err] : next) {
     if (unreadable_.contains(path)) continue;
+    if (err == 0) {
+      log::warn("directory deeper than walk_max_depth: not walked, what is below it is unknown",
+                {{"tier", cfg_.name},
+                 {"path", full(path)},
+                 {"walk_max_depth", std::to_string(cfg_.walk_max_depth)}});
+      continue;
+    }
     log::warn("directory unreadable: its last known checkpoints are kept, flagged unreadable",
               {{"tier", cfg_.name}, {"path", full(path)}, {"error", errno_text(err)}});
   }
-  for (const auto& [path, _] : unreadable_) {
+  for (const auto& [path, err] : unreadable_) {
     if (next.contains(path)) continue;
-    log::info("directory no longer unreadable", {{"tier", cfg_.name}, {"path", full(path)}});
+    log::info(err == 0 ? "directory no longer too deep" : "directory no longer unreadable",
+              {{"tier", cfg_.name}, {"path", full(path)}});
   }
   unreadable_ = std::move(next);
 }

@@ -454,6 +454,7 @@ struct TreeWalker::Pending {
   FdRef parent;  // open `name` below it; null: `fd` is already open
   FdRef fd;
   std::uint64_t ino = 0;
+  int depth = 0;  // components of `rel`
 };
 
 TreeWalker::TreeWalker(int root_fd, dev_t root_dev, const WalkMemory* memory, WalkStats& stats,
@@ -619,8 +620,10 @@ bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error)
       }
     }
   }
+  int depth = 0;
+  for (auto part : split(rel, '/')) depth += part.empty() ? 0 : 1;
   std::vector<Pending> stack;
-  stack.push_back(Pending{&out, rel, out.name, nullptr, fd, head->a.ino});
+  stack.push_back(Pending{&out, rel, out.name, nullptr, fd, head->a.ino, depth});
   if (!walk(stack)) {
     if (error != nullptr) *error = rel + ": the walk stalled (no call returned in time)";
     return false;
@@ -889,8 +892,12 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
       for (std::size_t k = 0; k < node.dirs.size(); ++k) {
         DirNode& child = node.dirs[k];
         if (child.reused) continue;
-        stack.push_back(
-            Pending{&child, join(w.p.rel, child.name), child.name, w.fd, nullptr, dir_inos[k]});
+        if (w.p.depth >= options_.max_depth) {
+          child.too_deep = true;  // seen, not opened: its contents are unknown
+          continue;
+        }
+        stack.push_back(Pending{&child, join(w.p.rel, child.name), child.name, w.fd, nullptr,
+                                dir_inos[k], w.p.depth + 1});
       }
     }
   }

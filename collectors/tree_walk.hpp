@@ -155,6 +155,9 @@ struct WalkOptions {
   // A walk in which no call returned for this long is abandoned (stalled()),
   // on this clock's monotonic reading (null: the real one).
   std::chrono::milliseconds stall_timeout = std::chrono::minutes(10);
+  // Directories more than this many levels below the tier root are not
+  // opened: they are left in the tree flagged too_deep (TierConfig::walk_max_depth).
+  int max_depth = 64;
   const Clock* clock = nullptr;
   WalkCallHook hook;
   WalkFaultHook fault;

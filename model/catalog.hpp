@@ -52,9 +52,10 @@ struct ScanCounters {
 // A directory the walk saw (or walked before) but could not open or list:
 // what lies below it is unknown, not gone.
 struct UnreadableDir {
-  std::string job;   // the job it is in or is; empty above the job level
-  std::string path;  // tier-relative
-  int error = 0;     // errno
+  std::string job;        // the job it is in or is; empty above the job level
+  std::string path;       // tier-relative
+  int error = 0;          // errno; 0 for a directory too deep to walk
+  bool too_deep = false;  // deeper than walk_max_depth below the root: not walked
   // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=>'s own 0.
   auto operator<=>(const UnreadableDir&) const = default;
 };
