@@ -4,6 +4,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "util/saturating.hpp"
+
 namespace ckptmon {
 
 void HistogramData::observe(double v) {
@@ -152,8 +154,8 @@ std::map<std::string, JobSummary> summarize_jobs(const TierCatalog& cat) {
     if (c.unreadable) f.unreadable = true;
     ++f.by_state[static_cast<std::size_t>(c.state)];
     ++f.checkpoints;
-    f.stored_bytes += c.bytes;
-    if (c.state == CkptState::kPartial) f.partial_bytes += c.bytes;
+    sat_add_to(f.stored_bytes, c.bytes);
+    if (c.state == CkptState::kPartial) sat_add_to(f.partial_bytes, c.bytes);
     if (c.state == CkptState::kCommitted &&
         (f.latest_committed == nullptr || c.step > f.latest_committed->step ||
          (c.step == f.latest_committed->step && c.last_write > f.latest_committed->last_write))) {
