@@ -57,7 +57,10 @@ std::string octal_mode(std::uint32_t mode) {
 }  // namespace
 
 AccessAuditor::AccessAuditor(const TierConfig& cfg)
-    : tier_(cfg.name), residency_(cfg.residency), rules_(cfg.namespaces) {
+    : tier_(cfg.name),
+      max_depth_(cfg.walk_max_depth),
+      residency_(cfg.residency),
+      rules_(cfg.namespaces) {
   for (const auto& r : rules_) {
     namespaces_.push_back(Ns{&r, resolve_user(r.owner), resolve_group(r.group)});
   }
@@ -91,6 +94,13 @@ void AccessAuditor::audit_job(const std::string& job, const std::string& job_rel
 
 void AccessAuditor::audit_unreadable(const UnreadableDir& dir,
                                      std::vector<AccessFinding>& out) const {
+  if (dir.too_deep) {
+    out.push_back({tier_, dir.job, dir.path, FindingKind::kTooDeep,
+                   "more than walk_max_depth (" + std::to_string(max_depth_) +
+                       ") directories below the tier root: not walked, what is below it is "
+                       "unknown"});
+    return;
+  }
   out.push_back({tier_, dir.job, dir.path, FindingKind::kUnreadable,
                  std::string(errno_text(dir.error)) +
                      ": its last known checkpoints are kept, flagged unreadable"});

@@ -43,6 +43,7 @@ class AccessAuditor {
   const Ns* namespace_of(const std::string& job) const;
 
   std::string tier_;
+  int max_depth_ = 0;  // walk_max_depth, for too_deep findings
   std::string residency_;
   std::vector<NamespaceRule> rules_;
   std::vector<Ns> namespaces_;

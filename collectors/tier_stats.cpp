@@ -177,14 +177,22 @@ Job TierStatsCollector::prepare(const std::string& target, const State& /*state*
       auto it = state.tiers.find(target);
       TierState& t = it->second;
       t.last_probe = now;
-      t.up = probe.ok;
-      if (probe.ok) {
+      // The walk found another tree where the tier was (its mount gone, its
+      // symlink re-pointed): down, and the figures of that file system are
+      // not the tier's.
+      const std::string* changed = nullptr;
+      if (auto c = state.catalogs.find(target);
+          c != state.catalogs.end() && !c->second->root_changed.empty()) {
+        changed = &c->second->root_changed;
+      }
+      t.up = probe.ok && changed == nullptr;
+      if (t.up) {
         t.stats = probe.stats;
         t.has_stats = true;
         t.last_success = now;
         t.down_reason.clear();
       } else {
-        t.down_reason = probe.error;
+        t.down_reason = probe.ok ? *changed : probe.error;
       }
     };
   };

@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -48,8 +50,9 @@ bool same_scan_settings(const TierConfig& a, const TierConfig& b) {
          a.jobs.depth == b.jobs.depth && a.jobs.regex_text == b.jobs.regex_text &&
          a.jobs.group == b.jobs.group && a.jobs.max_depth == b.jobs.max_depth &&
          a.shard_index == b.shard_index && a.shard_count == b.shard_count && a.watch == b.watch &&
-         a.walk_concurrency == b.walk_concurrency && layout_eq(a.layout, b.layout) &&
-         a.residency == b.residency && namespaces_eq(a.namespaces, b.namespaces);
+         a.walk_concurrency == b.walk_concurrency && a.walk_max_depth == b.walk_max_depth &&
+         layout_eq(a.layout, b.layout) && a.residency == b.residency &&
+         namespaces_eq(a.namespaces, b.namespaces);
 }
 
 // Whether tier-relative `rel` is a frozen checkpoint or lies inside one.
@@ -64,9 +67,13 @@ bool inside_frozen(const std::string& rel, const WalkMemory& m) {
 }
 
 // Every directory of `node` (tier-relative `rel`, in `job`) the walker could
-// not read.
+// not read, or did not open because it is too deep.
 void collect_unreadable(const DirNode& node, const std::string& rel, const std::string& job,
                         std::vector<UnreadableDir>& out) {
+  if (node.too_deep) {
+    out.push_back({job, rel, 0, true});
+    return;
+  }
   if (node.error != 0) out.push_back({job, rel, node.error});
   for (const auto& c : node.dirs) collect_unreadable(c, join(rel, c.name), job, out);
 }
@@ -114,8 +121,9 @@ std::vector<std::pair<std::string, std::string>> TierScanner::find_jobs(
     std::vector<std::string> next;
     for (const auto& rel : level) {
       std::vector<std::pair<std::string, double>> dirs;
+      std::vector<std::pair<std::string, int>> failed;
       std::string err;
-      if (!walker.list_dirs(rel, dirs, &err)) {
+      if (!walker.list_dirs(rel, dirs, &err, &failed)) {
         const int e = errno;
         if (rel.empty()) {
           *error = err;
@@ -125,6 +133,20 @@ std::vector<std::pair<std::string, std::string>> TierScanner::find_jobs(
         // unknown, not gone.
         if (e != ENOENT && e != ENOTDIR && e != ELOOP) unreadable.push_back({"", rel, e});
         continue;
+      }
+      // Entries whose stat failed (EIO, ESTALE...): the job they are, or the
+      // jobs below them, are unknown now, not gone.
+      for (const auto& [name, e] : failed) {
+        const std::string child = join(rel, name);
+        std::string job;
+        if (cfg_.jobs.regex) {
+          std::smatch m;
+          if (std::regex_match(child, m, *cfg_.jobs.regex)) job = m[cfg_.jobs.group].str();
+        } else if (depth == cfg_.jobs.depth) {
+          job = name;
+        }
+        if (!job.empty() && !owns_job(job)) continue;
+        unreadable.push_back({job, child, e});
       }
       for (const auto& [name, _] : dirs) {
         const std::string child = join(rel, name);
@@ -179,12 +201,14 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
   std::shared_ptr<const Clock> clock;
   std::string proc_path;
   WalkCallHook hook;
+  WalkFaultHook fault;
   {
     std::lock_guard lock(slots_mu_);
     stall_timeout = stall_timeout_;
     clock = clock_;
     proc_path = proc_path_;
     hook = hook_;
+    fault = fault_;
   }
   int concurrency = cfg_.walk_concurrency;
   if (concurrency <= 0) {
@@ -223,6 +247,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
     int fd = -1;
     int err = 0;
     dev_t dev = 0;
+    ino_t ino = 0;
     long f_type = 0;
     bool statfs_ok = false;
     ~RootOpen() {
@@ -249,6 +274,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
         ro->statfs_ok = ::fstatfs(fd, &sfs) == 0;
         ro->f_type = static_cast<long>(sfs.f_type);
         ro->dev = st.st_dev;
+        ro->ino = st.st_ino;
       }
       ro->fd = fd;
       live->observe(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -270,6 +296,37 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
     finish();
     return out;
   }
+  // Not the tree the first walk walked: walking it would record every
+  // checkpoint as deleted, and count them all again when the tree returns.
+  const RootId seen{ro->dev, ro->ino, ro->f_type, ro->statfs_ok};
+  if (root_id_) {
+    std::string why = root_change(*root_id_, seen);
+    if (!why.empty()) {
+      if (!root_change_logged_) {
+        log::error(
+            "tier root is not the tree first walked: tier down, not walked, its catalog kept",
+            {{"tier", cfg_.name}, {"path", display_name(cfg_.path)}, {"reason", why}});
+        root_change_logged_ = true;
+      }
+      out.root_ok = false;
+      out.root_changed = why;
+      out.error = cfg_.path + ": " + why;
+      finish();
+      return out;
+    }
+    if (seen.dev != root_id_->dev) {
+      // The same directory of the same file-system type on a new device
+      // number: remounted (NFS, FUSE and Lustre mounts get a new one).
+      log::info("tier root remounted on a new device: walking it",
+                {{"tier", cfg_.name}, {"path", display_name(cfg_.path)}});
+      root_id_->dev = seen.dev;
+    }
+  }
+  if (root_change_logged_) {
+    log::info("tier root is the tree first walked again: walking it",
+              {{"tier", cfg_.name}, {"path", display_name(cfg_.path)}});
+    root_change_logged_ = false;
+  }
   const int root = ro->fd;
   WalkOptions opts;
   opts.slots = slots.get();
@@ -280,8 +337,10 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
   opts.now = now;
   opts.settle_seconds = to_seconds(cfg_.partial_after);
   opts.stall_timeout = stall_timeout;
+  opts.max_depth = cfg_.walk_max_depth;
   opts.clock = clock.get();
   opts.hook = hook;
+  opts.fault = fault;
   // A frozen checkpoint is reused from the catalog the last walks' results
   // went into, when it still holds the record frozen (sorted by job, path).
   std::string walking_job;
@@ -318,6 +377,11 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
     out.error = error;
     finish();
     return out;
+  }
+  if (!root_id_) root_id_ = seen;  // the first walk that listed the root
+  // A job directory that could not even be stat'ed is still a job seen.
+  for (const auto& u : out.unreadable) {
+    if (!u.job.empty()) out.jobs.insert(u.job);
   }
 
   LayoutContext ctx;
@@ -453,6 +517,34 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
   return out;
 }
 
+std::string TierScanner::root_change(const RootId& was, const RootId& now) {
+  auto dev = [](dev_t d) { return std::to_string(major(d)) + ":" + std::to_string(minor(d)); };
+  auto hex = [](long t) {
+    char buf[16];
+    const auto r =
+        std::to_chars(buf, buf + sizeof buf, static_cast<unsigned long>(t) & 0xffffffffUL, 16);
+    return "0x" + std::string(buf, r.ptr);
+  };
+  const std::string tail =
+      ": not walked, its catalog is kept (restart ckptmon to accept a new tree)";
+  if (was.has_type && now.has_type && was.f_type != now.f_type) {
+    return "mount gone: the tier root is on another file system now (type " + hex(now.f_type) +
+           " device " + dev(now.dev) + ", was type " + hex(was.f_type) + " device " + dev(was.dev) +
+           ")" + tail;
+  }
+  if (was.dev != now.dev && was.ino != now.ino) {
+    return "mount gone: the tier root is on another device now (device " + dev(now.dev) +
+           " inode " + std::to_string(now.ino) + ", was device " + dev(was.dev) + " inode " +
+           std::to_string(was.ino) + ")" + tail;
+  }
+  if (was.ino != now.ino) {
+    return "root changed: the tier path leads to another directory (inode " +
+           std::to_string(now.ino) + ", was " + std::to_string(was.ino) + ", same file system)" +
+           tail;
+  }
+  return "";
+}
+
 void TierScanner::log_transitions(const std::vector<UnreadableDir>& now) {
   std::map<std::string, int> next;
   for (const auto& u : now) next.emplace(u.path, u.error);
@@ -461,12 +553,20 @@ void TierScanner::log_transitions(const std::vector<UnreadableDir>& now) {
   };
   for (const auto& [path, err] : next) {
     if (unreadable_.contains(path)) continue;
+    if (err == 0) {
+      log::warn("directory deeper than walk_max_depth: not walked, what is below it is unknown",
+                {{"tier", cfg_.name},
+                 {"path", full(path)},
+                 {"walk_max_depth", std::to_string(cfg_.walk_max_depth)}});
+      continue;
+    }
     log::warn("directory unreadable: its last known checkpoints are kept, flagged unreadable",
               {{"tier", cfg_.name}, {"path", full(path)}, {"error", errno_text(err)}});
   }
-  for (const auto& [path, _] : unreadable_) {
+  for (const auto& [path, err] : unreadable_) {
     if (next.contains(path)) continue;
-    log::info("directory no longer unreadable", {{"tier", cfg_.name}, {"path", full(path)}});
+    log::info(err == 0 ? "directory no longer too deep" : "directory no longer unreadable",
+              {{"tier", cfg_.name}, {"path", full(path)}});
   }
   unreadable_ = std::move(next);
 }
@@ -526,6 +626,14 @@ Job TreeScanCollector::prepare(const std::string& target, const State& current) 
       if (!state.current_tier("tree_scan", target, generation)) return;
       auto& cat = state.catalogs[target];
       merge_scan(cat, std::move(outcome), now);
+      // Another tree where the tier was: the tier is down, whatever statfs
+      // says of the file system there (tier_stats keeps it down meanwhile).
+      if (!cat->root_changed.empty()) {
+        if (auto t = state.tiers.find(target); t != state.tiers.end()) {
+          t->second.up = false;
+          t->second.down_reason = cat->root_changed;
+        }
+      }
       // After the merge, which left the catalog unshared: no copy for this.
       if (cat->walk_live != live) cat.edit().walk_live = live;
     };

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,11 @@ class TierScanner {
     std::lock_guard lock(slots_mu_);
     hook_ = std::move(hook);
   }
+  // Tests: makes metadata calls fail with an errno (see WalkFaultHook).
+  void set_fault_hook(WalkFaultHook fault) {
+    std::lock_guard lock(slots_mu_);
+    fault_ = std::move(fault);
+  }
   // The live figures of this tier's metadata calls (null before the first walk).
   std::shared_ptr<WalkLive> live() const;
   // The concurrency the walks use: walk_concurrency, or from the file-system type.
@@ -71,8 +77,21 @@ class TierScanner {
   void log_transitions(const std::vector<UnreadableDir>& now);
   bool owns_job(const std::string& job) const;
 
+  // What the tier root was at the first walk that listed it: a root with
+  // another identity is another tree (a mount gone, a symlink re-pointed).
+  struct RootId {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    long f_type = 0;
+    bool has_type = false;  // fstatfs answered
+  };
+  // Why `now` is not the tree `was` described ("" when it is).
+  static std::string root_change(const RootId& was, const RootId& now);
+
   TierConfig cfg_;
   bool keep_files_;
+  std::optional<RootId> root_id_;
+  bool root_change_logged_ = false;
   GenericLayout generic_;
   WalkMemory memory_;
   std::map<std::string, int> unreadable_;  // path -> errno, of the last complete walk
@@ -80,6 +99,7 @@ class TierScanner {
   std::shared_ptr<const Clock> clock_ = std::make_shared<SystemClock>();
   std::string proc_path_ = "/proc";
   WalkCallHook hook_;
+  WalkFaultHook fault_;
   // Guards slots_ (read by live() from the loop thread) and the settings
   // above (set by reloads while a walk may run; each walk copies them).
   mutable std::mutex slots_mu_;

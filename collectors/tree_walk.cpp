@@ -14,6 +14,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "collectors/layouts/layout.hpp"
 #include "util/text.hpp"
@@ -37,22 +38,22 @@ double mtime_of(const struct stat& st) {
   return static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
 }
 
+// An open, stat or listing that failed for a reason other than the entry
+// being gone (or swapped for a non-directory): EACCES, EIO, ESTALE, ENOTCONN...
+// What is below is unknown, not empty.
+bool unreadable_errno(int err) {
+  return err != 0 && err != ENOENT && err != ENOTDIR && err != ELOOP;
+}
+
 // The one place an entry's error is counted: a vanished entry (ENOENT) is
-// normal during saves and deletes, a permission error is counted as such;
-// other errors are not counted (the entry is skipped or kept unlisted by the
-// caller, as before).
+// normal during saves and deletes; every error that leaves an entry
+// unreadable (EACCES as much as EIO or a stale handle) is counted as one.
 void record_error(WalkStats& st, int err) {
   if (err == ENOENT) {
     ++st.vanished;
-  } else if (err == EACCES) {
+  } else if (unreadable_errno(err)) {
     ++st.permission_errors;
   }
-}
-
-// An open or a listing that failed for a reason other than the entry being
-// gone (or swapped for a non-directory): what is below is unknown, not empty.
-bool unreadable_errno(int err) {
-  return err != 0 && err != ENOENT && err != ENOTDIR && err != ELOOP;
 }
 
 void add(WalkStats& a, const WalkStats& b) {
@@ -98,15 +99,27 @@ struct TreeWalker::Env {
   bool statx_missing = false;  // the kernel (or a seccomp filter) has no statx: fstatat
   std::shared_ptr<WalkLive> live;
   WalkCallHook hook;
+  WalkFaultHook fault;
 
   // Every metadata call goes through here: counted in flight while it runs,
   // its duration observed, errno kept.
   template <class F>
   auto call(std::string_view op, const std::string& rel, F&& f) const {
+    using R = decltype(f());
+    if (fault) {
+      if (const int e = fault(op, rel); e != 0) {
+        errno = e;
+        if constexpr (std::is_same_v<R, bool>) {
+          return false;
+        } else {
+          return static_cast<R>(-1);
+        }
+      }
+    }
     if (live) live->inflight.fetch_add(1, std::memory_order_relaxed);
     const auto t0 = std::chrono::steady_clock::now();
     if (hook) hook(op, rel);
-    auto r = f();
+    R r = f();
     const int saved = errno;
     if (live) {
       const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -441,6 +454,7 @@ struct TreeWalker::Pending {
   FdRef parent;  // open `name` below it; null: `fd` is already open
   FdRef fd;
   std::uint64_t ino = 0;
+  int depth = 0;  // components of `rel`
 };
 
 TreeWalker::TreeWalker(int root_fd, dev_t root_dev, const WalkMemory* memory, WalkStats& stats,
@@ -450,6 +464,7 @@ TreeWalker::TreeWalker(int root_fd, dev_t root_dev, const WalkMemory* memory, Wa
   env_->root_dev = root_dev;
   env_->dont_sync_files = options_.dont_sync_files;
   env_->hook = options_.hook;
+  env_->fault = options_.fault;
   if (options_.slots != nullptr) env_->live = options_.slots->live();
 }
 
@@ -573,6 +588,7 @@ bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error)
   }
   ++stats_.stat_calls;
   if (!head->stat_ok) {
+    record_error(stats_, head->err);
     if (unreadable_errno(head->err)) out.error = head->err;
     say(head->err);
     return false;
@@ -604,8 +620,10 @@ bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error)
       }
     }
   }
+  int depth = 0;
+  for (auto part : split(rel, '/')) depth += part.empty() ? 0 : 1;
   std::vector<Pending> stack;
-  stack.push_back(Pending{&out, rel, out.name, nullptr, fd, head->a.ino});
+  stack.push_back(Pending{&out, rel, out.name, nullptr, fd, head->a.ino, depth});
   if (!walk(stack)) {
     if (error != nullptr) *error = rel + ": the walk stalled (no call returned in time)";
     return false;
@@ -764,7 +782,10 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
       DirWork& w = (*group)[i];
       if (w.open_err != 0 || (!w.listed && !w.prior)) continue;
       DirNode& node = *w.p.node;
-      if (unreadable_errno(w.list_err)) node.error = w.list_err;
+      if (unreadable_errno(w.list_err)) {
+        node.error = w.list_err;
+        record_error(stats_, w.list_err);
+      }
       auto listing = std::make_shared<DirListing>();
       listing->mtime = node.mtime;
       listing->ino = w.p.ino;
@@ -871,8 +892,12 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
       for (std::size_t k = 0; k < node.dirs.size(); ++k) {
         DirNode& child = node.dirs[k];
         if (child.reused) continue;
-        stack.push_back(
-            Pending{&child, join(w.p.rel, child.name), child.name, w.fd, nullptr, dir_inos[k]});
+        if (w.p.depth >= options_.max_depth) {
+          child.too_deep = true;  // seen, not opened: its contents are unknown
+          continue;
+        }
+        stack.push_back(Pending{&child, join(w.p.rel, child.name), child.name, w.fd, nullptr,
+                                dir_inos[k], w.p.depth + 1});
       }
     }
   }
@@ -913,7 +938,7 @@ void TreeWalker::adopt_listing_files(const std::string& rel, DirNode& tree) {
 }
 
 bool TreeWalker::list_dirs(const std::string& rel, std::vector<std::pair<std::string, double>>& out,
-                           std::string* error) {
+                           std::string* error, std::vector<std::pair<std::string, int>>* failed) {
   struct Listed {
     int err = 0;
     std::vector<std::pair<std::string, unsigned char>> names;
@@ -937,7 +962,7 @@ bool TreeWalker::list_dirs(const std::string& rel, std::vector<std::pair<std::st
     return false;
   }
   if (!l->fd) {
-    if (l->err == EACCES) ++stats_.permission_errors;
+    if (unreadable_errno(l->err)) ++stats_.permission_errors;
     if (error != nullptr) *error = shown + ": " + errno_text(l->err);
     errno = l->err;
     return false;
@@ -973,6 +998,9 @@ bool TreeWalker::list_dirs(const std::string& rel, std::vector<std::pair<std::st
     ++stats_.stat_calls;
     if (err != 0) {
       record_error(stats_, err);
+      // There but not stat'able (EIO, ESTALE...): perhaps a directory whose
+      // contents are unknown now, not gone.
+      if (failed != nullptr && unreadable_errno(err)) failed->emplace_back((*names)[j].first, err);
       continue;
     }
     if (!S_ISDIR(a.mode)) continue;

@@ -40,10 +40,10 @@ namespace ckptmon {
 struct WalkStats {
   std::uint64_t dirs_listed = 0;
   std::uint64_t stat_calls = 0;
-  std::uint64_t permission_errors = 0;
-  std::uint64_t vanished = 0;         // entries gone between readdir and stat
-  std::uint64_t reused = 0;           // committed checkpoints not listed again
-  std::uint64_t listings_reused = 0;  // directories whose mtime had not changed: not re-listed
+  std::uint64_t permission_errors = 0;  // entries not readable: EACCES, EIO, ESTALE, ...
+  std::uint64_t vanished = 0;           // entries gone between readdir and stat
+  std::uint64_t reused = 0;             // committed checkpoints not listed again
+  std::uint64_t listings_reused = 0;    // directories whose mtime had not changed: not re-listed
 };
 
 // What a walk remembers of one directory it listed, so the next walk need not
@@ -141,6 +141,12 @@ bool run_tasks(WalkSlots* slots, std::vector<std::function<void()>>& tasks,
 // make one call hang; never set in the daemon.
 using WalkCallHook = std::function<void(std::string_view op, const std::string& rel)>;
 
+// Called before each metadata call like WalkCallHook; a non-zero return is an
+// errno the call then fails with, without being made (EIO, ESTALE on one
+// path). Tests use it to inject the errors of a failing file system; never
+// set in the daemon (unset, it costs one test of an empty std::function).
+using WalkFaultHook = std::function<int(std::string_view op, const std::string& rel)>;
+
 struct WalkOptions {
   WalkSlots* slots = nullptr;    // null: every call on the calling thread
   bool dont_sync_files = false;  // statx AT_STATX_DONT_SYNC for non-directories (NFS)
@@ -149,8 +155,12 @@ struct WalkOptions {
   // A walk in which no call returned for this long is abandoned (stalled()),
   // on this clock's monotonic reading (null: the real one).
   std::chrono::milliseconds stall_timeout = std::chrono::minutes(10);
+  // Directories more than this many levels below the tier root are not
+  // opened: they are left in the tree flagged too_deep (TierConfig::walk_max_depth).
+  int max_depth = 64;
   const Clock* clock = nullptr;
   WalkCallHook hook;
+  WalkFaultHook fault;
   // The record of the frozen checkpoint at tier-relative `rel`, or null when
   // there is none to reuse (the checkpoint is then listed). Called on the
   // thread that drives the walker. Unset: nothing is reused.
@@ -194,9 +204,11 @@ class TreeWalker {
 
   // Lists the entries of one directory without descending: (name, mtime) for
   // subdirectories on the same device. Used to find job roots. On failure
-  // errno says why (ETIMEDOUT when the walk stalled).
+  // errno says why (ETIMEDOUT when the walk stalled). `failed`, when set,
+  // gets (name, errno) of the entries that may be directories but could not
+  // be stat'ed for a reason other than being gone (EIO, ESTALE, EACCES...).
   bool list_dirs(const std::string& rel, std::vector<std::pair<std::string, double>>& out,
-                 std::string* error);
+                 std::string* error, std::vector<std::pair<std::string, int>>* failed = nullptr);
 
   // True once a call stopped returning for longer than the stall timeout:
   // the walk was given up, its results are incomplete.

@@ -258,6 +258,9 @@ void read_tier(YamlMap& m, TierConfig& t, TierMarks& marks, ErrorSink& sink) {
       t.walk_concurrency = static_cast<int>(*v);
     }
   }
+  if (auto f = m.get("walk_max_depth"); f.present()) {
+    if (auto v = read_int(f, sink, 1, 1024)) t.walk_max_depth = static_cast<int>(*v);
+  }
   if (auto f = m.get("residency"); f.present()) {
     if (auto v = read_string(f, sink)) t.residency = *v;
   }

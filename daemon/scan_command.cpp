@@ -66,7 +66,7 @@ int run_scan_command(const ScanCommandOptions& opts, const Clock& clock, std::os
     }
     if (r.permission_errors > 0) {
       err << "ckptmon scan: " << t.path << ": " << r.permission_errors
-          << " entries could not be read (permission denied)\n";
+          << " entries could not be read (EACCES, EIO, ESTALE, ...)\n";
     }
     for (auto& c : r.checkpoints) all.push_back(std::move(c));
   }

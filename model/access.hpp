@@ -15,8 +15,9 @@ enum class FindingKind {
   kOutsideNamespace,  // a job directory that no namespace claims
   kResidency,         // the tier's residency label is not allowed for the job's namespace
   kUnreadable,        // a directory the walk could not open or list (EACCES, EIO, ESTALE...)
+  kTooDeep,           // a directory deeper than walk_max_depth below the tier root: not walked
 };
-inline constexpr int kFindingKindCount = 6;
+inline constexpr int kFindingKindCount = 7;
 std::string_view to_string(FindingKind k);
 std::optional<FindingKind> finding_kind_from(std::string_view s);
 

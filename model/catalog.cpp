@@ -4,6 +4,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "util/saturating.hpp"
+
 namespace ckptmon {
 
 void HistogramData::observe(double v) {
@@ -54,9 +56,15 @@ void merge_from(TierCatalog& cat, const std::vector<Checkpoint>& previous, ScanO
   cat.stale = scan.stalled;  // a walk given up leaves the figures of an older one
   if (!scan.root_ok) {
     cat.scan.last_error = scan.error;
+    if (!scan.root_changed.empty()) {
+      // Another tree is where the tier was: what the tier holds is unknown now.
+      cat.root_changed = std::move(scan.root_changed);
+      for (auto& c : cat.checkpoints) c.unreadable = true;
+    }
     return;
   }
   cat.scan.last_error.clear();
+  cat.root_changed.clear();
   cat.scanned = true;
   cat.jobs = std::move(scan.jobs);
   cat.findings = std::move(scan.findings);
@@ -126,6 +134,7 @@ void merge_scan(CopyOnWrite<TierCatalog>& cat, ScanOutcome scan, double now) {
   next.scan = b.scan;
   next.scanned = b.scanned;
   next.stale = b.stale;
+  next.root_changed = b.root_changed;
   next.walk_live = b.walk_live;
   next.skew_by_job = b.skew_by_job;
   next.changed = b.changed;
@@ -145,8 +154,8 @@ std::map<std::string, JobSummary> summarize_jobs(const TierCatalog& cat) {
     if (c.unreadable) f.unreadable = true;
     ++f.by_state[static_cast<std::size_t>(c.state)];
     ++f.checkpoints;
-    f.stored_bytes += c.bytes;
-    if (c.state == CkptState::kPartial) f.partial_bytes += c.bytes;
+    sat_add_to(f.stored_bytes, c.bytes);
+    if (c.state == CkptState::kPartial) sat_add_to(f.partial_bytes, c.bytes);
     if (c.state == CkptState::kCommitted &&
         (f.latest_committed == nullptr || c.step > f.latest_committed->step ||
          (c.step == f.latest_committed->step && c.last_write > f.latest_committed->last_write))) {

@@ -52,9 +52,10 @@ struct ScanCounters {
 // A directory the walk saw (or walked before) but could not open or list:
 // what lies below it is unknown, not gone.
 struct UnreadableDir {
-  std::string job;   // the job it is in or is; empty above the job level
-  std::string path;  // tier-relative
-  int error = 0;     // errno
+  std::string job;        // the job it is in or is; empty above the job level
+  std::string path;       // tier-relative
+  int error = 0;          // errno; 0 for a directory too deep to walk
+  bool too_deep = false;  // deeper than walk_max_depth below the root: not walked
   // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=>'s own 0.
   auto operator<=>(const UnreadableDir&) const = default;
 };
@@ -73,6 +74,11 @@ struct TierCatalog {
   ScanCounters scan;
   bool scanned = false;  // a scan result (or the stored catalog) is present
   bool stale = false;    // the running scan passed its deadline
+  // Non-empty while the tier root is not the tree the first walk walked (its
+  // mount gone, its symlink re-pointed): why, starting "mount gone" or "root
+  // changed". The checkpoints are kept as last seen, flagged unreadable; the
+  // tier is down with this reason.
+  std::string root_changed;
   // The tier's metadata calls as they happen (in flight, durations); null
   // until the collector hands it over. Points at atomics the walk updates.
   std::shared_ptr<const WalkLive> walk_live;
@@ -99,6 +105,9 @@ struct ScanOutcome {
   std::uint64_t calls = 0;  // metadata calls made
   bool root_ok = true;
   bool stalled = false;  // calls stopped returning: the walk was given up (root_ok false)
+  // Non-empty when the root is not the tree first walked: not walked
+  // (root_ok false), the catalog is kept and flagged (TierCatalog::root_changed).
+  std::string root_changed;
   std::string error;
 };
 
@@ -106,7 +115,8 @@ struct ScanOutcome {
 // of checkpoints already known, sets last_seen, counts the completion skew of
 // each checkpoint the first time it is seen committed, and lists what changed
 // and what disappeared. A scan whose root could not be walked changes no
-// checkpoint (the tier is unreachable, not empty). A known checkpoint at, in
+// checkpoint (the tier is unreachable, not empty); one whose root is not the
+// tree first walked (scan.root_changed) flags them all unreadable. A known checkpoint at, in
 // or around a directory of scan.unreadable is kept as it was, flagged
 // `unreadable`, neither removed nor counted again.
 void merge_scan(TierCatalog& cat, ScanOutcome scan, double now);

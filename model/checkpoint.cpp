@@ -63,6 +63,8 @@ std::string_view to_string(FindingKind k) {
       return "residency";
     case FindingKind::kUnreadable:
       return "unreadable";
+    case FindingKind::kTooDeep:
+      return "too_deep";
   }
   return "unknown";
 }

@@ -48,6 +48,9 @@ struct DirNode {
   // (EACCES, EIO, ESTALE...; never ENOENT): `files` and `dirs` are then
   // unknown, not empty. 0 when it was listed (or reused).
   int error = 0;
+  // Set when this directory lies deeper than the walk's depth limit below the
+  // tier root: not opened, `files` and `dirs` unknown (like `error`).
+  bool too_deep = false;
 
   const FileEntry* file(std::string_view n) const;
   const DirNode* dir(std::string_view n) const;

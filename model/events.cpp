@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "util/saturating.hpp"
+
 namespace ckptmon {
 namespace {
 
@@ -362,11 +364,11 @@ void EventAggregator::apply(const Event& e, std::string_view tier) {
     }
     case EventType::kCleanup: {
       ++j.cleanups;
-      j.cleanup_bytes += e.bytes.value_or(0);
+      sat_add_to(j.cleanup_bytes, e.bytes.value_or(0));
       if (e.step) {
         if (EventStep* s = step_for(tier, e.job, *e.step, false)) {
           ++s->cleanups;
-          s->cleanup_bytes += e.bytes.value_or(0);
+          sat_add_to(s->cleanup_bytes, e.bytes.value_or(0));
           s->last_event_ts = std::max(s->last_event_ts, e.ts);
         }
       }
@@ -390,7 +392,7 @@ void EventAggregator::apply(const Event& e, std::string_view tier) {
     case EventType::kShardWritten: {
       const std::int64_t rank = e.rank.value_or(-1);
       ++s.shards;
-      s.shard_bytes += e.bytes.value_or(0);
+      sat_add_to(s.shard_bytes, e.bytes.value_or(0));
       if (e.start_ts) s.first_shard_start = earliest(s.first_shard_start, *e.start_ts);
       s.first_shard_end = s.shards == 1 ? e.ts : std::min(s.first_shard_end, e.ts);
       if (s.shards == 1 || e.ts > s.last_shard_end ||
@@ -461,7 +463,7 @@ void EventAggregator::apply(const Event& e, std::string_view tier) {
     }
     case EventType::kShardDrained: {
       DrainProgress& d = drain_for(s, e);
-      d.bytes += e.bytes.value_or(0);
+      sat_add_to(d.bytes, e.bytes.value_or(0));
       ++d.shards;
       break;
     }

@@ -66,6 +66,9 @@ struct TierConfig {
   // Metadata calls of one walk in flight at once (1..256); 0: from the file
   // system type in mountinfo (16 on network file systems, 1 on local ones).
   int walk_concurrency = 0;
+  // Directories deeper than this below the tier root are not walked: each is
+  // reported (a too_deep finding) and what is below it is unknown, not empty.
+  int walk_max_depth = 64;
   std::optional<GenericLayoutConfig> layout;
   // Access audit: a label for where this tier lives (e.g. a region) and the
   // namespaces that claim its jobs, in order (the first match wins).

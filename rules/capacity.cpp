@@ -7,6 +7,7 @@
 
 #include "rules/retention.hpp"
 #include "rules/series.hpp"
+#include "util/saturating.hpp"
 
 namespace ckptmon {
 namespace {
@@ -150,7 +151,7 @@ CapacityFigures evaluate_capacity(const CheckpointView& all, const TierState& ti
     }
     j.retained_versions = keep + static_cast<double>(milestones);
     for (const Checkpoint* c : mine) {
-      if (c->state == CkptState::kInProgress) j.in_progress_bytes += c->bytes;
+      if (c->state == CkptState::kInProgress) sat_add_to(j.in_progress_bytes, c->bytes);
       if (c->state == CkptState::kPartial) f.residue_bytes += static_cast<double>(c->bytes);
     }
     in_progress_total += static_cast<double>(j.in_progress_bytes);

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "rules/series.hpp"
+#include "util/saturating.hpp"
 
 namespace ckptmon {
 
@@ -19,9 +20,9 @@ std::uint64_t bytes_to_copy(const Checkpoint& source, const Checkpoint* target) 
     for (const ShardFile& f : *source.shard_files) {
       auto it = there.find(f.rel_path);
       if (it == there.end()) {
-        missing += f.size;
+        sat_add_to(missing, f.size);
       } else if (it->second < f.size) {
-        missing += f.size - it->second;
+        sat_add_to(missing, f.size - it->second);
       }
     }
     return missing;
@@ -63,8 +64,8 @@ std::vector<DrainFigures> evaluate_drain(const CheckpointView& all, const DrainR
       target = it->second;
     }
     const std::uint64_t missing = std::min(bytes_to_copy(c, target), c.bytes);
-    f.backlog_bytes += missing;
-    f.copied_bytes += c.bytes - missing;
+    sat_add_to(f.backlog_bytes, missing);
+    sat_add_to(f.copied_bytes, c.bytes - missing);
     if (missing > 0) {
       double at = commit_time(c);
       if (!(at > 0)) at = c.first_seen > 0 ? c.first_seen : now;

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "model/checkpoint_skew.hpp"
+#include "util/saturating.hpp"
 
 namespace ckptmon {
 
@@ -40,7 +41,7 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
       for (const Checkpoint* c : mine) {
         if (c->state != CkptState::kPartial) continue;
         ++j.partial_checkpoints;
-        j.partial_bytes += c->bytes;
+        sat_add_to(j.partial_bytes, c->bytes);
       }
       auto committed = committed_oldest_first(mine);
       if (!committed.empty()) {

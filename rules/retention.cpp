@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "rules/inputs.hpp"
+#include "util/saturating.hpp"
 
 namespace ckptmon {
 namespace {
@@ -108,16 +109,16 @@ std::vector<RetentionFigures> evaluate_retention(const CheckpointView& all, cons
         case RetentionKind::kKeptNewest:
         case RetentionKind::kKeptLast:
           ++f.retained_checkpoints;
-          f.retained_bytes += c.bytes;
+          sat_add_to(f.retained_bytes, c.bytes);
           break;
         case RetentionKind::kExpired:
           ++f.expired_checkpoints;
-          f.expired_bytes += c.bytes;
+          sat_add_to(f.expired_bytes, c.bytes);
           pending.emplace_back(d.due_since, c.path);
           break;
         case RetentionKind::kResidue:
           ++f.residue_checkpoints;
-          f.residue_bytes += c.bytes;
+          sat_add_to(f.residue_bytes, c.bytes);
           pending.emplace_back(d.due_since, c.path);
           break;
         case RetentionKind::kNotDue:

@@ -12,6 +12,7 @@
 #include "model/checkpoint.hpp"
 #include "model/checkpoint_view.hpp"
 #include "model/policy.hpp"
+#include "util/saturating.hpp"
 
 namespace ckptmon {
 
@@ -57,7 +58,7 @@ struct RetentionFigures {
   std::vector<std::string> pending_paths;
 
   std::uint64_t pending_checkpoints() const { return expired_checkpoints + residue_checkpoints; }
-  std::uint64_t pending_bytes() const { return expired_bytes + residue_bytes; }
+  std::uint64_t pending_bytes() const { return sat_add(expired_bytes, residue_bytes); }
 };
 
 // One entry per job that has any checkpoint on `tier`, sorted by job.

@@ -8,6 +8,7 @@
 
 #include "collectors/layouts/recogniser.hpp"
 #include "util/duration.hpp"
+#include "util/saturating.hpp"
 #include "util/text.hpp"
 
 namespace ckptmon::layouts {
@@ -243,9 +244,11 @@ void Tally::file(const FileEntry& f, const std::string& rel) {
 
 void Tally::file(const FileEntry& f, const std::string& rel, Component comp, bool shard) {
   c_.files += 1;
-  c_.bytes += f.size;
-  c_.allocated_bytes += f.allocated;
-  c_.component_bytes[static_cast<std::size_t>(comp)] += f.size;
+  // Sizes are what the files claim (a sparse file may claim 2^62 bytes):
+  // totals saturate rather than wrap to a small number.
+  sat_add_to(c_.bytes, f.size);
+  sat_add_to(c_.allocated_bytes, f.allocated);
+  sat_add_to(c_.component_bytes[static_cast<std::size_t>(comp)], f.size);
   if (shard) {
     if (c_.first_write == 0 || f.mtime < c_.first_write) c_.first_write = f.mtime;
     if (f.mtime > c_.last_write) c_.last_write = f.mtime;

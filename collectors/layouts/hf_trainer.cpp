@@ -13,6 +13,7 @@
 #include <set>
 
 #include "collectors/layouts/recogniser.hpp"
+#include "util/saturating.hpp"
 
 namespace ckptmon::layouts {
 namespace {
@@ -97,7 +98,7 @@ void check_index(const DirNode& d, Verdict& v, Checkpoint& c) {
     std::vector<std::string> missing;
     for (const auto& name : shards) {
       if (const FileEntry* shard = d.file(name)) {
-        present_bytes += shard->size;
+        sat_add_to(present_bytes, shard->size);
       } else {
         missing.push_back(name);
       }

@@ -152,8 +152,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_tier_key",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain_to: b\n",
                 {"bad.yml:5:5: tiers[0].drain_to: unknown key (expected one of: name, path, role, "
-                 "drains_to, partial_after, jobs, shard, watch, walk_concurrency, residency, "
+                 "drains_to, partial_after, jobs, shard, watch, walk_concurrency, walk_max_depth, "
+                 "residency, "
                  "namespaces, layout, retention, sizing, bandwidth, drain, storage_path)"}},
+        BadCase{"walk_max_depth_zero",
+                "tiers:\n  - {name: a, path: /a, role: rapid, walk_max_depth: 0}\n",
+                {"bad.yml:2:54: tiers[0].walk_max_depth: expected an integer from 1 to 1024, "
+                 "got \"0\""}},
         BadCase{"bad_duration",
                 "global: {scan_interval: fifteen}\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:1:25: global.scan_interval: expected a duration such as 500ms, 15s, 5m, "
