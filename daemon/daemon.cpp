@@ -586,28 +586,30 @@ void Daemon::add_routes() {
       respond(HttpResponse::json(400, "{\"error\":" + json_quote(error) + "}"));
       return;
     }
-    store_->post([q, now, policy, respond = std::move(respond)](sql::Db& db) mutable {
-      HttpResponse r;
-      try {
-        const HistoryResult result = query_history(db, q);
-        if (result.too_many_points) {
-          r = HttpResponse::json(
-              400,
-              "{\"error\":" +
-                  json_quote("the answer would hold " + std::to_string(*result.too_many_points) +
-                             " points, more than the limit of " + std::to_string(q.max_points) +
-                             "; narrow tier=, job= or series=, shorten the range or raise "
-                             "step=") +
-                  "}");
-        } else {
-          r = HttpResponse::json(200, render_history_json(q, result, now, policy));
-        }
-      } catch (const std::exception& e) {
-        r = HttpResponse::json(
-            500, "{\"error\":" + json_quote(std::string("state database: ") + e.what()) + "}");
-      }
-      respond(std::move(r));  // carries it to the HTTP thread (route_on_loop)
-    });
+    store_->post(
+        [q, now, policy, respond = std::move(respond)](sql::Db& db) mutable {
+          HttpResponse r;
+          try {
+            const HistoryResult result = query_history(db, q);
+            if (result.too_many_points) {
+              r = HttpResponse::json(
+                  400, "{\"error\":" +
+                           json_quote(
+                               "the answer would hold " + std::to_string(*result.too_many_points) +
+                               " points, more than the limit of " + std::to_string(q.max_points) +
+                               "; narrow tier=, job= or series=, shorten the range or raise "
+                               "step=") +
+                           "}");
+            } else {
+              r = HttpResponse::json(200, render_history_json(q, result, now, policy));
+            }
+          } catch (const std::exception& e) {
+            r = HttpResponse::json(
+                500, "{\"error\":" + json_quote(std::string("state database: ") + e.what()) + "}");
+          }
+          respond(std::move(r));  // carries it to the HTTP thread (route_on_loop)
+        },
+        Store::Access::kRead);
   });
   // The report of the own state database (daemon/report_command.hpp), built
   // on a worker over a read-only connection of its own (a WAL reader: the

@@ -273,21 +273,19 @@ void Store::run() {
   while (true) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty() && stopping_) break;
-    auto fn = std::move(queue_.front());
+    Task task = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
     try {
-      fn(*db_);
-      consecutive_errors_ = 0;
+      task.fn(*db_);
+      if (task.access == Access::kWrite) count_write(nullptr);
     } catch (const std::exception& e) {
-      ++errors_;
-      ++consecutive_errors_;
-      {
-        std::lock_guard elock(error_mu_);
-        last_error_ = e.what();
+      if (task.access == Access::kWrite) {
+        count_write(&e);
+      } else {
+        log::error("state database read failed", {{"db", path_}, {"err", e.what()}});
       }
-      log::error("state database write failed", {{"db", path_}, {"err", e.what()}});
     }
     lock.lock();
     busy_ = false;
@@ -295,10 +293,24 @@ void Store::run() {
   }
 }
 
-void Store::post(std::function<void(sql::Db&)> fn) {
+void Store::count_write(const std::exception* failure) {
+  if (failure == nullptr) {
+    consecutive_errors_ = 0;
+    return;
+  }
+  ++errors_;
+  ++consecutive_errors_;
+  {
+    std::lock_guard elock(error_mu_);
+    last_error_ = failure->what();
+  }
+  log::error("state database write failed", {{"db", path_}, {"err", failure->what()}});
+}
+
+void Store::post(std::function<void(sql::Db&)> fn, Access access) {
   {
     std::lock_guard lock(mu_);
-    queue_.push_back(std::move(fn));
+    queue_.push_back(Task{std::move(fn), access});
   }
   cv_.notify_one();
 }

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "collectors/event_journal.hpp"
+#include "store/event_journal.hpp"
 #include "temp_dir.hpp"
 
 namespace ckptmon {
@@ -195,6 +197,58 @@ TEST(Store, WritesFailingInARowMakeItFailingUntilOneSucceeds) {
   big_write(4);
   EXPECT_EQ(store->errors(), 3u);
   EXPECT_EQ(store->load_catalog()["rapid"].size(), 200u);
+}
+
+// A state disk that stays full: reads keep succeeding, writes keep failing.
+// Only writes count: a read between two failed writes neither resets the
+// count nor adds to it, so /-/ready and CkptmonStateWriteFailing see it.
+// PRAGMA query_only makes every write fail (SQLITE_READONLY) and no read.
+TEST(Store, FailingWritesInterleavedWithReadsKeepTheCountGrowing) {
+  testing::TempDir dir;
+  std::string error;
+  std::shared_ptr<Store> store = Store::open(dir.str(), &error);
+  ASSERT_TRUE(store) << error;
+  store->save_catalog("rapid", {make("llama/step-100", 100, CkptState::kCommitted)}, {}, 1.0);
+  store->flush();
+  store->post([](sql::Db& db) { db.exec("PRAGMA query_only=1"); });
+  store->flush();
+  ASSERT_EQ(store->consecutive_errors(), 0u);
+  auto journal = make_event_journal(store);
+  for (int i = 1; i <= 5; ++i) {
+    store->save_catalog(
+        "rapid", {make("llama/step-" + std::to_string(i), i, CkptState::kCommitted)}, {}, 2.0);
+    EXPECT_EQ(store->load_catalog()["rapid"].size(), 1u);  // a read, and it succeeds
+    EXPECT_TRUE(store->deleted("rapid").empty());
+    // The event journal's writer swallows a failed commit into its caller's
+    // promise (collectors/event_ingest.cpp) and reads first: still one write
+    // that failed, not a task that succeeded.
+    journal->post([](EventJournal::Writer& w) {
+      (void)w.load();
+      EventCatalog cat;
+      EventAggregator agg(cat);
+      CursorRow row;
+      row.dev = 1;
+      row.ino = 2;
+      try {
+        w.commit_batch(std::nullopt, row, cat, agg);
+      } catch (const std::exception&) {
+      }
+    });
+    store->flush();
+    EXPECT_EQ(store->consecutive_errors(), static_cast<std::uint64_t>(2 * i)) << "round " << i;
+  }
+  EXPECT_EQ(store->errors(), 10u);
+  EXPECT_TRUE(store->write_failing());
+  EXPECT_NE(store->last_error().find("readonly"), std::string::npos) << store->last_error();
+  // A setting of the connection is no write; one write that succeeds ends it.
+  store->post([](sql::Db& db) { db.exec("PRAGMA query_only=0"); }, Store::Access::kRead);
+  store->flush();
+  EXPECT_EQ(store->consecutive_errors(), 10u);
+  store->save_catalog("rapid", {make("llama/step-6", 6, CkptState::kCommitted)}, {}, 3.0);
+  store->flush();
+  EXPECT_EQ(store->consecutive_errors(), 0u);
+  EXPECT_FALSE(store->write_failing());
+  EXPECT_EQ(store->load_catalog()["rapid"].size(), 2u);
 }
 
 }  // namespace
