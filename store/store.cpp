@@ -390,7 +390,17 @@ std::unique_ptr<sql::Db> open_state_readonly(const std::string& state_dir, std::
     return nullptr;
   }
   try {
-    auto db = std::make_unique<sql::Db>(path, /*read_only=*/true);
+    // Without a -wal beside it the file holds every committed change (the
+    // daemon stopped and checkpointed, or this is a copy): read it as it is,
+    // creating nothing, so a directory the reader cannot write works and one
+    // it can (root's, say) does not get a -wal and a -shm of the reader's
+    // left in it. With a -wal, a daemon is (or was) writing: a WAL reader,
+    // which uses the -shm there (read-only when it cannot write it). A
+    // daemon that starts while this reads writes its WAL, not this file,
+    // until a checkpoint (1000 pages): a report is short.
+    const bool wal = std::filesystem::exists(path + "-wal", ec);
+    auto db =
+        std::make_unique<sql::Db>(path, wal ? sql::Db::Mode::kReadOnly : sql::Db::Mode::kImmutable);
     int v = 0;
     try {
       v = db->user_version();

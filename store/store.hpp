@@ -109,7 +109,9 @@ class Store {
 
 // For `ckptmon plan` and `ckptmon report --state-dir`: opens
 // state_dir/ckptmon.db read-only, beside a daemon that may be writing it (a
-// WAL reader; no lock of the daemon's is needed or taken). Returns nullptr
+// WAL reader; no lock of the daemon's is needed or taken), or, with no -wal
+// beside it, as an immutable file: nothing is written or created in
+// state_dir, which need not be writable. Returns nullptr
 // with `error` naming the file when it is missing, is not a ckptmon state
 // database, or has a schema newer than this binary's.
 std::unique_ptr<sql::Db> open_state_readonly(const std::string& state_dir, std::string* error);
