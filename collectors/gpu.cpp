@@ -5,6 +5,7 @@
 
 #include "collectors/gpu_job_mapping.hpp"
 #include "util/log.hpp"
+#include "util/time_format.hpp"
 
 namespace ckptmon {
 namespace {
@@ -25,6 +26,35 @@ void forget_readings(GpuState& g) {
 void log_once(std::set<std::string>& logged, const std::string& what, const std::string& msg) {
   if (logged.size() >= kMaxRemembered) logged.clear();
   if (logged.insert(what + "\n" + msg).second) log::error(what, {{"err", msg}});
+}
+
+// Refused samples dated in the future are logged at most this often (each
+// poll may bring more: a source whose clock is off stays off).
+constexpr double kFutureLogIntervalSeconds = 600;
+
+// Counts the samples of this poll dated past now + kGpuMaxFutureSkewSeconds
+// and logs them (rate-limited), naming the source and the first timestamp.
+void note_future_samples(GpuState& g, std::uint64_t refused, unsigned gpu, double first,
+                         double now) {
+  if (refused == 0) return;
+  g.future_samples += refused;
+  if (g.future_samples_logged != 0 && now >= g.future_logged_at &&
+      now - g.future_logged_at < kFutureLogIntervalSeconds) {
+    return;
+  }
+  log::warn(
+      "GPU samples dated in the future refused (the source's clock is ahead, or it lies); "
+      "they are counted in ckptmon_gpu_future_samples_total",
+      {{"source", g.source},
+       {"gpu", gpu},
+       // Past the year 9999 (or infinite) a date would not print.
+       {"timestamp", first < 253402300800.0 ? format_rfc3339(first) : std::string("beyond 9999")},
+       {"unix_seconds", first},
+       {"now", format_rfc3339(now)},
+       {"max_skew_seconds", kGpuMaxFutureSkewSeconds},
+       {"refused_since_last_log", g.future_samples - g.future_samples_logged}});
+  g.future_logged_at = now;
+  g.future_samples_logged = g.future_samples;
 }
 
 }  // namespace
@@ -102,6 +132,9 @@ Job GpuCollector::prepare(const std::string& /*target*/, const State& /*state*/)
         next->error.clear();
         next->last_poll = done;
         next->devices.clear();
+        std::uint64_t refused = 0;
+        double first_future = 0;
+        unsigned future_gpu = 0;
         for (const GpuReading& r : poll.gpus) {
           if (r.index >= kMaxGpus) continue;
           GpuDevice d;
@@ -117,8 +150,18 @@ Job GpuCollector::prepare(const std::string& /*target*/, const State& /*state*/)
               it->second.width() != width) {
             it = next->series.insert_or_assign(r.index, GpuSeries(capacity, width)).first;
           }
-          for (const auto& [t, v] : r.samples) it->second.add(t, v);
+          for (const auto& [t, v] : r.samples) {
+            if (gpu_sample_from_future(t, done)) {
+              if (refused++ == 0) {
+                first_future = t;
+                future_gpu = r.index;
+              }
+              continue;
+            }
+            it->second.add(t, v);
+          }
         }
+        note_future_samples(*next, refused, future_gpu, first_future, done);
         std::erase_if(next->series, [&](const auto& kv) {
           for (const GpuDevice& d : next->devices) {
             if (d.index == kv.first) return false;

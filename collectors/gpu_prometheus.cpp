@@ -17,6 +17,7 @@
 
 #include "collectors/gpu_source.hpp"
 #include "collectors/prometheus_api.hpp"
+#include "model/gpu.hpp"
 
 namespace ckptmon {
 namespace {
@@ -122,6 +123,9 @@ class PrometheusSource final : public GpuSource {
         if (!std::isfinite(p.v) || p.t <= seen) continue;  // NaN: unknown, not 0
         const double ratio = std::clamp(p.v * kFields[field].second, 0.0, 1.0);
         g.samples.emplace_back(p.t, ratio);
+        // One dated in the future is the collector's to refuse and count;
+        // taken as the newest seen, it would hide every later sample.
+        if (gpu_sample_from_future(p.t, now)) continue;
         g.utilization = ratio;
         seen = p.t;
       }

@@ -47,20 +47,76 @@ bool CollectorRunner::all_reported() const {
 void CollectorRunner::start() {
   stop();
   timers_.assign(collectors_.size(), 0);
+  armed_at_.assign(collectors_.size(), 0);
+  armed_for_.assign(collectors_.size(), 0);
   for (std::size_t i = 0; i < collectors_.size(); ++i) {
     run(collectors_[i]);
     arm(i);
   }
 }
 
+void CollectorRunner::reschedule() {
+  if (timers_.size() != collectors_.size()) {
+    start();
+    return;
+  }
+  for (std::size_t i = 0; i < collectors_.size(); ++i) {
+    const auto& c = collectors_[i];
+    const double every = to_seconds(c->interval());
+    if (every != armed_for_[i]) {
+      // Due where the new interval ends, counted from the same start.
+      clock_timers_.cancel(timers_[i]);
+      const double began = armed_at_[i];
+      arm(i, began + every);
+      armed_at_[i] = began;
+    }
+    CollectorStatus& status = state_.collectors[std::string(c->name())];
+    const auto targets = c->targets();
+    std::set<std::string> live(targets.begin(), targets.end());
+    std::erase_if(status.targets, [&](const auto& kv) { return !live.contains(kv.first); });
+    for (const auto& target : targets) {
+      const std::string key = std::string(c->name()) + "/" + target;
+      auto seen = launched_for_.find(key);
+      if (seen != launched_for_.end() && seen->second == target_generation(target)) continue;
+      if (flights_.contains(key)) continue;  // its next run is the new one
+      launch(c, target, c->deadline());
+    }
+  }
+  // Targets gone with the reload: a later one of the same name is new.
+  std::erase_if(launched_for_, [&](const auto& kv) {
+    for (const auto& c : collectors_) {
+      const std::string prefix = std::string(c->name()) + "/";
+      if (kv.first.rfind(prefix, 0) != 0) continue;
+      const auto targets = c->targets();
+      if (std::find(targets.begin(), targets.end(), kv.first.substr(prefix.size())) !=
+          targets.end()) {
+        return false;
+      }
+    }
+    return true;
+  });
+}
+
+std::uint64_t CollectorRunner::target_generation(const std::string& target) const {
+  if (!state_.config) return 0;
+  const TierConfig* t = state_.config->find_tier(target);
+  return t != nullptr ? t->generation : 0;
+}
+
 void CollectorRunner::stop() {
   for (ClockTimers::Id t : timers_) clock_timers_.cancel(t);
   timers_.clear();
+  armed_at_.clear();
+  armed_for_.clear();
 }
 
-void CollectorRunner::arm(std::size_t index) {
+void CollectorRunner::arm(std::size_t index, std::optional<double> at) {
+  const double now = clock_->monotonic();
+  const double every = to_seconds(collectors_[index]->interval());
+  armed_at_[index] = now;
+  armed_for_[index] = every;
   // stop() cancels it: a cancelled timer is never called.
-  timers_[index] = clock_timers_.after(collectors_[index]->interval(), [this, index] {
+  timers_[index] = clock_timers_.after(at ? std::max(0.0, *at - now) : every, [this, index] {
     run(collectors_[index]);
     arm(index);
   });
@@ -112,6 +168,7 @@ void CollectorRunner::run(const std::shared_ptr<Collector>& owner) {
 void CollectorRunner::launch(const std::shared_ptr<Collector>& c, const std::string& target,
                              Duration deadline) {
   const std::string key = std::string(c->name()) + "/" + target;
+  launched_for_[key] = target_generation(target);
   if (target_stuck(target)) {
     not_started(*c, target, "not probed: another job for this target is stuck");
     return;

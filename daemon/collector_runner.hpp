@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,8 +53,16 @@ class CollectorRunner {
   const std::vector<std::shared_ptr<Collector>>& collectors() const { return collectors_; }
 
   // Runs every collector now, then each again every interval() of its own.
-  // Calling it again (after a reload) restarts the timers.
+  // Calling it again restarts the timers.
   void start();
+  // After a reload (the collectors configured again): each collector keeps
+  // its schedule when its interval did not change, and is re-armed for what
+  // is left of the new interval when it did (due at once when that is
+  // past); only targets that are new, or tiers the reload re-pointed
+  // (TierConfig::generation), run now. So a reload that changes nothing
+  // walks nothing, and a reload storm does not starve the schedule.
+  // Before start(), the same as start().
+  void reschedule();
   // Stops the periodic runs; jobs in flight finish in the background.
   void stop();
   // Starts one run of every target of every collector that is not still in
@@ -102,7 +111,12 @@ class CollectorRunner {
   };
 
   void run(const std::shared_ptr<Collector>& c);
-  void arm(std::size_t index);
+  // Arms collector `index` for its interval from now, or, with `at`, for that
+  // monotonic time (now when past).
+  void arm(std::size_t index, std::optional<double> at = std::nullopt);
+  // The generation of the tier named `target` in the configuration in force
+  // (0 when no tier has that name): what a tier collector's target ran for.
+  std::uint64_t target_generation(const std::string& target) const;
   void launch(const std::shared_ptr<Collector>& c, const std::string& target, Duration deadline);
   void finish(const std::string& key, std::uint64_t id, Result result);
   void expire(const std::string& key, std::uint64_t id);
@@ -121,9 +135,15 @@ class CollectorRunner {
   std::shared_ptr<Inbox> inbox_;
   ClockTimers clock_timers_;
   std::vector<std::shared_ptr<Collector>> collectors_;
-  std::vector<ClockTimers::Id> timers_;    // one per collector, while started
-  std::map<std::string, Flight> flights_;  // key: collector "/" target
-  std::map<std::string, bool> reported_;   // key -> has reported once
+  std::vector<ClockTimers::Id> timers_;  // one per collector, while started
+  // Per collector: when (monotonic) its timer's wait began, and for how long.
+  std::vector<double> armed_at_;
+  std::vector<double> armed_for_;
+  // key -> target_generation() when it was last launched (its schedule's
+  // identity across reloads).
+  std::map<std::string, std::uint64_t> launched_for_;
+  std::map<std::string, Flight> flights_;                           // key: collector "/" target
+  std::map<std::string, bool> reported_;                            // key -> has reported once
   std::map<std::string, std::shared_ptr<std::atomic<int>>> stuck_;  // target -> its stuck jobs
   std::uint64_t next_id_ = 1;
 };

@@ -325,13 +325,39 @@ void Daemon::apply_config(const std::shared_ptr<const Config>& cfg) {
 std::string Daemon::self_url() const { return (tls_ ? "https://" : "http://") + self_authority_; }
 
 void Daemon::reload(std::function<void(ReloadOutcome)> done) {
+  if (reloading_) {
+    // Coalesced: every request that comes while a reload runs joins the one
+    // reload that follows it (which reads the files as they are after the
+    // request came), and gets its outcome.
+    reload_again_ = true;
+    if (done) reload_waiters_.push_back(std::move(done));
+    return;
+  }
+  std::vector<std::function<void(ReloadOutcome)>> waiters;
+  if (done) waiters.push_back(std::move(done));
+  start_reload(std::move(waiters));
+}
+
+void Daemon::start_reload(std::vector<std::function<void(ReloadOutcome)>> waiters) {
+  reloading_ = true;
   systemd::reloading();
   // Certificates rotated on disk are re-read too.
   config_reader_.load(
       [c = opts_.config_file, w = opts_.web_config_file] { return read_configs(c, w); },
-      [this, done = std::move(done)](std::optional<LoadedConfig> loaded, const std::string& error) {
+      [this, waiters = std::move(waiters)](std::optional<LoadedConfig> loaded,
+                                           const std::string& error) mutable {
         auto out = finish_reload(std::move(loaded), error);
-        if (done) done(std::move(out));
+        reloading_ = false;
+        for (auto& w : waiters) w(out);
+        if (!reload_again_) return;
+        reload_again_ = false;
+        auto next = std::move(reload_waiters_);
+        reload_waiters_.clear();
+        if (stopping_) {
+          for (auto& w : next) w(ReloadOutcome{false, "stopping\n"});
+          return;
+        }
+        start_reload(std::move(next));
       });
 }
 
@@ -382,9 +408,9 @@ Daemon::ReloadOutcome Daemon::finish_reload(std::optional<LoadedConfig> read,
   reload_ts_->Set(clock_->now());
   log::info("configuration reloaded",
             {{"file", opts_.config_file}, {"tiers", static_cast<int>(cfg->tiers.size())}});
-  // Probe new tiers now rather than at the end of the current interval, and
-  // pick up changed intervals.
-  runner_->start();
+  // Probe new and re-pointed tiers now rather than at the end of the current
+  // interval, and pick up changed intervals; the rest keep their schedule.
+  runner_->reschedule();
   systemd::ready();
   out.ok = true;
   out.message = "configuration reloaded\n";

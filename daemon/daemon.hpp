@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -92,6 +93,8 @@ class Daemon {
   // Re-reads both configuration files on a thread of their own (see
   // DeadlineReader) and calls `done` on the loop with the outcome; the loop
   // keeps serving meanwhile. A refused file keeps the running configuration.
+  // Calls while a reload runs are coalesced into one reload after it, whose
+  // outcome each of them gets. Loop thread.
   void reload(std::function<void(ReloadOutcome)> done = {});
 
   boost::asio::io_context& io() { return io_; }
@@ -120,6 +123,7 @@ class Daemon {
   };
   static LoadedConfig read_configs(const std::string& config_file,
                                    const std::string& web_config_file);
+  void start_reload(std::vector<std::function<void(ReloadOutcome)>> waiters);
   ReloadOutcome finish_reload(std::optional<LoadedConfig> loaded, const std::string& error);
   void apply_config(const std::shared_ptr<const Config>& cfg);
   void load_catalog();
@@ -173,6 +177,11 @@ class Daemon {
   boost::asio::steady_timer watchdog_timer_;
   boost::asio::steady_timer config_watch_timer_;
   std::string config_identity_;  // the config file's stat() as last seen
+  // A reload is running; requests meanwhile wait in reload_waiters_ for the
+  // one reload that follows it (reload_again_).
+  bool reloading_ = false;
+  bool reload_again_ = false;
+  std::vector<std::function<void(ReloadOutcome)>> reload_waiters_;
   // Where work that returns late from a worker posts its result (a
   // config-watch stat() to the loop, a GET /api/v1/report to the HTTP
   // thread); closed at destruction (the collector runner's pattern).

@@ -59,7 +59,7 @@ RulesCycle::RulesCycle(boost::asio::io_context& io, std::shared_ptr<const Clock>
       state_(state),
       ready_(std::move(ready)),
       on_evaluated_(std::move(on_evaluated)),
-      timer_(io) {
+      timers_(io, clock_) {
   // Slow checkpoints committed before this process started were counted by
   // the previous one (ckpt_slow_checkpoints_total restarts from 0).
   storage_path_.set_count_from(clock_->now());
@@ -149,27 +149,36 @@ void RulesCycle::load() {
 }
 
 void RulesCycle::start(Duration interval) {
+  const double now = timers_.clock().monotonic();
+  if (running_ && timer_ != 0) {
+    if (interval == interval_) return;  // a reload that changed nothing here
+    interval_ = interval;
+    const double began = armed_at_;
+    arm(std::max(0.0, began + to_seconds(interval_) - now));
+    armed_at_ = began;
+    return;
+  }
   interval_ = interval;
   running_ = true;
-  arm(interval_);
+  arm(to_seconds(interval_));
 }
 
 void RulesCycle::stop() {
   running_ = false;
-  ++generation_;
-  timer_.cancel();
+  timers_.cancel(timer_);
+  timer_ = 0;
 }
 
 void RulesCycle::trigger() {
   if (!running_) return;
-  arm(Duration::zero());
+  arm(0);
 }
 
-void RulesCycle::arm(Duration after) {
-  const std::uint64_t gen = ++generation_;
-  timer_.expires_after(after);  // cancels the wait in progress
-  timer_.async_wait([this, gen](const boost::system::error_code& ec) {
-    if (ec || gen != generation_ || !running_) return;
+void RulesCycle::arm(double after) {
+  timers_.cancel(timer_);  // a cancelled timer is never called
+  armed_at_ = timers_.clock().monotonic();
+  timer_ = timers_.after(after, [this] {
+    timer_ = 0;
     tick();
   });
 }
@@ -179,7 +188,7 @@ void RulesCycle::tick() {
     evaluate();
     if (on_evaluated_) on_evaluated_();
   }
-  if (running_) arm(interval_);
+  if (running_) arm(to_seconds(interval_));
 }
 
 void RulesCycle::sample_tiers(double now, HistoryWrite& write) {

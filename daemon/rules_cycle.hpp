@@ -17,10 +17,10 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "config/config.hpp"
 #include "daemon/alertmanager_client.hpp"
+#include "daemon/clock_timers.hpp"
 #include "model/checkpoint_view.hpp"
 #include "model/state.hpp"
 #include "rules/alerts.hpp"
@@ -90,7 +90,11 @@ class RulesCycle {
   // Reads the recent tier samples and the alerts left pending or firing by
   // the previous run. Blocking: call at start, before the loop runs.
   void load();
-  // Evaluates every `interval` from now on (again after a reload).
+  // Evaluates every `interval` from now on. Again while running (a reload):
+  // the same interval keeps the schedule as it is; a new one moves the next
+  // cycle to where the new interval ends, counted from the same start (at
+  // once when that is past), never back to a full interval from now, so
+  // reloads more often than the interval do not stop the cycles.
   void start(Duration interval);
   void stop();
   // Evaluates as soon as the loop gets to it, then every interval from then.
@@ -109,7 +113,8 @@ class RulesCycle {
   std::uint64_t cycles() const { return cycles_; }
 
  private:
-  void arm(Duration after);
+  // Waits `after` seconds of the clock's monotonic reading, then ticks.
+  void arm(double after);
   void tick();
   void record_tier_figures(const RuleFigures& figures, HistoryWrite& write) const;
   void sample_tiers(double now, HistoryWrite& write);
@@ -121,9 +126,11 @@ class RulesCycle {
   const State& state_;
   std::function<bool()> ready_;
   std::function<void()> on_evaluated_;
-  boost::asio::steady_timer timer_;
+  // Follow the clock's monotonic reading (a FakeClock in tests).
+  ClockTimers timers_;
+  ClockTimers::Id timer_ = 0;
+  double armed_at_ = 0;  // monotonic, when the wait for the next cycle began
   Duration interval_{std::chrono::seconds(15)};
-  std::uint64_t generation_ = 0;
   bool running_ = false;
 
   RulesPolicy policy_;

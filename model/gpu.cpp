@@ -5,6 +5,10 @@
 
 namespace ckptmon {
 
+bool gpu_sample_from_future(double t, double now) {
+  return t > now + kGpuMaxFutureSkewSeconds;  // NaN is not from the future: add() drops it
+}
+
 bool GpuSeries::add(double t, double ratio) {
   if (!std::isfinite(t) || !std::isfinite(ratio) || buf_.empty()) return false;
   const double end = std::ceil(t / width_) * width_;

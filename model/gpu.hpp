@@ -20,6 +20,15 @@ struct GpuBucket {
   std::uint32_t samples = 0;  // raw samples folded into `mean`
 };
 
+// How far past the clock a GPU sample may be dated (clock skew between the
+// daemon and a dcgm exporter, a Prometheus, a GPU's own clock). One kept from
+// further out would make every later sample "older than the newest bucket",
+// dropped, and so every later checkpoint's GPU cost unknown until that date:
+// the collector refuses it instead, counts it and logs it.
+inline constexpr double kGpuMaxFutureSkewSeconds = 60;
+// True when a sample dated `t` is further past `now` than that.
+bool gpu_sample_from_future(double t, double now);
+
 // A fixed-capacity ring of buckets in time order. Buckets older than the last
 // one are dropped (a clock stepping back does not rewrite history).
 class GpuSeries {
@@ -66,9 +75,14 @@ struct GpuDevice {
 struct GpuState {
   std::string source;  // "nvml", "dcgm", "prometheus"
   bool up = false;
-  std::string error;                     // why the source is down (the last error), empty when up
-  std::uint64_t errors = 0;              // failed polls and per-call errors since start
-  std::uint64_t mapping_errors = 0;      // job mapping files rejected
+  std::string error;                 // why the source is down (the last error), empty when up
+  std::uint64_t errors = 0;          // failed polls and per-call errors since start
+  std::uint64_t mapping_errors = 0;  // job mapping files rejected
+  std::uint64_t future_samples = 0;  // samples refused as dated in the future
+  // When refused future samples were last logged (unix seconds, the injected
+  // clock), and the count then: logged at most once per kGpuFutureLogInterval.
+  double future_logged_at = 0;
+  std::uint64_t future_samples_logged = 0;
   std::vector<GpuDevice> devices;        // by index
   std::map<unsigned, GpuSeries> series;  // by GPU index
   // From job_mapping_dir: GPU index -> job ids in its file (absent: no usable file).

@@ -402,33 +402,36 @@ double transition_retention_seconds(const HistoryPolicy& policy) {
 
 void prune_history(Store& store, double now, const HistoryPolicy& policy, std::size_t batch) {
   batch = std::max<std::size_t>(batch, 1);
-  store.post([&store, now, policy, batch](sql::Db& db) {
-    std::vector<std::string> tiers;
-    auto st = db.prepare("SELECT DISTINCT tier FROM tier_samples");
-    while (st.step()) tiers.push_back(st.text(0));
-    for (const std::string& tier : tiers) {
-      auto due = std::make_shared<const std::vector<double>>(
-          samples_due_for_deletion(db, tier, now, policy));
-      for (std::size_t from = 0; from < due->size(); from += batch) {
-        const std::size_t n = std::min(batch, due->size() - from);
-        // Queued behind what is already waiting: a big first prune (after a
-        // long downtime) never holds the catalog writes back for long.
-        store.post([tier, due, from, n](sql::Db& d) {
-          delete_samples(d, tier, std::span<const double>(due->data() + from, n));
+  // A read that queues the deletes as writes of their own.
+  store.post(
+      [&store, now, policy, batch](sql::Db& db) {
+        std::vector<std::string> tiers;
+        auto st = db.prepare("SELECT DISTINCT tier FROM tier_samples");
+        while (st.step()) tiers.push_back(st.text(0));
+        for (const std::string& tier : tiers) {
+          auto due = std::make_shared<const std::vector<double>>(
+              samples_due_for_deletion(db, tier, now, policy));
+          for (std::size_t from = 0; from < due->size(); from += batch) {
+            const std::size_t n = std::min(batch, due->size() - from);
+            // Queued behind what is already waiting: a big first prune (after a
+            // long downtime) never holds the catalog writes back for long.
+            store.post([tier, due, from, n](sql::Db& d) {
+              delete_samples(d, tier, std::span<const double>(due->data() + from, n));
+            });
+          }
+          if (!due->empty()) {
+            log::debug("pruning tier samples",
+                       {{"tier", tier}, {"samples", static_cast<int>(due->size())}});
+          }
+        }
+        const double before = now - transition_retention_seconds(policy);
+        store.post([before, batch](sql::Db& d) { delete_transitions_before(d, before, batch); });
+        store.post([before](sql::Db& d) {
+          delete_drain_peaks_before(d, before);
+          delete_gpu_costs_before(d, before);
         });
-      }
-      if (!due->empty()) {
-        log::debug("pruning tier samples",
-                   {{"tier", tier}, {"samples", static_cast<int>(due->size())}});
-      }
-    }
-    const double before = now - transition_retention_seconds(policy);
-    store.post([before, batch](sql::Db& d) { delete_transitions_before(d, before, batch); });
-    store.post([before](sql::Db& d) {
-      delete_drain_peaks_before(d, before);
-      delete_gpu_costs_before(d, before);
-    });
-  });
+      },
+      Store::Access::kRead);
 }
 
 }  // namespace ckptmon

@@ -23,10 +23,24 @@ class Stmt;
 
 class Db {
  public:
-  // Opens or creates; read-only opens an existing file (no journal, no lock
-  // beyond SQLite's shared reader lock: a WAL reader beside the writer).
+  // How a connection opens its file.
+  enum class Mode {
+    kReadWrite,  // opens or creates
+    // An existing file, never written: no journal, no lock beyond SQLite's
+    // shared reader lock (a WAL reader beside the writer). Beware: a WAL
+    // database without its -wal file gets a -wal and a -shm created beside
+    // it, and left there; kImmutable is for that case.
+    kReadOnly,
+    // An existing file read as it is (SQLite's immutable=1): no lock, no -wal
+    // or -shm read or created, so it works where nothing can be written.
+    // Only right while no WAL holds changes the file lacks, and nothing
+    // writes the file meanwhile.
+    kImmutable,
+  };
   // Throws Error.
-  explicit Db(const std::string& path, bool read_only = false);
+  explicit Db(const std::string& path, bool read_only = false)
+      : Db(path, read_only ? Mode::kReadOnly : Mode::kReadWrite) {}
+  Db(const std::string& path, Mode mode);
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;

@@ -273,21 +273,19 @@ void Store::run() {
   while (true) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty() && stopping_) break;
-    auto fn = std::move(queue_.front());
+    Task task = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
     try {
-      fn(*db_);
-      consecutive_errors_ = 0;
+      task.fn(*db_);
+      if (task.access == Access::kWrite) count_write(nullptr);
     } catch (const std::exception& e) {
-      ++errors_;
-      ++consecutive_errors_;
-      {
-        std::lock_guard elock(error_mu_);
-        last_error_ = e.what();
+      if (task.access == Access::kWrite) {
+        count_write(&e);
+      } else {
+        log::error("state database read failed", {{"db", path_}, {"err", e.what()}});
       }
-      log::error("state database write failed", {{"db", path_}, {"err", e.what()}});
     }
     lock.lock();
     busy_ = false;
@@ -295,10 +293,24 @@ void Store::run() {
   }
 }
 
-void Store::post(std::function<void(sql::Db&)> fn) {
+void Store::count_write(const std::exception* failure) {
+  if (failure == nullptr) {
+    consecutive_errors_ = 0;
+    return;
+  }
+  ++errors_;
+  ++consecutive_errors_;
+  {
+    std::lock_guard elock(error_mu_);
+    last_error_ = failure->what();
+  }
+  log::error("state database write failed", {{"db", path_}, {"err", failure->what()}});
+}
+
+void Store::post(std::function<void(sql::Db&)> fn, Access access) {
   {
     std::lock_guard lock(mu_);
-    queue_.push_back(std::move(fn));
+    queue_.push_back(Task{std::move(fn), access});
   }
   cv_.notify_one();
 }
@@ -378,7 +390,17 @@ std::unique_ptr<sql::Db> open_state_readonly(const std::string& state_dir, std::
     return nullptr;
   }
   try {
-    auto db = std::make_unique<sql::Db>(path, /*read_only=*/true);
+    // Without a -wal beside it the file holds every committed change (the
+    // daemon stopped and checkpointed, or this is a copy): read it as it is,
+    // creating nothing, so a directory the reader cannot write works and one
+    // it can (root's, say) does not get a -wal and a -shm of the reader's
+    // left in it. With a -wal, a daemon is (or was) writing: a WAL reader,
+    // which uses the -shm there (read-only when it cannot write it). A
+    // daemon that starts while this reads writes its WAL, not this file,
+    // until a checkpoint (1000 pages): a report is short.
+    const bool wal = std::filesystem::exists(path + "-wal", ec);
+    auto db =
+        std::make_unique<sql::Db>(path, wal ? sql::Db::Mode::kReadOnly : sql::Db::Mode::kImmutable);
     int v = 0;
     try {
       v = db->user_version();

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,17 +41,29 @@ class Store {
   void save_catalog(std::string tier, std::vector<Checkpoint> changed,
                     std::vector<std::string> removed, double now);
 
+  // What a task does to the database, for the write-failure count: only a
+  // write that succeeds ends a run of failed ones, and only a write that
+  // fails adds to it. A read (or a setting of the connection) that succeeds
+  // says nothing about whether the disk takes writes. A task posted as a
+  // read that writes inside reports each of its writes with count_write()
+  // (the event journal's writer does).
+  enum class Access { kRead, kWrite };
+
   // Runs `fn` on the store thread with the connection (queued, in order).
-  void post(std::function<void(sql::Db&)> fn);
+  void post(std::function<void(sql::Db&)> fn, Access access = Access::kWrite);
   // Blocks until every queued write is done (tests, shutdown, one-shot tools).
   void flush();
   // Runs `fn` on the store thread and waits for its result (rethrowing what it
   // threw). For worker threads and start-up only: never call it on the event loop.
   template <typename T>
-  T call(std::function<T(sql::Db&)> fn);
+  T call(std::function<T(sql::Db&)> fn, Access access = Access::kRead);
+  // On the store thread only, inside a task: one write that task made
+  // succeeded (failure == nullptr) or failed with *failure.
+  void count_write(const std::exception* failure);
 
+  // Writes that failed (reads that fail are their caller's error, not these).
   std::uint64_t errors() const { return errors_.load(); }
-  // Writes that failed in a row since the last one that succeeded.
+  // Writes that failed in a row since the last write that succeeded.
   std::uint64_t consecutive_errors() const { return consecutive_errors_.load(); }
   // The last kFailingAfter writes or more all failed: the state is not being
   // kept (disk full, I/O errors, a database gone bad while running).
@@ -77,7 +90,11 @@ class Store {
   std::mutex mu_;
   std::condition_variable cv_;
   std::condition_variable idle_cv_;
-  std::deque<std::function<void(sql::Db&)>> queue_;
+  struct Task {
+    std::function<void(sql::Db&)> fn;
+    Access access;
+  };
+  std::deque<Task> queue_;
   bool stopping_ = false;
   bool busy_ = false;
   std::atomic<std::uint64_t> errors_{0};
@@ -92,7 +109,9 @@ class Store {
 
 // For `ckptmon plan` and `ckptmon report --state-dir`: opens
 // state_dir/ckptmon.db read-only, beside a daemon that may be writing it (a
-// WAL reader; no lock of the daemon's is needed or taken). Returns nullptr
+// WAL reader; no lock of the daemon's is needed or taken), or, with no -wal
+// beside it, as an immutable file: nothing is written or created in
+// state_dir, which need not be writable. Returns nullptr
 // with `error` naming the file when it is missing, is not a ckptmon state
 // database, or has a schema newer than this binary's.
 std::unique_ptr<sql::Db> open_state_readonly(const std::string& state_dir, std::string* error);
@@ -108,16 +127,29 @@ std::map<std::string, std::vector<Checkpoint>> read_catalog(sql::Db& db);
 std::vector<Checkpoint> read_committed_history(sql::Db& db, double since, double until);
 
 template <typename T>
-T Store::call(std::function<T(sql::Db&)> fn) {
+T Store::call(std::function<T(sql::Db&)> fn, Access access) {
   auto promise = std::make_shared<std::promise<T>>();
   auto fut = promise->get_future();
-  post([fn = std::move(fn), promise](sql::Db& db) {
-    try {
-      promise->set_value(fn(db));
-    } catch (...) {
-      promise->set_exception(std::current_exception());
-    }
-  });
+  // Posted as a read: a write is counted here, before the caller can see
+  // its outcome; a failed read is the caller's.
+  post(
+      [this, fn = std::move(fn), promise, access](sql::Db& db) {
+        try {
+          T value = fn(db);
+          if (access == Access::kWrite) count_write(nullptr);
+          promise->set_value(std::move(value));
+        } catch (const std::exception& e) {
+          if (access == Access::kWrite) count_write(&e);
+          promise->set_exception(std::current_exception());
+        } catch (...) {
+          if (access == Access::kWrite) {
+            const std::runtime_error unknown("unknown exception");
+            count_write(&unknown);
+          }
+          promise->set_exception(std::current_exception());
+        }
+      },
+      Access::kRead);
   return fut.get();
 }
 

@@ -13,10 +13,13 @@ class StoreVerificationLedger final : public VerificationLedger {
   explicit StoreVerificationLedger(std::shared_ptr<Store> store) : store_(std::move(store)) {}
 
   IntegrityStatus load() override {
-    return store_->call<IntegrityStatus>([](sql::Db& db) {
-      event_tables::prune_integrity(db);
-      return event_tables::load_integrity(db);
-    });
+    // Prunes before it loads: a write.
+    return store_->call<IntegrityStatus>(
+        [](sql::Db& db) {
+          event_tables::prune_integrity(db);
+          return event_tables::load_integrity(db);
+        },
+        Store::Access::kWrite);
   }
 
   std::uint64_t queued_shards() override {
@@ -29,28 +32,34 @@ class StoreVerificationLedger final : public VerificationLedger {
   }
 
   void drop(const QueuedShards& q) override {
-    store_->call<bool>([&](sql::Db& db) {
-      event_tables::drop_queued(db, q.id);
-      return true;
-    });
+    store_->call<bool>(
+        [&](sql::Db& db) {
+          event_tables::drop_queued(db, q.id);
+          return true;
+        },
+        Store::Access::kWrite);
   }
 
   void record_shard(const QueuedShards& q, std::size_t index, IntegrityResult r) override {
-    store_->call<bool>([&](sql::Db& db) {
-      sql::Transaction tx(db);
-      event_tables::record_shard(db, q, index, r);
-      tx.commit();
-      return true;
-    });
+    store_->call<bool>(
+        [&](sql::Db& db) {
+          sql::Transaction tx(db);
+          event_tables::record_shard(db, q, index, r);
+          tx.commit();
+          return true;
+        },
+        Store::Access::kWrite);
   }
 
   void record_refused(const QueuedShards& q, std::size_t index, PathRefusal why) override {
-    store_->call<bool>([&](sql::Db& db) {
-      sql::Transaction tx(db);
-      event_tables::record_refused(db, q, index, why);
-      tx.commit();
-      return true;
-    });
+    store_->call<bool>(
+        [&](sql::Db& db) {
+          sql::Transaction tx(db);
+          event_tables::record_refused(db, q, index, why);
+          tx.commit();
+          return true;
+        },
+        Store::Access::kWrite);
   }
 
   std::vector<ManifestCandidate> manifest_candidates(const std::string& framework,
@@ -62,13 +71,15 @@ class StoreVerificationLedger final : public VerificationLedger {
   void record_manifest(const ManifestCandidate& c, std::size_t next_index, bool done,
                        std::optional<IntegrityResult> r,
                        std::optional<PathRefusal> refused) override {
-    store_->call<bool>([&](sql::Db& db) {
-      sql::Transaction tx(db);
-      event_tables::record_manifest(db, c, next_index, done, r);
-      if (refused) event_tables::count_refused(db, c.tier, *refused);
-      tx.commit();
-      return true;
-    });
+    store_->call<bool>(
+        [&](sql::Db& db) {
+          sql::Transaction tx(db);
+          event_tables::record_manifest(db, c, next_index, done, r);
+          if (refused) event_tables::count_refused(db, c.tier, *refused);
+          tx.commit();
+          return true;
+        },
+        Store::Access::kWrite);
   }
 
  private:

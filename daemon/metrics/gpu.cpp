@@ -14,6 +14,14 @@ void gpu_families(const State& state, std::vector<prometheus::MetricFamily>& out
   append_counter(out, "ckptmon_gpu_source_errors_total",
                  "Failed polls and failed calls of the GPU source (each logged once).",
                  static_cast<double>(g.errors));
+  FamilyBuilder future = counter("ckptmon_gpu_future_samples_total",
+                                 "GPU samples refused because they are dated more than " +
+                                     std::to_string(static_cast<int>(kGpuMaxFutureSkewSeconds)) +
+                                     " s past the daemon's clock.");
+  future.add(
+      {{"source", g.source.empty() ? std::string(to_string(state.config->gpu.source)) : g.source}},
+      static_cast<double>(g.future_samples));
+  append(out, std::move(future));
   append_counter(out, "ckptmon_gpu_job_mapping_errors_total",
                  "Job mapping files (gpu.job_mapping_dir) rejected: empty, binary, too "
                  "large, too many jobs, unreadable.",

@@ -42,7 +42,7 @@ class FakeCollector final : public Collector {
  public:
   std::string_view name() const override { return name_; }
   void configure(const Config&) override {}
-  Duration interval() const override { return std::chrono::hours(1); }
+  Duration interval() const override { return interval_; }
   Duration deadline() const override { return deadline_; }
   std::vector<std::string> targets() const override { return targets_; }
   Job prepare(const std::string& target, const State& /*state*/) override {
@@ -57,6 +57,7 @@ class FakeCollector final : public Collector {
   }
 
   std::string name_ = "fake";
+  Duration interval_ = std::chrono::hours(1);
   std::vector<std::string> targets_;
   Duration deadline_ = std::chrono::seconds(10);
   std::map<std::string, Job> jobs;
@@ -396,6 +397,73 @@ TEST_F(CollectorRunnerTest, PeriodicRunsFollowTheClock) {
   EXPECT_EQ(runs_after(3600), 3);
   runner_->stop();  // no more runs however far the clock moves
   EXPECT_EQ(runs_after(36000), 3);
+}
+
+// A reload storm (Daemon::finish_reload reschedules after each): a reload
+// that changes nothing runs nothing and keeps the schedule; a new target
+// and a tier the reload re-pointed run at once; a new interval counts from
+// the same start.
+TEST_F(CollectorRunnerTest, ReloadsKeepTheScheduleAndRunOnlyNewOrRepointedTargets) {
+  auto config = [](std::uint64_t generation_of_a) {
+    auto cfg = std::make_shared<Config>();
+    for (const char* name : {"a", "b"}) {
+      TierConfig t;
+      t.name = name;
+      t.generation = name == std::string("a") ? generation_of_a : 1;
+      cfg->tiers.push_back(t);
+    }
+    return std::shared_ptr<const Config>(std::move(cfg));
+  };
+  state_.config = config(1);
+  fake_->targets_ = {"a"};
+  fake_->jobs["a"] = []() -> Update { return nullptr; };
+  fake_->jobs["b"] = []() -> Update { return nullptr; };
+  auto settle = [&] {
+    io_.poll();
+    EXPECT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  };
+  auto advance = [&](double seconds) {
+    clock_->advance(seconds);
+    settle();
+  };
+  runner_->start();
+  settle();
+  EXPECT_EQ(fake_->prepared["a"], 1);
+  for (int i = 0; i < 50; ++i) {  // a reload every minute for 50 minutes
+    advance(60);
+    runner_->reschedule();
+    settle();
+  }
+  EXPECT_EQ(fake_->prepared["a"], 1) << "a reload that changed nothing ran the target again";
+  fake_->targets_ = {"a", "b"};  // a tier added by a reload: at once, a keeps its schedule
+  runner_->reschedule();
+  settle();
+  EXPECT_EQ(fake_->prepared["a"], 1);
+  EXPECT_EQ(fake_->prepared["b"], 1);
+  advance(599);
+  EXPECT_EQ(fake_->prepared["a"], 1);
+  advance(1);  // 3600 s: the schedule of the start
+  EXPECT_EQ(fake_->prepared["a"], 2);
+  EXPECT_EQ(fake_->prepared["b"], 2);
+
+  state_.config = config(2);  // a re-pointed: at once, b not
+  runner_->reschedule();
+  settle();
+  EXPECT_EQ(fake_->prepared["a"], 3);
+  EXPECT_EQ(fake_->prepared["b"], 2);
+
+  // At 4200 s the interval goes to 30 minutes: due at 3600 + 1800 s.
+  advance(600);
+  fake_->interval_ = std::chrono::minutes(30);
+  runner_->reschedule();
+  settle();
+  advance(1199);
+  EXPECT_EQ(fake_->prepared["b"], 2);
+  advance(1);
+  EXPECT_EQ(fake_->prepared["b"], 3);
+  EXPECT_EQ(fake_->prepared["a"], 4);
+  advance(1800);  // then every 30 minutes
+  EXPECT_EQ(fake_->prepared["b"], 4);
 }
 
 // A small pool shared by several collectors, as in the daemon, for the

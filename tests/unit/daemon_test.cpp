@@ -312,6 +312,37 @@ TEST_F(DaemonTest, PersistentStateWriteFailuresMakeItNotReady) {
   EXPECT_EQ(fetch("/-/ready").result_int(), 200u);
 }
 
+// Reloads asked for while one runs (a storm of POST /-/reload, SIGHUPs,
+// the config watch) are coalesced: they wait for the one reload after it
+// and get its outcome, never "an earlier read ... has not returned yet
+// (hung mount?)" without a hung mount.
+TEST_F(DaemonTest, ReloadsAskedForWhileOneRunsAreCoalescedIntoTheNextOne) {
+  write_config(tier_line("a", "a"));
+  std::string error;
+  ASSERT_TRUE(start(&error)) << error;
+  ASSERT_TRUE(eventually([&] { return fetch("/-/ready").result_int() == 200; }));
+  const auto generation = [&] { return daemon_->snapshot()->state.config->generation; };
+  ASSERT_EQ(generation(), 1u);
+  constexpr int kReloads = 5;
+  std::vector<std::promise<Daemon::ReloadOutcome>> outcomes(kReloads);
+  // All asked for in one turn of the loop: the first read cannot have
+  // returned before the others are asked for.
+  on_loop([&] {
+    for (auto& p : outcomes) {
+      daemon_->reload([&p](Daemon::ReloadOutcome out) { p.set_value(std::move(out)); });
+    }
+    return 0;
+  });
+  for (auto& p : outcomes) {
+    const Daemon::ReloadOutcome out = p.get_future().get();
+    EXPECT_TRUE(out.ok) << out.message;
+    EXPECT_EQ(out.message, "configuration reloaded\n");
+  }
+  // The first reload and one more for the four that came while it ran.
+  ASSERT_TRUE(eventually([&] { return generation() >= 3; }));
+  EXPECT_EQ(generation(), 3u);
+}
+
 TEST_F(DaemonTest, AConfigThatCannotBeLoadedAtStartIsAnError) {
   write_config("  - {name: a, path: relative/path, role: rapid}\n");
   std::string error;

@@ -5,11 +5,13 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
 
 #include "collectors/gpu.hpp"
 #include "collectors/gpu_source.hpp"
 #include "config/config.hpp"
 #include "tests/test_paths.hpp"
+#include "util/log.hpp"
 
 namespace ckptmon {
 namespace {
@@ -181,6 +183,81 @@ TEST(GpuCollector, DcgmSourceFillsTheRingAndGoesDownOnBadAnswers) {
   EXPECT_EQ(st.gpu->error, "http://127.0.0.1:1/metrics: connection refused");
   EXPECT_EQ(st.gpu->errors, 1u);
   EXPECT_EQ(st.gpu->series.at(0).size(), 2u);  // the ring survives
+}
+
+// One sample dated 2100 (dcgm-exporter's optional timestamp, in ms) is
+// refused, counted and logged, naming the source and the date; it does not
+// become the newest bucket, so every later sample still lands. Refusals
+// keep counting, the log line comes at most every 10 minutes of the clock.
+TEST(GpuCollector, ASampleFromTheFutureIsRefusedCountedAndLoggedNotTheNewestBucket) {
+  LoadResult cfg = parse_config(
+      "tiers: [{name: a, path: /a, role: rapid}]\n"
+      "gpu: {source: dcgm, dcgm_url: \"http://127.0.0.1:1/metrics\", interval: 2s, max_window: "
+      "1m}\n",
+      "c.yml");
+  ASSERT_TRUE(cfg.config) << cfg.errors.at(0).to_string();
+  auto body = std::make_shared<std::string>();
+  HttpFetch fetch = [body](const std::string&, double, std::size_t) {
+    return FetchResult{true, 200, "text/plain", *body, ""};
+  };
+  std::ostringstream logged;
+  log::init(spdlog::level::info, log::Format::kLogfmt,
+            std::make_shared<spdlog::sinks::ostream_sink_mt>(logged));
+  struct Restore {
+    ~Restore() { log::init(spdlog::level::info, log::Format::kLogfmt); }
+  } restore;
+  auto clock = std::make_shared<FakeClock>(1000.0);
+  GpuCollector c(clock, fetch);
+  c.configure(*cfg.config);
+  State st;
+  const std::string series = "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\",UUID=\"GPU-a\"} ";
+  *body = series + "0.9\n";
+  c.prepare("gpu", st)()(st);
+  clock->advance(2.0);
+  *body = series + "0.5 4102444800000\n";  // 2100-01-01T00:00:00Z
+  c.prepare("gpu", st)()(st);
+  ASSERT_TRUE(st.gpu);
+  EXPECT_TRUE(st.gpu->up);
+  EXPECT_EQ(st.gpu->future_samples, 1u);
+  EXPECT_NE(logged.str().find("GPU samples dated in the future refused"), std::string::npos)
+      << logged.str();
+  EXPECT_NE(logged.str().find("source=dcgm"), std::string::npos) << logged.str();
+  EXPECT_NE(logged.str().find("2100-01-01T00:00:00.000Z"), std::string::npos) << logged.str();
+  for (int i = 0; i < 3; ++i) {
+    clock->advance(2.0);
+    *body = series + "0.1\n";
+    c.prepare("gpu", st)()(st);
+  }
+  const GpuSeries& ring = st.gpu->series.at(0);
+  ASSERT_EQ(ring.size(), 4u);  // 1000, then the three after the refused one
+  EXPECT_DOUBLE_EQ(ring[0].mean, 0.9);
+  EXPECT_DOUBLE_EQ(ring.back().end, 1008);
+  EXPECT_DOUBLE_EQ(ring.back().mean, 0.1);
+
+  // 59 s ahead is clock skew, taken; 61 s ahead is refused.
+  clock->advance(2.0);  // 1010
+  *body = series + "0.2 1069000\n" +
+          "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"1\",UUID=\"GPU-b\"} 0.3 1071000\n";
+  c.prepare("gpu", st)()(st);
+  EXPECT_EQ(st.gpu->future_samples, 2u);
+  EXPECT_DOUBLE_EQ(st.gpu->series.at(0).back().end, 1070);
+  EXPECT_TRUE(st.gpu->series.at(1).empty());
+  // Counted every time, logged once within 10 minutes.
+  const auto lines = [&] {
+    std::size_t n = 0;
+    for (std::size_t at = 0;
+         (at = logged.str().find("dated in the future", at)) != std::string::npos; ++at) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(lines(), 1u);
+  clock->advance(600.0);
+  *body = series + "0.2 4102444800000\n";
+  c.prepare("gpu", st)()(st);
+  EXPECT_EQ(st.gpu->future_samples, 3u);
+  EXPECT_EQ(lines(), 2u);
+  EXPECT_NE(logged.str().find("refused_since_last_log=2"), std::string::npos) << logged.str();
 }
 
 }  // namespace

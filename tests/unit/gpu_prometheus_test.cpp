@@ -129,5 +129,27 @@ TEST(GpuPrometheus, AtMost64Gpus) {
             "more than 64 GPUs match the selector; the first 64 seen are watched");
 }
 
+// A sample dated 2100 from a Prometheus (a remote-written series with a bad
+// clock) is handed on for the collector to refuse and count, but is not
+// taken as the newest sample seen: the next poll's samples still come.
+TEST(GpuPrometheus, ASampleFromTheFutureDoesNotHideLaterOnes) {
+  auto api = std::make_shared<Api>();
+  auto src = make_prometheus_source("http://prom:9090", "", fetch_of(api), 1.0, 600);
+  const std::string labels =
+      R"("metric":{"__name__":"DCGM_FI_PROF_GR_ENGINE_ACTIVE","gpu":"0","UUID":"GPU-a","Hostname":"n1"})";
+  api->next.body = matrix("{" + labels + R"(,"values":[[1000,"0.9"],[4102444800,"0.5"]]})");
+  GpuPoll p = src->poll(1010.0);
+  ASSERT_TRUE(p.ok) << p.error;
+  ASSERT_EQ(p.gpus.size(), 1u);
+  EXPECT_EQ(p.gpus[0].samples,
+            (std::vector<std::pair<double, double>>{{1000, 0.9}, {4102444800, 0.5}}));
+  EXPECT_EQ(p.gpus[0].utilization, 0.9);  // the last reading dated now, not 2100's
+  api->next.body = matrix("{" + labels + R"(,"values":[[1000,"0.9"],[1012,"0.2"]]})");
+  p = src->poll(1013.0);
+  ASSERT_TRUE(p.ok) << p.error;
+  ASSERT_EQ(p.gpus.size(), 1u);
+  EXPECT_EQ(p.gpus[0].samples, (std::vector<std::pair<double, double>>{{1012, 0.2}}));
+}
+
 }  // namespace
 }  // namespace ckptmon

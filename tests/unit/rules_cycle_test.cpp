@@ -352,5 +352,46 @@ alerting:
   EXPECT_THAT(c->output()->alerts_json, Not(HasSubstr("2023-11-14T22:1")));  // kT0's minute
 }
 
+// The cycle's timer follows the injected clock, and a reload (configure and
+// start again, as Daemon::apply_config does) keeps its schedule: one every
+// 1.5 s with an interval of 2 s used to re-arm it from zero each time, and
+// no cycle ran at all. A changed interval moves the next cycle to where the
+// new interval ends from the same start, not a whole interval from now.
+TEST_F(RulesCycleTest, ReloadsMoreOftenThanTheIntervalKeepTheCyclesGoing) {
+  auto c = cycle();
+  const auto two = std::chrono::duration_cast<Duration>(std::chrono::seconds(2));
+  // Moves the clock, lets the loop fire what is due, returns the cycles so far.
+  auto cycles_after = [&](double seconds) {
+    clock_->advance(seconds);
+    io_.restart();
+    io_.poll();
+    return c->cycles();
+  };
+  c->start(two);
+  EXPECT_EQ(cycles_after(0), 0u);
+  EXPECT_EQ(cycles_after(2), 1u);
+  for (int i = 1; i <= 36; ++i) {  // 18 s in steps of 0.5 s, a reload every 1.5 s
+    cycles_after(0.5);
+    if (i % 3 != 0) continue;
+    c->configure(*state_.config, "http://127.0.0.1:10025");
+    c->start(two);
+  }
+  EXPECT_EQ(cycles_after(0), 10u);  // 2 + 18 s: a cycle every 2 s, as without reloads
+
+  // Now 20 s, and a cycle just ran. The interval goes to 10 s at 21 s: the
+  // next cycle is due at 30 s, not 31 s.
+  EXPECT_EQ(cycles_after(1), 10u);
+  c->start(std::chrono::duration_cast<Duration>(std::chrono::seconds(10)));
+  EXPECT_EQ(cycles_after(8.5), 10u);
+  EXPECT_EQ(cycles_after(0.5), 11u);
+  // 30 s; down to 4 s at 36 s: due at 34 s, which is past, so at once.
+  EXPECT_EQ(cycles_after(6), 11u);
+  c->start(std::chrono::duration_cast<Duration>(std::chrono::seconds(4)));
+  EXPECT_EQ(cycles_after(0), 12u);
+  EXPECT_EQ(cycles_after(4), 13u);
+  c->stop();
+  EXPECT_EQ(cycles_after(100), 13u);
+}
+
 }  // namespace
 }  // namespace ckptmon

@@ -281,5 +281,22 @@ TEST(GpuSeries, RingKeepsTheNewestAndFoldsSamplesIntoBuckets) {
   EXPECT_EQ(s.upper(15), 3u);
 }
 
+// What the collector refuses: further than kGpuMaxFutureSkewSeconds past now.
+// And why: a ring takes nothing older than its newest bucket, so one bucket
+// from 2100 would make it refuse every sample of today.
+TEST(GpuSeries, ASampleFromTheFutureIsBeyondTheSkewAndWouldHideEveryLaterOne) {
+  EXPECT_DOUBLE_EQ(kGpuMaxFutureSkewSeconds, 60);
+  EXPECT_FALSE(gpu_sample_from_future(1060, 1000));
+  EXPECT_TRUE(gpu_sample_from_future(1060.5, 1000));
+  EXPECT_TRUE(gpu_sample_from_future(4102444800, 1000));
+  EXPECT_TRUE(gpu_sample_from_future(std::numeric_limits<double>::infinity(), 1000));
+  EXPECT_FALSE(gpu_sample_from_future(std::numeric_limits<double>::quiet_NaN(), 1000));
+  EXPECT_FALSE(gpu_sample_from_future(10, 1000));  // the past is the ring's to judge
+  GpuSeries s(8, 1.0);
+  EXPECT_TRUE(s.add(1000, 0.5));
+  EXPECT_TRUE(s.add(4102444800, 0.5));
+  EXPECT_FALSE(s.add(1001, 0.5));  // hence the refusal before the ring
+}
+
 }  // namespace
 }  // namespace ckptmon
