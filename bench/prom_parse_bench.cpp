@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   } else {
     const ckptmon::PromResponse r = ckptmon::parse_prometheus_response(body);
     if (!r.ok) {
-      std::fprintf(stderr, "parse failed: %s\n", r.error.c_str());
+      static_cast<void>(std::fprintf(stderr, "parse failed: %s\n", r.error.c_str()));
       return 1;
     }
     for (const auto& s : r.series) samples += s.values.size();
