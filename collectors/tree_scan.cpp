@@ -301,6 +301,14 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
   const RootId seen{ro->dev, ro->ino, ro->f_type, ro->statfs_ok};
   if (root_id_) {
     std::string why = root_change(*root_id_, seen);
+    if (!why.empty() && !root_had_jobs_) {
+      // The tree first walked held no job: nothing to lose or count twice.
+      // A file system mounted on an empty mount point after the start.
+      log::info("tier root is another tree now and the first held no job: walking the new one",
+                {{"tier", cfg_.name}, {"path", display_name(cfg_.path)}, {"was", why}});
+      root_id_ = seen;
+      why.clear();
+    }
     if (!why.empty()) {
       if (!root_change_logged_) {
         log::error(
@@ -379,6 +387,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
     return out;
   }
   if (!root_id_) root_id_ = seen;  // the first walk that listed the root
+  root_had_jobs_ = !jobs.empty() || !out.unreadable.empty();
   // A job directory that could not even be stat'ed is still a job seen.
   for (const auto& u : out.unreadable) {
     if (!u.job.empty()) out.jobs.insert(u.job);

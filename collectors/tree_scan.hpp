@@ -92,6 +92,7 @@ class TierScanner {
   bool keep_files_;
   std::optional<RootId> root_id_;
   bool root_change_logged_ = false;
+  bool root_had_jobs_ = false;  // the last walk of the remembered root found a job
   GenericLayout generic_;
   WalkMemory memory_;
   std::map<std::string, int> unreadable_;  // path -> errno, of the last complete walk
