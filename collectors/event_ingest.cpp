@@ -128,7 +128,7 @@ std::int64_t EventIngest::apply(EventJournal::Writer& w, const CursorRow* from, 
   const FileId to_id{to.dev, to.ino};
   const std::uint64_t rejected_before =
       catalog_.totals.lines[static_cast<std::size_t>(LineStatus::kRejected)];
-  EventAggregator agg(catalog_, steps_per_job_, limited_ ? &limits_ : nullptr);
+  EventAggregator agg(catalog_, steps_per_job_, limits_ ? &*limits_ : nullptr);
   for (const LineResult& l : lines) agg.add(l, tier);
   log_refusals(agg.refusals());
   if (change) agg.count_change(*change);
@@ -156,7 +156,6 @@ std::int64_t EventIngest::apply(EventJournal::Writer& w, const CursorRow* from, 
 void EventIngest::set_limits(EventLimits limits) {
   std::lock_guard lock(mu_);
   limits_ = std::move(limits);
-  limited_ = true;
 }
 
 void EventIngest::log_refusals(const std::vector<EventRefusal>& refusals) {
@@ -168,7 +167,7 @@ void EventIngest::log_refusals(const std::vector<EventRefusal>& refusals) {
           "events of new jobs refused: the tier has global.max_jobs_per_tier jobs; counted as "
           "ckptmon_manifest_errors_total{reason=\"too_many_jobs\"}, logged once per tier",
           {{"tier", r.tier},
-           {"max_jobs_per_tier", static_cast<std::uint64_t>(limits_.max_jobs_per_tier)},
+           {"max_jobs_per_tier", static_cast<std::uint64_t>(limits_->max_jobs_per_tier)},
            {"job", r.job}});
     } else {
       log::warn(

@@ -91,9 +91,8 @@ class EventIngest {
   std::shared_ptr<EventJournal> journal_;
   std::size_t steps_per_job_;
   mutable std::mutex mu_;
-  EventLimits limits_;
-  bool limited_ =
-      false;  // set_limits was called: tools and tests that never call it refuse nothing
+  // Unset until set_limits: tools and tests that never call it refuse nothing.
+  std::optional<EventLimits> limits_;
   std::set<std::pair<RejectReason, std::string>> logged_refusals_;
   bool loaded_ = false;
   EventCatalog catalog_;

@@ -595,8 +595,8 @@ LogTailer::Pass LogTailer::run() {
   for (const std::string& path : deferred) {
     if (stopping_) break;
     std::set<FileId> opened;
-    if (budget_->used() >= budget_->cap() || !open_new(path, status, opened)) {
-      status.unread += budget_->used() >= budget_->cap() ? 1 : 0;
+    if (!open_new(path, status, opened)) {
+      if (budget_->used() >= budget_->cap()) ++status.unread;  // else refused, and counted so
       continue;
     }
     for (const FileId& id : opened) {

@@ -39,6 +39,13 @@ bool parse_value(std::string_view s, double* out) {
   return true;
 }
 
+// Element `n` of a sample [ <unix time as number>, "<value>" ] into `out`.
+bool read_sample_element(std::size_t n, od::value v, PromSample* out) {
+  if (n == 0) return !v.get_double().get(out->t) && std::isfinite(out->t);
+  std::string_view text;
+  return n == 1 && !v.get_string().get(text) && parse_value(text, &out->v);
+}
+
 // [ <unix time as number>, "<value>" ]
 bool parse_sample(od::value j, PromSample* out) {
   od::array a;
@@ -46,18 +53,21 @@ bool parse_sample(od::value j, PromSample* out) {
   std::size_t n = 0;
   for (auto element : a) {
     od::value v;
-    if (element.get(v)) return false;
-    if (n == 0) {
-      if (v.get_double().get(out->t) || !std::isfinite(out->t)) return false;
-    } else if (n == 1) {
-      std::string_view text;
-      if (v.get_string().get(text) || !parse_value(text, &out->v)) return false;
-    } else {
-      return false;
-    }
-    ++n;
+    if (element.get(v) || !read_sample_element(n++, v, out)) return false;
   }
   return n == 2;
+}
+
+// Keeps `p` in `s` when the cap allows one more sample: counted before it
+// is kept, so memory stays within the cap.
+bool keep_sample(const PromSample& p, PromSeries* s, std::size_t* samples, std::size_t max_samples,
+                 std::string* why) {
+  if (++*samples > max_samples) {
+    *why = "more than " + std::to_string(max_samples) + " samples";
+    return false;
+  }
+  s->values.push_back(p);
+  return true;
 }
 
 bool parse_metric(od::value j, std::map<std::string, std::string>* out) {
@@ -117,11 +127,7 @@ bool parse_series(od::value j, PromSeries* s, ParsedResult* shape, std::size_t* 
         *why = "a vector series without a well-formed value";
         return false;
       }
-      if (++*samples > max_samples) {
-        *why = "more than " + std::to_string(max_samples) + " samples";
-        return false;
-      }
-      s->values.push_back(p);
+      if (!keep_sample(p, s, samples, max_samples, why)) return false;
       shape->any_value = true;
       has_value = true;
     } else if (key == "values") {
@@ -137,12 +143,7 @@ bool parse_series(od::value j, PromSeries* s, ParsedResult* shape, std::size_t* 
           *why = "a malformed sample";
           return false;
         }
-        // Counted before it is kept: memory stays within the cap.
-        if (++*samples > max_samples) {
-          *why = "more than " + std::to_string(max_samples) + " samples";
-          return false;
-        }
-        s->values.push_back(p);
+        if (!keep_sample(p, s, samples, max_samples, why)) return false;
       }
       shape->any_values = true;
       has_value = true;
@@ -184,20 +185,11 @@ bool parse_result(od::value j, PromResponse* r, ParsedResult* shape, std::size_t
     }
     if (index == 0 && type == od::json_type::number) shape->scalar = true;
     if (shape->scalar) {
-      // [t, "v"]: read here element by element, as parse_sample does.
-      if (index == 0) {
-        if (v.get_double().get(scalar.t) || !std::isfinite(scalar.t)) break;
-      } else if (index == 1) {
-        std::string_view text;
-        if (v.get_string().get(text) || !parse_value(text, &scalar.v)) {
-          *why = "a malformed scalar";
-          return false;
-        }
-      } else {
+      // [t, "v"]: its first element is read already, so element by element here.
+      if (!read_sample_element(index++, v, &scalar)) {
         *why = "a malformed scalar";
         return false;
       }
-      ++index;
       continue;
     }
     if (++index > max_series) {

@@ -107,6 +107,16 @@ bool TierScanner::owns_job(const std::string& job) const {
   return cfg_.shard_count <= 1 || job_hash(job) % cfg_.shard_count == cfg_.shard_index;
 }
 
+std::string TierScanner::job_named(const std::string& child, const std::string& name,
+                                   int depth) const {
+  if (cfg_.jobs.regex) {
+    std::smatch m;
+    if (std::regex_match(child, m, *cfg_.jobs.regex)) return m[cfg_.jobs.group].str();
+    return "";
+  }
+  return depth == cfg_.jobs.depth ? name : "";
+}
+
 std::vector<std::pair<std::string, std::string>> TierScanner::find_jobs(
     TreeWalker& walker, std::vector<UnreadableDir>& unreadable, std::string* error) {
   // (tier-relative job root, job name)
@@ -138,32 +148,16 @@ std::vector<std::pair<std::string, std::string>> TierScanner::find_jobs(
       // jobs below them, are unknown now, not gone.
       for (const auto& [name, e] : failed) {
         const std::string child = join(rel, name);
-        std::string job;
-        if (cfg_.jobs.regex) {
-          std::smatch m;
-          if (std::regex_match(child, m, *cfg_.jobs.regex)) job = m[cfg_.jobs.group].str();
-        } else if (depth == cfg_.jobs.depth) {
-          job = name;
-        }
+        const std::string job = job_named(child, name, depth);
         if (!job.empty() && !owns_job(job)) continue;
         unreadable.push_back({job, child, e});
       }
       for (const auto& [name, _] : dirs) {
-        const std::string child = join(rel, name);
-        if (cfg_.jobs.regex) {
-          std::smatch m;
-          if (std::regex_match(child, m, *cfg_.jobs.regex)) {
-            const std::string job = m[cfg_.jobs.group].str();
-            if (!job.empty()) {
-              jobs.emplace_back(child, job);
-              continue;
-            }
-          }
-          next.push_back(child);
-        } else if (depth == cfg_.jobs.depth) {
-          jobs.emplace_back(child, name);
+        std::string child = join(rel, name);
+        if (std::string job = job_named(child, name, depth); !job.empty()) {
+          jobs.emplace_back(std::move(child), std::move(job));
         } else {
-          next.push_back(child);
+          next.push_back(std::move(child));
         }
       }
     }
@@ -298,17 +292,12 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
   }
   // Not the tree the first walk walked: walking it would record every
   // checkpoint as deleted, and count them all again when the tree returns.
+  // Only a tree that held a job is held to: until then there is nothing to
+  // lose or count twice (a file system mounted on an empty mount point after
+  // the start is the tier's).
   const RootId seen{ro->dev, ro->ino, ro->f_type, ro->statfs_ok};
-  if (root_id_) {
-    std::string why = root_change(*root_id_, seen);
-    if (!why.empty() && !root_had_jobs_) {
-      // The tree first walked held no job: nothing to lose or count twice.
-      // A file system mounted on an empty mount point after the start.
-      log::info("tier root is another tree now and the first held no job: walking the new one",
-                {{"tier", cfg_.name}, {"path", display_name(cfg_.path)}, {"was", why}});
-      root_id_ = seen;
-      why.clear();
-    }
+  if (root_id_ && root_had_jobs_) {
+    const std::string why = root_change(*root_id_, seen);
     if (!why.empty()) {
       if (!root_change_logged_) {
         log::error(
@@ -386,7 +375,8 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
     finish();
     return out;
   }
-  if (!root_id_) root_id_ = seen;  // the first walk that listed the root
+  // Followed while its walks find no job; from the first that finds one, held to.
+  if (!root_id_ || !root_had_jobs_) root_id_ = seen;
   root_had_jobs_ = !jobs.empty() || !out.unreadable.empty();
   // A job directory that could not even be stat'ed is still a job seen.
   for (const auto& u : out.unreadable) {

@@ -69,6 +69,9 @@ class TierScanner {
   static int default_concurrency(const std::string& fstype);
 
  private:
+  // The job tier-relative `child` (named `name`, `depth` levels down) is the
+  // root of, by the tier's jobs rule; "" when it is none.
+  std::string job_named(const std::string& child, const std::string& name, int depth) const;
   std::vector<std::pair<std::string, std::string>> find_jobs(TreeWalker& walker,
                                                              std::vector<UnreadableDir>& unreadable,
                                                              std::string* error);
@@ -92,7 +95,7 @@ class TierScanner {
   bool keep_files_;
   std::optional<RootId> root_id_;
   bool root_change_logged_ = false;
-  bool root_had_jobs_ = false;  // the last walk of the remembered root found a job
+  bool root_had_jobs_ = false;  // the last walk found a job: root_id_ is held to
   GenericLayout generic_;
   WalkMemory memory_;
   std::map<std::string, int> unreadable_;  // path -> errno, of the last complete walk

@@ -1471,9 +1471,24 @@ bool cleanup(const std::string& dir, const std::string& key_file, CleanupReport*
     ++r.refused;
     ok = false;
   };
+  // Looks `e` up beneath the directory, no symlink followed: false when it is
+  // gone already or refused (then said).
+  const auto find = [&](const Entry& e, Parent* parent, struct stat* st) {
+    const std::string p = dir + "/" + e.path;
+    std::vector<std::string> parts;
+    if (!split_relative(e.path, &parts)) {
+      refuse(e.path, beneath_error(EINVAL));
+      return false;
+    }
+    if (!open_parent_beneath(root.get(), e.path, parent)) {
+      if (errno != ENOENT) refuse(p, beneath_error(errno));
+      return false;  // ENOENT: gone already
+    }
+    return ::fstatat(parent->dir.get(), parent->name.c_str(), st, AT_SYMLINK_NOFOLLOW) == 0;
+  };
   // Files first, newest first; then directories, deepest first. Each is
-  // looked up beneath the directory, no symlink followed, and removed
-  // through its parent's descriptor only when it is still what burst made.
+  // removed through its parent's descriptor only when it is still what
+  // burst made.
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
     if (it->kind == 'e') {
       r.notes.push_back(it->path +
@@ -1485,20 +1500,9 @@ bool cleanup(const std::string& dir, const std::string& key_file, CleanupReport*
     }
     if (it->kind != 'f') continue;
     const std::string p = dir + "/" + it->path;
-    std::vector<std::string> parts;
-    if (!split_relative(it->path, &parts)) {
-      refuse(it->path, beneath_error(EINVAL));
-      continue;
-    }
     Parent parent;
-    if (!open_parent_beneath(root.get(), it->path, &parent)) {
-      if (errno != ENOENT) refuse(p, beneath_error(errno));
-      continue;  // ENOENT: gone already
-    }
     struct stat st {};
-    if (::fstatat(parent.dir.get(), parent.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      continue;  // gone already
-    }
+    if (!find(*it, &parent, &st)) continue;
     if (!S_ISREG(st.st_mode) || !same_file(st, *it, true)) {
       r.problems.push_back(p + ": not the file burst created (replaced or changed since); kept");
       ++r.kept;
@@ -1523,18 +1527,9 @@ bool cleanup(const std::string& dir, const std::string& key_file, CleanupReport*
   });
   for (Entry* e : dirs) {
     const std::string p = dir + "/" + e->path;
-    std::vector<std::string> parts;
-    if (!split_relative(e->path, &parts)) {
-      refuse(e->path, beneath_error(EINVAL));
-      continue;
-    }
     Parent parent;
-    if (!open_parent_beneath(root.get(), e->path, &parent)) {
-      if (errno != ENOENT) refuse(p, beneath_error(errno));
-      continue;
-    }
     struct stat st {};
-    if (::fstatat(parent.dir.get(), parent.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!find(*e, &parent, &st)) continue;
     if (!S_ISDIR(st.st_mode) || !same_file(st, *e, false)) {
       r.problems.push_back(p + ": not the directory burst created; kept");
       ++r.kept;

@@ -145,15 +145,22 @@ std::string beneath_error(int err) {
 
 namespace {
 
-bool walk_dir(int dfd, const std::string& rel,
-              const std::function<void(const std::string&, const struct stat&)>& fn) {
+// A directory stream over `dfd`, which it takes; null (errno kept, `dfd`
+// closed) when fdopendir fails.
+DIR* open_stream(int dfd) {
   DIR* d = ::fdopendir(dfd);
   if (d == nullptr) {
     const int err = errno;
     ::close(dfd);
     errno = err;
-    return false;
   }
+  return d;
+}
+
+bool walk_dir(int dfd, const std::string& rel,
+              const std::function<void(const std::string&, const struct stat&)>& fn) {
+  DIR* d = open_stream(dfd);
+  if (d == nullptr) return false;
   bool ok = true;
   std::vector<std::string> subdirs;
   while (dirent* e = ::readdir(d)) {
@@ -171,23 +178,15 @@ bool walk_dir(int dfd, const std::string& rel,
       if (errno != ENOENT) ok = false;
       continue;
     }
-    std::string child = rel;
-    if (!child.empty()) child += '/';
-    child += n;
-    if (!walk_dir(sub, child, fn)) ok = false;
+    if (!walk_dir(sub, rel.empty() ? n : rel + "/" + n, fn)) ok = false;
   }
   ::closedir(d);
   return ok;
 }
 
 bool remove_contents(int dfd) {
-  DIR* d = ::fdopendir(dfd);
-  if (d == nullptr) {
-    const int err = errno;
-    ::close(dfd);
-    errno = err;
-    return false;
-  }
+  DIR* d = open_stream(dfd);
+  if (d == nullptr) return false;
   std::vector<std::pair<std::string, bool>> entries;
   while (dirent* e = ::readdir(d)) {
     const std::string_view n = e->d_name;

@@ -60,15 +60,14 @@ void CollectorRunner::reschedule() {
     start();
     return;
   }
+  std::set<std::string> live_keys;  // collector/target of the configuration in force
   for (std::size_t i = 0; i < collectors_.size(); ++i) {
     const auto& c = collectors_[i];
     const double every = to_seconds(c->interval());
     if (every != armed_for_[i]) {
       // Due where the new interval ends, counted from the same start.
       clock_timers_.cancel(timers_[i]);
-      const double began = armed_at_[i];
-      arm(i, began + every);
-      armed_at_[i] = began;
+      arm(i, armed_at_[i]);
     }
     CollectorStatus& status = state_.collectors[std::string(c->name())];
     const auto targets = c->targets();
@@ -76,6 +75,7 @@ void CollectorRunner::reschedule() {
     std::erase_if(status.targets, [&](const auto& kv) { return !live.contains(kv.first); });
     for (const auto& target : targets) {
       const std::string key = std::string(c->name()) + "/" + target;
+      live_keys.insert(key);
       auto seen = launched_for_.find(key);
       if (seen != launched_for_.end() && seen->second == target_generation(target)) continue;
       if (flights_.contains(key)) continue;  // its next run is the new one
@@ -83,18 +83,7 @@ void CollectorRunner::reschedule() {
     }
   }
   // Targets gone with the reload: a later one of the same name is new.
-  std::erase_if(launched_for_, [&](const auto& kv) {
-    for (const auto& c : collectors_) {
-      const std::string prefix = std::string(c->name()) + "/";
-      if (kv.first.rfind(prefix, 0) != 0) continue;
-      const auto targets = c->targets();
-      if (std::find(targets.begin(), targets.end(), kv.first.substr(prefix.size())) !=
-          targets.end()) {
-        return false;
-      }
-    }
-    return true;
-  });
+  std::erase_if(launched_for_, [&](const auto& kv) { return !live_keys.contains(kv.first); });
 }
 
 std::uint64_t CollectorRunner::target_generation(const std::string& target) const {
@@ -110,16 +99,17 @@ void CollectorRunner::stop() {
   armed_for_.clear();
 }
 
-void CollectorRunner::arm(std::size_t index, std::optional<double> at) {
+void CollectorRunner::arm(std::size_t index, std::optional<double> began) {
   const double now = clock_->monotonic();
   const double every = to_seconds(collectors_[index]->interval());
-  armed_at_[index] = now;
+  armed_at_[index] = began.value_or(now);
   armed_for_[index] = every;
   // stop() cancels it: a cancelled timer is never called.
-  timers_[index] = clock_timers_.after(at ? std::max(0.0, *at - now) : every, [this, index] {
-    run(collectors_[index]);
-    arm(index);
-  });
+  timers_[index] =
+      clock_timers_.after(std::max(0.0, armed_at_[index] + every - now), [this, index] {
+        run(collectors_[index]);
+        arm(index);
+      });
 }
 
 void CollectorRunner::run_all() {

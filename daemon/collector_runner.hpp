@@ -111,9 +111,9 @@ class CollectorRunner {
   };
 
   void run(const std::shared_ptr<Collector>& c);
-  // Arms collector `index` for its interval from now, or, with `at`, for that
-  // monotonic time (now when past).
-  void arm(std::size_t index, std::optional<double> at = std::nullopt);
+  // Arms collector `index` for its interval counted from `began` (monotonic;
+  // now when unset), at once when that is past.
+  void arm(std::size_t index, std::optional<double> began = std::nullopt);
   // The generation of the tier named `target` in the configuration in force
   // (0 when no tier has that name): what a tier collector's target ran for.
   std::uint64_t target_generation(const std::string& target) const;

@@ -128,10 +128,6 @@ Daemon::~Daemon() {
     std::lock_guard lock(report_inbox_->mu);
     report_inbox_->io = nullptr;
   }
-  {
-    std::lock_guard lock(query_inbox_->mu);
-    query_inbox_->io = nullptr;
-  }
   server_.close();  // the HTTP thread has ended: this thread owns the server now
   wakes_.clear();
   // The runner closes its inbox first, so jobs still blocked on a hung mount
@@ -226,7 +222,6 @@ bool Daemon::start(std::string* error) {
   runner_->start();
   schedule_watchdog();
   report_inbox_->io = &http_io_;
-  query_inbox_->io = &http_io_;
   if (opts_.config_watch_interval.count() > 0) {
     watch_inbox_->io = &io_;
     config_identity_ = config_file_identity(opts_.config_file);
@@ -669,7 +664,7 @@ void Daemon::add_routes() {
       return;
     }
     ++*queries_in_flight_;
-    query_pool_->post([q, now, policy, respond = std::move(respond), inbox = query_inbox_,
+    query_pool_->post([q, now, policy, respond = std::move(respond), inbox = report_inbox_,
                        in_flight = queries_in_flight_,
                        dir = snapshot_->state.config->global.state_dir]() mutable {
       HttpResponse r = answer_history(dir, q, now, policy);

@@ -112,8 +112,6 @@ class Daemon {
   static constexpr std::size_t kQueryThreads = 2;
   static constexpr int kQueriesInFlight = 4;
   static constexpr std::chrono::milliseconds kQueryDeadline = std::chrono::seconds(10);
-  // History queries refused because kQueriesInFlight were running.
-  std::uint64_t queries_refused() const { return queries_refused_.load(); }
 
  private:
   // Both configuration files, read and checked; errors of either in config.errors.
@@ -183,15 +181,15 @@ class Daemon {
   bool reload_again_ = false;
   std::vector<std::function<void(ReloadOutcome)>> reload_waiters_;
   // Where work that returns late from a worker posts its result (a
-  // config-watch stat() to the loop, a GET /api/v1/report to the HTTP
-  // thread); closed at destruction (the collector runner's pattern).
+  // config-watch stat() to the loop; a GET /api/v1/report or
+  // /api/v1/history answer to the HTTP thread, report_inbox_); closed at
+  // destruction (the collector runner's pattern).
   struct Inbox {
     std::mutex mu;
     boost::asio::io_context* io = nullptr;
   };
   std::shared_ptr<Inbox> watch_inbox_ = std::make_shared<Inbox>();
   std::shared_ptr<Inbox> report_inbox_ = std::make_shared<Inbox>();
-  std::shared_ptr<Inbox> query_inbox_ = std::make_shared<Inbox>();  // history answers
   SnapshotPublisher publisher_;
   std::shared_ptr<const Snapshot> snapshot_;  // loop thread
   // What the HTTP thread serves: snapshot_ as last published.

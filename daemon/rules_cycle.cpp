@@ -149,13 +149,10 @@ void RulesCycle::load() {
 }
 
 void RulesCycle::start(Duration interval) {
-  const double now = timers_.clock().monotonic();
   if (running_ && timer_ != 0) {
     if (interval == interval_) return;  // a reload that changed nothing here
     interval_ = interval;
-    const double began = armed_at_;
-    arm(std::max(0.0, began + to_seconds(interval_) - now));
-    armed_at_ = began;
+    arm(to_seconds(interval_), armed_at_);  // where the new interval ends, from the same start
     return;
   }
   interval_ = interval;
@@ -174,10 +171,11 @@ void RulesCycle::trigger() {
   arm(0);
 }
 
-void RulesCycle::arm(double after) {
+void RulesCycle::arm(double after, std::optional<double> began) {
   timers_.cancel(timer_);  // a cancelled timer is never called
-  armed_at_ = timers_.clock().monotonic();
-  timer_ = timers_.after(after, [this] {
+  const double now = timers_.clock().monotonic();
+  armed_at_ = began.value_or(now);
+  timer_ = timers_.after(std::max(0.0, armed_at_ + after - now), [this] {
     timer_ = 0;
     tick();
   });

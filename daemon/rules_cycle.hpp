@@ -113,8 +113,9 @@ class RulesCycle {
   std::uint64_t cycles() const { return cycles_; }
 
  private:
-  // Waits `after` seconds of the clock's monotonic reading, then ticks.
-  void arm(double after);
+  // Waits until `after` seconds of the clock's monotonic reading from
+  // `began` (now when unset) have passed, then ticks.
+  void arm(double after, std::optional<double> began = std::nullopt);
   void tick();
   void record_tier_figures(const RuleFigures& figures, HistoryWrite& write) const;
   void sample_tiers(double now, HistoryWrite& write);

@@ -1,30 +1,8 @@
 #include "store/sqlite.hpp"
 
-#include <cctype>
+#include "util/text.hpp"
 
 namespace ckptmon::sql {
-
-namespace {
-
-// "file:" URI of a path (RFC 3986: all but unreserved bytes and '/' escaped,
-// so '?', '#' and '%' in a directory name stay part of the path).
-std::string file_uri(const std::string& path) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out = "file:";
-  for (const char ch : path) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (std::isalnum(c) != 0 || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += ch;
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 Db::Db(const std::string& path, Mode mode) {
   int flags = SQLITE_OPEN_READONLY;
@@ -32,7 +10,9 @@ Db::Db(const std::string& path, Mode mode) {
   if (mode == Mode::kReadWrite) flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   if (mode == Mode::kImmutable) {
     flags |= SQLITE_OPEN_URI;
-    name = file_uri(path) + "?immutable=1";
+    // RFC 3986: all but unreserved bytes and '/' escaped, so '?', '#' and '%'
+    // in a directory name stay part of the path.
+    name = "file:" + url_encode(path, "/") + "?immutable=1";
   }
   if (sqlite3_open_v2(name.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
     std::string msg = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";

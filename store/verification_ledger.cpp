@@ -1,5 +1,6 @@
 #include "store/verification_ledger.hpp"
 
+#include <functional>
 #include <utility>
 
 #include "store/event_tables.hpp"
@@ -32,34 +33,15 @@ class StoreVerificationLedger final : public VerificationLedger {
   }
 
   void drop(const QueuedShards& q) override {
-    store_->call<bool>(
-        [&](sql::Db& db) {
-          event_tables::drop_queued(db, q.id);
-          return true;
-        },
-        Store::Access::kWrite);
+    write([&](sql::Db& db) { event_tables::drop_queued(db, q.id); });
   }
 
   void record_shard(const QueuedShards& q, std::size_t index, IntegrityResult r) override {
-    store_->call<bool>(
-        [&](sql::Db& db) {
-          sql::Transaction tx(db);
-          event_tables::record_shard(db, q, index, r);
-          tx.commit();
-          return true;
-        },
-        Store::Access::kWrite);
+    write([&](sql::Db& db) { event_tables::record_shard(db, q, index, r); });
   }
 
   void record_refused(const QueuedShards& q, std::size_t index, PathRefusal why) override {
-    store_->call<bool>(
-        [&](sql::Db& db) {
-          sql::Transaction tx(db);
-          event_tables::record_refused(db, q, index, why);
-          tx.commit();
-          return true;
-        },
-        Store::Access::kWrite);
+    write([&](sql::Db& db) { event_tables::record_refused(db, q, index, why); });
   }
 
   std::vector<ManifestCandidate> manifest_candidates(const std::string& framework,
@@ -71,18 +53,25 @@ class StoreVerificationLedger final : public VerificationLedger {
   void record_manifest(const ManifestCandidate& c, std::size_t next_index, bool done,
                        std::optional<IntegrityResult> r,
                        std::optional<PathRefusal> refused) override {
+    write([&](sql::Db& db) {
+      event_tables::record_manifest(db, c, next_index, done, r);
+      if (refused) event_tables::count_refused(db, c.tier, *refused);
+    });
+  }
+
+ private:
+  // One transaction on the store thread, waited for, counted as a write.
+  void write(const std::function<void(sql::Db&)>& fn) {
     store_->call<bool>(
         [&](sql::Db& db) {
           sql::Transaction tx(db);
-          event_tables::record_manifest(db, c, next_index, done, r);
-          if (refused) event_tables::count_refused(db, c.tier, *refused);
+          fn(db);
           tx.commit();
           return true;
         },
         Store::Access::kWrite);
   }
 
- private:
   std::shared_ptr<Store> store_;
 };
 

@@ -188,14 +188,14 @@ std::string format_byte_size(std::uint64_t bytes) {
   return std::to_string(bytes) + kUnits[i];
 }
 
-std::string url_encode(std::string_view s) {
+std::string url_encode(std::string_view s, std::string_view keep) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(s.size());
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~') {
+        c == '.' || c == '_' || c == '~' || keep.find(ch) != std::string_view::npos) {
       out += ch;
     } else {
       out += '%';

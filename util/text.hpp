@@ -19,7 +19,8 @@ std::string html_escape(std::string_view s);
 
 // Encodes a URL query component: every byte but ALPHA / DIGIT / "-._~" as
 // %XX (RFC 3986 unreserved kept), so that url_decode gives `s` back.
-std::string url_encode(std::string_view s);
+// `keep`: bytes left as they are besides the unreserved ones ("/" for a path).
+std::string url_encode(std::string_view s, std::string_view keep = {});
 
 // A logfmt value: bare when it has no space, quote, '=' or control character,
 // otherwise double-quoted with Go-style escapes.
