@@ -178,7 +178,10 @@ bool walk_dir(int dfd, const std::string& rel,
       if (errno != ENOENT) ok = false;
       continue;
     }
-    if (!walk_dir(sub, rel.empty() ? n : rel + "/" + n, fn)) ok = false;
+    std::string child = rel;
+    if (!child.empty()) child += '/';
+    child += n;
+    if (!walk_dir(sub, child, fn)) ok = false;
   }
   ::closedir(d);
   return ok;
