@@ -46,14 +46,7 @@ class IoErrorsOnAJobDirectory(unittest.TestCase):
         make_checkpoint(os.path.join(source, "jobB"), 100, 500)
         self.control = self.ws.path("fault")
         self.mnt = self.ws.mkdir("tier")
-        fs = harness.Process([sys.executable, os.path.join(harness.HERE, "faultfs.py"),
-                              source, self.mnt, self.control])
-        self.ws.on_close(fs.stop)
-        self.ws.on_close(lambda: harness.unmount(self.mnt))
-        harness.wait_for(lambda: harness.mounted(self.mnt) or fs.proc.poll() is not None,
-                         what="the FUSE mount")
-        if not harness.mounted(self.mnt):
-            self.fail(f"faultfs did not mount:\n{fs.output()}")
+        harness.mount_fuse(self.ws, "faultfs.py", [source, self.mnt, self.control], self.mnt)
         config = harness.config_yaml([
             "  - name: rapid\n"
             f"    path: {json.dumps(self.mnt)}\n"
