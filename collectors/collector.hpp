@@ -43,6 +43,12 @@ class Collector {
   // Loop thread. The target's job threw `error`.
   virtual void on_failure(const std::string& /*target*/, const std::string& /*error*/,
                           State& /*state*/) {}
+  // Loop thread. The target was not probed this time: its job never reached
+  // a worker before its deadline (every worker busy with stuck jobs), or the
+  // target already has a stuck job. Nothing new is known of it; `why` says
+  // which.
+  virtual void on_not_started(const std::string& /*target*/, const std::string& /*why*/,
+                              State& /*state*/) {}
   // A descriptor that becomes readable when the collector wants to run before
   // its interval is up (inotify), or -1.
   virtual int wake_fd() const { return -1; }

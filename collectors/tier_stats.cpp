@@ -177,6 +177,7 @@ Job TierStatsCollector::prepare(const std::string& target, const State& /*state*
       auto it = state.tiers.find(target);
       TierState& t = it->second;
       t.last_probe = now;
+      t.not_probed_since = 0;
       // The walk found another tree where the tier was (its mount gone, its
       // symlink re-pointed): down, and the figures of that file system are
       // not the tier's.
@@ -203,6 +204,7 @@ void TierStatsCollector::on_deadline(const std::string& target, State& state) {
   if (it == state.tiers.end()) return;
   it->second.up = false;
   it->second.last_probe = clock_->now();
+  it->second.not_probed_since = 0;
   it->second.down_reason =
       "statfs did not return within " + format_duration(timeout_) + " (hung mount?)";
 }
@@ -213,7 +215,19 @@ void TierStatsCollector::on_failure(const std::string& target, const std::string
   if (it == state.tiers.end()) return;
   it->second.up = false;
   it->second.last_probe = clock_->now();
+  it->second.not_probed_since = 0;
   it->second.down_reason = error;
+}
+
+void TierStatsCollector::on_not_started(const std::string& target, const std::string& why,
+                                        State& state) {
+  auto it = state.tiers.find(target);
+  if (it == state.tiers.end()) return;
+  TierState& t = it->second;
+  if (t.not_probed_since <= 0) t.not_probed_since = clock_->now();
+  if (!t.up) return;
+  t.up = false;
+  t.down_reason = why;
 }
 
 }  // namespace ckptmon

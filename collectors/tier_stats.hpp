@@ -45,6 +45,10 @@ class TierStatsCollector final : public Collector {
   Job prepare(const std::string& target, const State& state) override;
   void on_deadline(const std::string& target, State& state) override;
   void on_failure(const std::string& target, const std::string& error, State& state) override;
+  // Not probed (collector.hpp): a tier that read up is down for as long as
+  // it goes unprobed, since its last answer is no longer a fact about now; a
+  // tier already down keeps the reason it was found down for.
+  void on_not_started(const std::string& target, const std::string& why, State& state) override;
 
  private:
   std::shared_ptr<const Clock> clock_;

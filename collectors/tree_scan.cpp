@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "collectors/access_audit.hpp"
+#include "collectors/layouts/recogniser.hpp"
 #include "collectors/mountinfo.hpp"
 #include "util/label.hpp"
 #include "util/log.hpp"
@@ -470,7 +471,12 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
           }
         }
         auditor.audit_checkpoint(c, node, file, found);
-        if (node != nullptr && c.state == CkptState::kCommitted) {
+        // Not frozen while racy: a file still being written when the walk
+        // read it (a commit marker created, its content not yet in) leaves
+        // every directory's mtime as it was, and a reuse would keep the
+        // half-read record for good.
+        if (node != nullptr && c.state == CkptState::kCommitted &&
+            std::max(layouts::activity_of(c), node->mtime) <= now - kRacySeconds) {
           WalkMemory::Frozen f;
           f.dir_mtime = c.dir_mtime;
           f.last_write = c.last_write;

@@ -22,10 +22,6 @@
 namespace ckptmon {
 namespace {
 
-// A directory's mtime this close to the listing (seconds) may still change
-// within the same timestamp tick: such a listing is not remembered.
-constexpr double kRacySeconds = 2;
-
 std::string join(const std::string& rel, const std::string& name) {
   return rel.empty() ? name : rel + "/" + name;
 }
@@ -662,13 +658,20 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
         if (it != memory_->listings.end() && it->second->mtime == dn.mtime &&
             it->second->ino == w.p.ino && it->second->mode == dn.mode &&
             it->second->uid == dn.uid && it->second->gid == dn.gid &&
-            it->second->files.size() == it->second->ctimes.size()) {
+            it->second->files.size() == it->second->ctimes.size() &&
+            it->second->files.size() == it->second->checked.size()) {
           w.prior = it->second;
         }
       }
     }
     stack.resize(stack.size() - n);
 
+    // Whether file k of a reused listing is stat'ed again: a manifest the
+    // layouts read, or a young file whose recheck is due.
+    const auto restat = [now = options_.now](const DirListing& l, std::size_t k) {
+      return wants_content(l.files[k].name) ||
+             (l.ctimes[k] > l.settled_before && recheck_due(now, l.ctimes[k], l.checked[k]));
+    };
     // 1. Open and list (a reused listing: open only when something in it
     // must be stat'ed again).
     std::vector<std::function<void()>> tasks;
@@ -678,9 +681,7 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
       if (w.prior) {
         const DirListing& l = *w.prior;
         need_fd = !l.dirs.empty() || !l.retry.empty();
-        for (std::size_t k = 0; !need_fd && k < l.files.size(); ++k) {
-          need_fd = l.ctimes[k] > l.settled_before || wants_content(l.files[k].name);
-        }
+        for (std::size_t k = 0; !need_fd && k < l.files.size(); ++k) need_fd = restat(l, k);
       }
       if (w.p.fd) {
         w.fd = w.p.fd;
@@ -737,7 +738,7 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
         for (const auto& r : l.retry)
           w.entries.push_back(EntryIn{r, DT_UNKNOWN, nullptr, 0, nullptr, nullptr});
         for (std::size_t k = 0; k < l.files.size(); ++k) {
-          if (l.ctimes[k] > l.settled_before || wants_content(l.files[k].name)) {
+          if (restat(l, k)) {
             w.entries.push_back(
                 EntryIn{l.files[k].name, DT_UNKNOWN, &l.files[k], l.ctimes[k], nullptr, nullptr});
           }
@@ -748,6 +749,9 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
         ++stats_.dirs_listed;
         if (listed_ != nullptr) listed_->push_back(w.p.rel);
         w.entries.reserve(w.names.size());
+        // Listed again (an entry came or went, most often a commit marker):
+        // every file is stat'ed, so a checkpoint's sizes are current at the
+        // moment it commits.
         for (auto& [name, type] : w.names) w.entries.push_back(entry(std::move(name), type));
         std::vector<std::pair<std::string, unsigned char>>().swap(w.names);
       }
@@ -797,14 +801,19 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
       std::vector<std::uint64_t> dir_inos;
       std::vector<FileEntry> files;
       std::vector<double> ctimes;
+      std::vector<double> checked;
       bool changed = !w.prior;
+      // A young file stat'ed again, unchanged: the listing is remembered anew
+      // all the same, with when it was checked.
+      bool rechecked = false;
       if (w.prior) {
-        // Settled files as remembered; the rest come back from the stats.
+        // Files not stat'ed again as remembered; the rest come back from the stats.
         const DirListing& l = *w.prior;
         for (std::size_t k = 0; k < l.files.size(); ++k) {
-          if (l.ctimes[k] > l.settled_before || wants_content(l.files[k].name)) continue;
+          if (restat(l, k)) continue;
           files.push_back(l.files[k]);
           ctimes.push_back(l.ctimes[k]);
+          checked.push_back(l.checked[k]);
         }
       }
       files.reserve(files.size() + w.entries.size());
@@ -837,6 +846,7 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
           continue;
         }
         FileEntry f = make_file(std::move(in.name), o);
+        if (w.prior && !wants_content(f.name)) rechecked = true;
         if (w.prior && !changed) {
           // A file stat'ed again changes the listing when it changed, or
           // settled since (it need not be stat'ed again next time).
@@ -846,6 +856,7 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
         }
         files.push_back(std::move(f));
         ctimes.push_back(o.a.ctime);
+        checked.push_back(options_.now);
       }
       // What the slots produced for this directory is no longer needed.
       std::vector<EntryOut>().swap(w.outs);
@@ -858,14 +869,18 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
                   [&](std::size_t a, std::size_t b) { return files[a].name < files[b].name; });
         std::vector<FileEntry> f2;
         std::vector<double> c2;
+        std::vector<double> k2;
         f2.reserve(files.size());
         c2.reserve(files.size());
+        k2.reserve(files.size());
         for (auto k : order) {
           f2.push_back(std::move(files[k]));
           c2.push_back(ctimes[k]);
+          k2.push_back(checked[k]);
         }
         files = std::move(f2);
         ctimes = std::move(c2);
+        checked = std::move(k2);
         if (listing->dirs != w.prior->dirs) changed = true;
       }
       // Reserved for every entry: a directory of directories (a job's)
@@ -877,10 +892,11 @@ bool TreeWalker::walk(std::vector<Pending>& stack) {
       node.dirs = std::move(dirs);
       // A partial listing (node.error) is never remembered: it is read again.
       if (remember_ != nullptr && node.error == 0 && node.mtime <= options_.now - kRacySeconds) {
-        if (w.prior && !changed) {
+        if (w.prior && !changed && !rechecked) {
           (*remember_)[w.p.rel] = w.prior;
         } else {
           listing->ctimes = std::move(ctimes);
+          listing->checked = std::move(checked);
           if (adopt_later_) {
             to_adopt_.emplace_back(w.p.rel, listing);
           } else {

@@ -59,12 +59,40 @@ struct DirListing {
   std::uint32_t gid = 0;
   std::vector<FileEntry> files;    // every non-directory entry, sorted by name
   std::vector<double> ctimes;      // of `files`, same order
+  // When each of `files` was last stat'ed (the walk's now), same order.
+  std::vector<double> checked;
   std::vector<std::string> dirs;   // subdirectories on the tier's device, sorted
   std::vector<std::string> retry;  // entries whose stat failed (not ENOENT): stat'ed again
-  // Files whose ctime was within the settle time of the listing: stat'ed
-  // again on reuse (they may still be written in place).
+  // Files whose ctime was within the settle time of the listing may still be
+  // written in place: stat'ed again on reuse when their recheck is due
+  // (recheck_due), and on a new listing of the directory likewise.
   double settled_before = 0;
 };
+
+// The longest a young file (ctime within the settle time) goes without being
+// stat'ed again, seconds: what the NFS client's attribute cache allows by
+// default (acregmax).
+inline constexpr double kRecheckMaxSeconds = 60;
+
+// Whether a young file stat'ed at `checked`, when its ctime said `ctime`, is
+// due to be stat'ed again at `now`: once half as long again as it had been
+// quiet then has passed, and at most kRecheckMaxSeconds later. A file being
+// written (quiet for nothing) is stat'ed at every walk; one quiet for a
+// minute, every 30 s; so 100,000 young files cost a few stat calls each over
+// the settle time instead of one per walk (the NFS client's adaptive
+// attribute cache, acregmin..acregmax, in walks).
+inline bool recheck_due(double now, double ctime, double checked) {
+  const double quiet = checked > ctime ? checked - ctime : 0;
+  const double wait = quiet / 2 < kRecheckMaxSeconds ? quiet / 2 : kRecheckMaxSeconds;
+  return now - checked >= wait;
+}
+
+// A time this close to the walk (seconds) may still be joined by more changes
+// within the same timestamp tick (file times come from the kernel's coarse
+// clock), as git's "racy" index entries: a listing whose directory mtime is
+// this recent is not remembered, a checkpoint written this recently is not
+// frozen.
+inline constexpr double kRacySeconds = 2;
 
 // What earlier walks of one tier remember: for each committed checkpoint
 // directory (tier-relative path), the mtimes of all its directories and what

@@ -120,9 +120,18 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
   read_rule(m, "CkptmonStateWriteFailing", r.state_write_failing, sink,
             [](YamlMap&, auto&, std::size_t) {});
   read_rule(m, "CheckpointStallingGPUs", r.stalling_gpus, sink,
-            [&](YamlMap& rm, auto& o, std::size_t) {
+            [&](YamlMap& rm, auto& o, std::size_t before) {
               double_key(rm, "min_drop_ratio", o.min_drop_ratio, sink, 0, 1);
+              double_key(rm, "clear_drop_ratio", o.clear_drop_ratio, sink, 0, 1);
+              double_key(rm, "min_lost_gpu_seconds", o.min_lost_gpu_seconds, sink, 0, 1e12);
+              double_key(rm, "clear_lost_gpu_seconds", o.clear_lost_gpu_seconds, sink, 0, 1e12);
               int_key(rm, "consecutive", o.consecutive, sink, 1, 64);
+              if (sink.errors().size() == before) {
+                require_order(rm, sink, "clear_drop_ratio", o.clear_drop_ratio, "min_drop_ratio",
+                              o.min_drop_ratio, fmt_number);
+                require_order(rm, sink, "clear_lost_gpu_seconds", o.clear_lost_gpu_seconds,
+                              "min_lost_gpu_seconds", o.min_lost_gpu_seconds, fmt_number);
+              }
             });
   read_rule(m, "CheckpointGoodputLow", r.goodput_low, sink,
             [&](YamlMap& rm, auto& o, std::size_t before) {

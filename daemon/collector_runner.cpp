@@ -227,9 +227,24 @@ void CollectorRunner::not_started(Collector& collector, const std::string& targe
   reported_[std::string(collector.name()) + "/" + target] = true;
   CollectorStatus& status = state_.collectors[std::string(collector.name())];
   ++status.not_started;
-  status.targets[target].success = false;
-  log::warn("collector run not started; target not probed",
-            {{"collector", collector.name()}, {"target", target}, {"reason", why}});
+  auto& t = status.targets[target];
+  t.success = false;
+  // Said once per stretch: every cycle while workers stay stuck would be a
+  // line a scan interval for each target.
+  if (!t.not_probed) {
+    log::warn("collector run not started; target not probed",
+              {{"collector", collector.name()}, {"target", target}, {"reason", why}});
+  } else {
+    log::debug("collector run not started; target still not probed",
+               {{"collector", collector.name()}, {"target", target}, {"reason", why}});
+  }
+  t.not_probed = true;
+  try {
+    collector.on_not_started(target, why, state_);
+  } catch (const std::exception& e) {
+    log::error("collector not-started handler threw",
+               {{"collector", collector.name()}, {"err", e.what()}});
+  }
   if (on_change_) on_change_();
 }
 
@@ -266,6 +281,11 @@ void CollectorRunner::record(Collector& collector, const std::string& target, do
   auto& t = status.targets[target];
   t.in_flight = false;
   t.duration_seconds = seconds;
+  if (t.not_probed) {
+    t.not_probed = false;
+    log::info("collector run started again; target probed",
+              {{"collector", collector.name()}, {"target", target}});
+  }
   bool ok = result.error.empty();
   if (ok && result.update) {
     try {

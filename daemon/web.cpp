@@ -522,6 +522,8 @@ std::string render_tiers_json(const Snapshot& snap) {
     j["up"] = t.up;
     j["down_reason"] = t.up ? nlohmann::json() : nlohmann::json(t.down_reason);
     j["last_success"] = t.last_success > 0 ? nlohmann::json(t.last_success) : nlohmann::json();
+    j["not_probed_since"] =
+        t.not_probed_since > 0 ? nlohmann::json(t.not_probed_since) : nlohmann::json();
     if (t.has_stats) {
       j["size_bytes"] = t.stats.size_bytes;
       j["avail_bytes"] = t.stats.avail_bytes;

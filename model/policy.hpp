@@ -201,10 +201,18 @@ struct AlertRules {
   struct StateWriteFailing : AlertDefaults<60, Severity::kCritical> {
   } state_write_failing;
   // GPU utilisation during checkpoints drops by more than min_drop_ratio of
-  // its baseline, (baseline - during) / baseline, for `consecutive`
-  // checkpoints of a job in a row (rules/gpu_cost.hpp).
+  // its baseline, (baseline - during) / baseline, and each of those
+  // checkpoints lost at least min_lost_gpu_seconds, for `consecutive`
+  // checkpoints of a job in a row (rules/gpu_cost.hpp). The floor keeps a
+  // save of milliseconds, whose drop over one sample bucket is large and
+  // whose cost is nothing, from paging. Clears once the last checkpoint
+  // dropped at most clear_drop_ratio or lost at most clear_lost_gpu_seconds;
+  // between the two thresholds the alert holds (no flapping).
   struct StallingGpus : AlertDefaults<0, Severity::kWarning> {
     double min_drop_ratio = 0.5;
+    double clear_drop_ratio = 0.4;
+    double min_lost_gpu_seconds = 30;
+    double clear_lost_gpu_seconds = 15;
     std::int64_t consecutive = 3;
   } stalling_gpus;
   // GPU-seconds lost to checkpoints exceed max_lost_ratio of the job's

@@ -39,6 +39,9 @@ struct TierState {
   TierStats stats;
   double last_success = 0;  // unix seconds of the last successful probe; 0 = never
   double last_probe = 0;    // unix seconds the last probe result (or deadline) was recorded
+  // Unix seconds since when the tier's probe has not been run (its job never
+  // reached a worker, or another job for it is stuck); 0 while it is probed.
+  double not_probed_since = 0;
 };
 
 // Outcome of the runs of one collector, over all its targets.
@@ -47,6 +50,9 @@ struct CollectorStatus {
     bool success = false;
     double duration_seconds = 0;
     bool in_flight = false;
+    // The last outcome was "not started" (not probed); logged once per
+    // stretch, the return logged once too.
+    bool not_probed = false;
   };
   std::map<std::string, Target> targets;
   std::uint64_t timeouts = 0;

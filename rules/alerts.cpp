@@ -364,22 +364,30 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
       const std::size_t n = static_cast<std::size_t>(std::max<std::int64_t>(1, rule.consecutive));
       Signal s = Signal::kHold;  // no known checkpoint yet: nothing to judge
       double v = 0;
-      if (!g.drops.empty()) {
-        v = g.drops.back();
-        if (v <= rule.min_drop_ratio) {
+      const std::size_t known = std::min(g.drops.size(), g.losses.size());
+      double lost = 0;
+      if (known > 0) {
+        v = g.drops[known - 1];
+        lost = g.losses[known - 1];
+        const auto stalled = [&](std::size_t i) {
+          return g.drops[i] > rule.min_drop_ratio && g.losses[i] >= rule.min_lost_gpu_seconds;
+        };
+        if (v <= rule.clear_drop_ratio || lost <= rule.clear_lost_gpu_seconds) {
           s = Signal::kClear;
-        } else if (g.drops.size() >= n &&
-                   std::all_of(g.drops.end() - static_cast<std::ptrdiff_t>(n), g.drops.end(),
-                               [&](double d) { return d > rule.min_drop_ratio; })) {
-          s = Signal::kFire;
+        } else if (known >= n) {
+          bool all = true;
+          for (std::size_t i = known - n; i < known; ++i) all = all && stalled(i);
+          if (all) s = Signal::kFire;
         }
       }
       out.add(kAlertNames[12], rule, "", g.job, s, v, [&] {
         return Texts{"Checkpoints of job " + g.job + " stall its GPUs",
                      "GPU utilisation of job " + g.job + " (" + std::to_string(g.gpus) +
                          " GPUs) dropped by " + percent(v) +
-                         " of its baseline during its last checkpoint, and by more than " +
-                         percent(rule.min_drop_ratio) + " during each of the last " +
+                         " of its baseline during its last checkpoint (" +
+                         number(std::round(lost)) + " GPU-seconds lost), and by more than " +
+                         percent(rule.min_drop_ratio) + " with at least " +
+                         number(rule.min_lost_gpu_seconds) + " GPU-seconds lost in each of the last " +
                          std::to_string(n) +
                          " checkpoints: the ranks wait on the save instead of training."};
       });

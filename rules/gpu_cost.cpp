@@ -276,7 +276,10 @@ std::vector<GpuJobFigures> gpu_job_figures(const GpuCostTracker& tracker, double
     f.job = job;
     f.gpus = cost.gpus;
     for (const CheckpointGpuCost& c : cost.recent) {
-      if (auto d = c.drop_ratio()) f.drops.push_back(*d);
+      if (auto d = c.drop_ratio(); d && c.lost_gpu_seconds) {
+        f.drops.push_back(*d);
+        f.losses.push_back(*c.lost_gpu_seconds);
+      }
       if (c.window.span.end > since && c.lost_gpu_seconds) f.lost_in_window += *c.lost_gpu_seconds;
     }
     const double seen_from = std::max(since, tracker.first_seen().value_or(now));

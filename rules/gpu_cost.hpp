@@ -140,7 +140,10 @@ class GpuCostTracker {
 // The alerts' view of one job (rules/alerts.cpp).
 struct GpuJobFigures {
   std::string job;
-  std::vector<double> drops;  // drop ratios of the newest known checkpoints, oldest first
+  // The newest checkpoints whose cost is known, oldest first: their drop
+  // ratios and the GPU-seconds each lost (same order, same length).
+  std::vector<double> drops;
+  std::vector<double> losses;
   double lost_in_window = 0;  // GPU-seconds lost by windows that ended within the goodput window
   double gpu_seconds_in_window = 0;  // the job's GPUs x the part of the window the source saw
   std::size_t gpus = 0;

@@ -27,6 +27,10 @@ void tier_families(const State& state, std::vector<prometheus::MetricFamily>& ou
             "1 when the tier's file system is mounted read-only (superblock options).");
   FamilyBuilder last_ok = gauge("ckpt_tier_last_success_timestamp_seconds",
                                 "When the tier last answered a probe successfully.");
+  FamilyBuilder not_probed =
+      gauge("ckpt_tier_not_probed_since_timestamp_seconds",
+            "Since when the tier's probe has not run (every worker busy with stuck jobs, or "
+            "another job for the tier stuck); absent while it is probed.");
   FamilyBuilder shards =
       gauge("ckpt_tier_shards",
             "Instances the tier's jobs are split between (shard: i/n gives n; 1 when "
@@ -44,6 +48,7 @@ void tier_families(const State& state, std::vector<prometheus::MetricFamily>& ou
               {"device", t.has_stats ? t.stats.device : ""}},
              1);
     if (t.last_success > 0) last_ok.add(tier, t.last_success);
+    if (t.not_probed_since > 0) not_probed.add(tier, t.not_probed_since);
     shards.add(tier, static_cast<double>(std::max<std::uint32_t>(1, t.config.shard_count)));
     // Like node_exporter for a stuck mount: no figures rather than stale ones.
     if (!t.up || !t.has_stats) continue;
@@ -54,7 +59,8 @@ void tier_families(const State& state, std::vector<prometheus::MetricFamily>& ou
     files_free.add(tier, t.stats.files_free);
     ro.add(tier, t.stats.readonly ? 1 : 0);
   }
-  append(out, {&up, &info, &size, &avail, &free_b, &files, &files_free, &ro, &last_ok, &shards});
+  append(out, {&up, &info, &size, &avail, &free_b, &files, &files_free, &ro, &last_ok, &not_probed,
+               &shards});
 }
 
 }  // namespace ckptmon

@@ -16,6 +16,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -475,6 +476,20 @@ def unmount(path):
             if shutil.which("fusermount") and run(["fusermount", "-u", path], check=False).returncode == 0:
                 continue
             run(["umount", "-l", path], check=False)
+
+
+def mount_fuse(ws, script, args, mountpoint):
+    """Starts tests/integration/`script` (a fusepy file system) with `args`,
+    mounted on `mountpoint`; the workspace unmounts it, then stops it, at
+    close. Fails the test when it does not mount. Returns the Process."""
+    fs = Process([sys.executable, os.path.join(HERE, script), *args])
+    ws.on_close(fs.stop)
+    ws.on_close(lambda: unmount(mountpoint))
+    wait_for(lambda: mounted(mountpoint) or fs.proc.poll() is not None,
+             what=f"the FUSE mount of {script}")
+    if not mounted(mountpoint):
+        raise AssertionError(f"{script} did not mount:\n{fs.output()}")
+    return fs
 
 
 class Workspace:

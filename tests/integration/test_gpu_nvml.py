@@ -60,7 +60,9 @@ class GpuNvmlEndToEnd(unittest.TestCase):
             script += [f"util * {a:+d} 10", f"util * {b:+d} 90"]
         os.environ["FAKE_NVML_SCRIPT"] = self.ws.write("fake-nvml.txt", "\n".join(script) + "\n")
         cfg = self.config(FAKE, "alerting:\n  rules:\n"
-                          "    CheckpointStallingGPUs: {for: 0s, consecutive: 3, min_drop_ratio: 0.5}\n"
+                          # 16 GPU-seconds a checkpoint: above a floor of 10.
+                          "    CheckpointStallingGPUs: {for: 0s, consecutive: 3, min_drop_ratio: 0.5,"
+                          " min_lost_gpu_seconds: 10, clear_lost_gpu_seconds: 5}\n"
                           "    CheckpointGoodputLow: {enabled: false}\n")
         for step, (a, b) in enumerate(dips, start=1):
             self.checkpoint(self.log, step * 100, t0 + a, t0 + b)

@@ -34,16 +34,9 @@ class StuckTier(unittest.TestCase):
         self.mnt = self.ws.mkdir("stuck")
         self.healthy = self.ws.mkdir("healthy")
 
-        fs = harness.Process([sys.executable, os.path.join(harness.HERE, "blockfs.py"),
-                              self.mnt, self.control])
         # Undo order (reverse of registration): unblock, stop ckptmon, then
         # unmount, then stop the FUSE process.
-        self.ws.on_close(fs.stop)
-        self.ws.on_close(lambda: harness.unmount(self.mnt))
-        harness.wait_for(lambda: harness.mounted(self.mnt) or fs.proc.poll() is not None,
-                         what="the FUSE mount")
-        if not harness.mounted(self.mnt):
-            self.fail(f"blockfs did not mount:\n{fs.output()}")
+        harness.mount_fuse(self.ws, "blockfs.py", [self.mnt, self.control], self.mnt)
         config = harness.config_yaml([
             harness.tier_yaml("stuck", self.mnt, role="staging", drains_to="healthy"),
             harness.tier_yaml("healthy", self.healthy, role="rapid"),

@@ -15,6 +15,8 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/executor_work_guard.hpp>
+
+#include "log_capture.hpp"
 #include "loop_helpers.hpp"
 
 namespace ckptmon {
@@ -55,6 +57,9 @@ class FakeCollector final : public Collector {
   void on_failure(const std::string& target, const std::string& error, State&) override {
     failures.emplace_back(target, error);
   }
+  void on_not_started(const std::string& target, const std::string& why, State&) override {
+    not_started.emplace_back(target, why);
+  }
 
   std::string name_ = "fake";
   Duration interval_ = std::chrono::hours(1);
@@ -64,6 +69,7 @@ class FakeCollector final : public Collector {
   std::map<std::string, int> prepared;
   std::vector<std::string> deadlines;
   std::vector<std::pair<std::string, std::string>> failures;
+  std::vector<std::pair<std::string, std::string>> not_started;
 };
 
 // An Update that writes `value` into a marker the test reads back.
@@ -509,6 +515,24 @@ class StarvationTest : public ::testing::Test {
     return run_loop_until(io_, pred);
   }
 
+  // Runs "stats" once: its job for tier a hangs on the gate until it passes
+  // its deadline (stuck); b's probe comes back first, before the clock moves,
+  // or it could pass its deadline too (timeouts 2, never 1).
+  void stick_stats_on_a() {
+    const int probed = probed_->load();
+    const auto timeouts = state_.collectors["stats"].timeouts;
+    const int entered = gate_->entered_count();
+    ASSERT_TRUE(runner_->run("stats"));
+    ASSERT_TRUE(gate_->wait_entered(entered + 1));
+    ASSERT_TRUE(run_until([&] {
+      auto it = state_.collectors["stats"].targets.find("b");
+      return probed_->load() == probed + 1 && it != state_.collectors["stats"].targets.end() &&
+             !it->second.in_flight;
+    }));
+    clock_->advance(0.020);
+    ASSERT_TRUE(run_until([&] { return state_.collectors["stats"].timeouts == timeouts + 1; }));
+  }
+
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
   std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
@@ -587,17 +611,7 @@ TEST_F(StarvationTest, AJobThatNeverStartedIsNotProbedNotTimedOut) {
 TEST_F(StarvationTest, NoCollectorStartsAnotherJobForATargetWithAStuckJob) {
   start(4, 0, {"stats", "scan"});
   auto& scan = *fakes_["scan"];
-  ASSERT_TRUE(runner_->run("stats"));
-  ASSERT_TRUE(gate_->wait_entered(1));
-  // b is not stuck: let its probe come back before moving the clock, or it
-  // could pass its deadline too (timeouts 2, never 1).
-  ASSERT_TRUE(run_until([&] {
-    auto it = state_.collectors["stats"].targets.find("b");
-    return probed_->load() == 1 && it != state_.collectors["stats"].targets.end() &&
-           !it->second.in_flight;
-  }));
-  clock_->advance(0.020);
-  ASSERT_TRUE(run_until([&] { return state_.collectors["stats"].timeouts == 1; }));
+  ASSERT_NO_FATAL_FAILURE(stick_stats_on_a());
 
   // Tier a has a stuck statfs: the walk of the other collector is not started
   // (it would only tie up another worker); tier b is.
@@ -619,6 +633,48 @@ TEST_F(StarvationTest, NoCollectorStartsAnotherJobForATargetWithAStuckJob) {
   EXPECT_EQ(scan.prepared["a"], 1);
   ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
   EXPECT_TRUE(state_.collectors["scan"].targets["a"].success);
+}
+
+TEST_F(StarvationTest, NotProbedIsToldToTheCollectorEachTimeAndLoggedOncePerStretch) {
+  testing::LogCapture logged;
+  const auto count = [&](const std::string& what) { return logged.count(what); };
+  start(4, 0, {"stats", "scan"});
+  auto& scan = *fakes_["scan"];
+  ASSERT_NO_FATAL_FAILURE(stick_stats_on_a());
+
+  // Five cycles while tier a's statfs stays stuck: scan's a is not probed
+  // each time, its collector hears of each, the log says it once.
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(runner_->run("scan"));
+    ASSERT_TRUE(run_until([&] { return !state_.collectors["scan"].targets["b"].in_flight; }));
+  }
+  EXPECT_EQ(state_.collectors["scan"].not_started, 5u);
+  ASSERT_EQ(scan.not_started.size(), 5u);
+  EXPECT_EQ(scan.not_started[0],
+            std::make_pair(std::string("a"),
+                           std::string("not probed: another job for this target is stuck")));
+  EXPECT_TRUE(state_.collectors["scan"].targets["a"].not_probed);
+  EXPECT_EQ(count("collector run not started"), 1) << logged.str();
+  EXPECT_EQ(count("target probed"), 0) << logged.str();
+
+  // The stuck job returns: the next run probes a, and that is said once.
+  gate_->release();
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(runner_->run("scan"));
+    ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
+  }
+  EXPECT_FALSE(state_.collectors["scan"].targets["a"].not_probed);
+  EXPECT_EQ(count("collector run started again; target probed"), 1) << logged.str();
+  EXPECT_EQ(scan.not_started.size(), 5u);
+
+  // A second stretch is logged again.
+  gate_->close();
+  ASSERT_NO_FATAL_FAILURE(stick_stats_on_a());
+  ASSERT_TRUE(runner_->run("scan"));
+  EXPECT_EQ(count("collector run not started"), 2) << logged.str();
+  gate_->release();
+  ASSERT_TRUE(run_until([&] { return runner_->in_flight() == 0; }));
 }
 
 TEST_F(StarvationTest, AQueuedJobForATargetThatGotStuckDoesNotRun) {

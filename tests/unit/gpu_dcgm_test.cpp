@@ -5,13 +5,14 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 
 #include "collectors/gpu.hpp"
 #include "collectors/gpu_source.hpp"
 #include "config/config.hpp"
 #include "tests/test_paths.hpp"
 #include "util/log.hpp"
+
+#include "log_capture.hpp"
 
 namespace ckptmon {
 namespace {
@@ -200,12 +201,7 @@ TEST(GpuCollector, ASampleFromTheFutureIsRefusedCountedAndLoggedNotTheNewestBuck
   HttpFetch fetch = [body](const std::string&, double, std::size_t) {
     return FetchResult{true, 200, "text/plain", *body, ""};
   };
-  std::ostringstream logged;
-  log::init(spdlog::level::info, log::Format::kLogfmt,
-            std::make_shared<spdlog::sinks::ostream_sink_mt>(logged));
-  struct Restore {
-    ~Restore() { log::init(spdlog::level::info, log::Format::kLogfmt); }
-  } restore;
+  testing::LogCapture logged;
   auto clock = std::make_shared<FakeClock>(1000.0);
   GpuCollector c(clock, fetch);
   c.configure(*cfg.config);
@@ -243,14 +239,7 @@ TEST(GpuCollector, ASampleFromTheFutureIsRefusedCountedAndLoggedNotTheNewestBuck
   EXPECT_DOUBLE_EQ(st.gpu->series.at(0).back().end, 1070);
   EXPECT_TRUE(st.gpu->series.at(1).empty());
   // Counted every time, logged once within 10 minutes.
-  const auto lines = [&] {
-    std::size_t n = 0;
-    for (std::size_t at = 0;
-         (at = logged.str().find("dated in the future", at)) != std::string::npos; ++at) {
-      ++n;
-    }
-    return n;
-  };
+  const auto lines = [&] { return logged.count("dated in the future"); };
   EXPECT_EQ(lines(), 1u);
   clock->advance(600.0);
   *body = series + "0.2 4102444800000\n";

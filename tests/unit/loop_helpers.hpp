@@ -94,6 +94,10 @@ struct Gate {
     open = true;
     cv.notify_all();
   }
+  void close() {
+    std::lock_guard lock(mu);
+    open = false;
+  }
   int entered_count() {
     std::lock_guard lock(mu);
     return entered;

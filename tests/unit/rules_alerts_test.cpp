@@ -237,6 +237,7 @@ struct Scene {
     g.job = "llama";
     g.gpus = 8;
     g.drops = {0.8, 0.8, 0.8};
+    g.losses = {960, 960, 960};
     g.lost_in_window = 2880;
     g.gpu_seconds_in_window = 8 * 3600;
     figs.gpu_jobs.push_back(g);
@@ -539,7 +540,9 @@ TEST(AlertConditions, StateWriteFailingFollowsTheFailuresInARow) {
 }
 
 TEST(AlertConditions, GpuAlertsNeedConsecutiveDropsAndHoldOnHysteresis) {
-  AlertingConfig cfg;  // min_drop_ratio 0.5, consecutive 3; goodput 5 % / 4 %
+  // min_drop_ratio 0.5 (clears at 0.4), at least 30 GPU-seconds lost (clears
+  // at 15), consecutive 3; goodput 5 % / 4 %
+  AlertingConfig cfg;
   RuleFigures f;
   GpuJobFigures g;
   g.job = "j";
@@ -553,22 +556,73 @@ TEST(AlertConditions, GpuAlertsNeedConsecutiveDropsAndHoldOnHysteresis) {
     ADD_FAILURE() << name;
     return Signal::kClear;
   };
-  g.drops = {0.6, 0.6};
-  EXPECT_EQ(signal("CheckpointStallingGPUs"), Signal::kHold);  // two of three
-  g.drops = {0.6, 0.6, 0.6};
-  EXPECT_EQ(signal("CheckpointStallingGPUs"), Signal::kFire);
-  g.drops = {0.6, 0.2, 0.6, 0.6};
-  EXPECT_EQ(signal("CheckpointStallingGPUs"), Signal::kHold);  // not three in a row
-  g.drops = {0.6, 0.6, 0.6, 0.5};
-  EXPECT_EQ(signal("CheckpointStallingGPUs"), Signal::kClear);  // at the threshold clears
-  g.drops = {};
-  EXPECT_EQ(signal("CheckpointStallingGPUs"), Signal::kHold);  // nothing known yet
+  auto stall = [&](std::vector<double> drops, std::vector<double> losses) {
+    g.drops = std::move(drops);
+    g.losses = std::move(losses);
+    return signal("CheckpointStallingGPUs");
+  };
+  EXPECT_EQ(stall({0.6, 0.6}, {40, 40}), Signal::kHold);                      // two of three
+  EXPECT_EQ(stall({0.6, 0.6, 0.6}, {40, 40, 40}), Signal::kFire);
+  EXPECT_EQ(stall({0.6, 0.2, 0.6, 0.6}, {40, 40, 40, 40}), Signal::kHold);    // not three in a row
+  EXPECT_EQ(stall({0.6, 0.6, 0.6, 0.45}, {40, 40, 40, 40}), Signal::kHold);   // between 0.4 and 0.5
+  EXPECT_EQ(stall({0.6, 0.6, 0.6, 0.4}, {40, 40, 40, 40}), Signal::kClear);   // at 0.4 clears
+  // The floor: large drops that cost next to nothing (a save of milliseconds
+  // over one sample bucket) never fire.
+  EXPECT_EQ(stall({0.9, 0.9, 0.9}, {0.1, 0.2, 0.1}), Signal::kClear);
+  EXPECT_EQ(stall({0.9, 0.9, 0.9}, {40, 29, 40}), Signal::kHold);   // one under 30
+  EXPECT_EQ(stall({0.9, 0.9, 0.9}, {40, 40, 20}), Signal::kHold);   // between 15 and 30
+  EXPECT_EQ(stall({0.9, 0.9, 0.9}, {40, 40, 15}), Signal::kClear);  // at 15 clears
+  EXPECT_EQ(stall({}, {}), Signal::kHold);  // nothing known yet
   g.lost_in_window = 51;
   EXPECT_EQ(signal("CheckpointGoodputLow"), Signal::kFire);  // 5.1 %
   g.lost_in_window = 45;
   EXPECT_EQ(signal("CheckpointGoodputLow"), Signal::kHold);  // 4.5 %
   g.lost_in_window = 40;
   EXPECT_EQ(signal("CheckpointGoodputLow"), Signal::kClear);  // 4 %
+}
+
+// Issue 26.3: a figure oscillating around its threshold gives one firing, not
+// one per crossing. Through the evaluator the daemon runs: a checkpoint a
+// minute whose drop alternates 0.55 / 0.45 and whose cost alternates 35 / 25
+// GPU-seconds, for two hours. Without the clear thresholds (clear at the
+// fire threshold) the same series fires and resolves at each crossing.
+TEST(AlertConditions, AStallFigureOscillatingAroundItsThresholdFiresOnce) {
+  const auto firings = [](const AlertingConfig& cfg) {
+    AlertEvaluator ev;
+    GpuJobFigures g;
+    g.job = "j";
+    g.gpus = 8;
+    g.gpu_seconds_in_window = 8 * 3600;
+    int fired = 0;
+    int resolved = 0;
+    for (int i = 0; i < 120; ++i) {
+      // Three stalls in a row first, then the oscillation.
+      const bool high = i < 3 || i % 2 == 0;
+      g.drops.push_back(high ? 0.55 : 0.45);
+      g.losses.push_back(high ? 35 : 25);
+      RuleFigures f;
+      f.gpu_jobs = {g};
+      const auto cs = alert_conditions(f, {}, cfg);
+      for (const auto& t : ev.evaluate(cs, 1'000'000.0 + 60.0 * i)) {
+        if (t.labels.alertname != "CheckpointStallingGPUs") continue;
+        if (t.to == AlertState::kFiring) ++fired;
+        if (t.from == AlertState::kFiring && t.to == AlertState::kInactive) ++resolved;
+      }
+    }
+    return std::make_pair(fired, resolved);
+  };
+  AlertingConfig cfg;
+  cfg.rules.goodput_low.enabled = false;
+  EXPECT_EQ(firings(cfg), std::make_pair(1, 0));
+
+  // The same series with the clear thresholds at the fire thresholds (no
+  // hysteresis): a firing for every stall after a calm checkpoint.
+  cfg.rules.stalling_gpus.clear_drop_ratio = cfg.rules.stalling_gpus.min_drop_ratio;
+  cfg.rules.stalling_gpus.clear_lost_gpu_seconds = cfg.rules.stalling_gpus.min_lost_gpu_seconds;
+  cfg.rules.stalling_gpus.consecutive = 1;
+  const auto [fired, resolved] = firings(cfg);
+  EXPECT_GT(fired, 50);
+  EXPECT_GT(resolved, 50);
 }
 
 }  // namespace

@@ -12,9 +12,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 
 #include "daemon/metrics.hpp"
+#include "log_capture.hpp"
 #include "temp_dir.hpp"
 #include "tests/test_paths.hpp"
 #include "util/log.hpp"
@@ -403,19 +403,8 @@ TEST(TierIoCollector, DeadlineAndReloadAreHandled) {
   EXPECT_TRUE(rig.state.io->interfaces.empty());
 }
 
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
-}
-
 TEST(TierIoCollector, ErrorsAreCountedEveryTimeAndLoggedOnce) {
-  std::ostringstream out;
-  log::init(spdlog::level::info, log::Format::kLogfmt,
-            std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
-  struct Restore {
-    ~Restore() { log::init(spdlog::level::info, log::Format::kLogfmt); }
-  } restore;
+  testing::LogCapture out;
   Rig rig;
   // mountstats unreadable: a directory where the file should be (root reads
   // any file, so a mode would not stop this test running as root).
@@ -429,8 +418,8 @@ TEST(TierIoCollector, ErrorsAreCountedEveryTimeAndLoggedOnce) {
   EXPECT_THAT(rig.tier("nfs").error, HasSubstr("cannot read"));
   EXPECT_EQ(rig.tier("nfs").errors, 3u);
   EXPECT_EQ(rig.state.io->read_errors, 6u);  // nfs and broken, three times each
-  EXPECT_EQ(count(out.str(), "target=\"tier nfs\""), 1u) << out.str();
-  EXPECT_EQ(count(out.str(), "target=\"tier broken\""), 1u) << out.str();
+  EXPECT_EQ(out.count("target=\"tier nfs\""), 1u) << out.str();
+  EXPECT_EQ(out.count("target=\"tier broken\""), 1u) << out.str();
   // The block tiers went on meanwhile.
   EXPECT_TRUE(rig.tier("rapid").ok);
   EXPECT_EQ(rig.tier("rapid").history.samples.size(), 3u);
@@ -444,11 +433,11 @@ TEST(TierIoCollector, ErrorsAreCountedEveryTimeAndLoggedOnce) {
   write(rig.proc / "self/mountstats", ms);
   rig.run_all();
   EXPECT_TRUE(rig.tier("nfs").ok) << rig.tier("nfs").error;
-  EXPECT_EQ(count(out.str(), "I/O counters readable again"), 1u) << out.str();
+  EXPECT_EQ(out.count("I/O counters readable again"), 1u) << out.str();
   fs::remove(rig.proc / "self/mountstats");
   rig.clock->advance(15);
   rig.run_all();
-  EXPECT_EQ(count(out.str(), "target=\"tier nfs\""), 3u) << out.str();  // + "readable again"
+  EXPECT_EQ(out.count("target=\"tier nfs\""), 3u) << out.str();  // + "readable again"
 }
 
 }  // namespace

@@ -267,6 +267,34 @@ TEST_F(TierStatsCollectorTest, FailureMarksTheTierDownWithTheError) {
   EXPECT_EQ(state_.tiers.at("t").down_reason, "worker exploded");
 }
 
+TEST_F(TierStatsCollectorTest, NotProbedTurnsAnUpTierDownAndKeepsADownTiersReason) {
+  configure({{"t", dir_.path().string(), TierRole::kRapid, ""},
+             {"h", (dir_.path() / "missing").string(), TierRole::kRapid, ""}});
+  run("t");
+  run("h");
+  ASSERT_TRUE(state_.tiers.at("t").up);
+  clock_->advance(5);
+  // Its probe never reached a worker: "up" is no longer a fact about now.
+  collector_.on_not_started("t", "not probed: all workers busy with stuck jobs", state_);
+  EXPECT_FALSE(state_.tiers.at("t").up);
+  EXPECT_EQ(state_.tiers.at("t").down_reason, "not probed: all workers busy with stuck jobs");
+  EXPECT_EQ(state_.tiers.at("t").not_probed_since, 1005.0);
+  EXPECT_EQ(state_.tiers.at("t").last_success, 1000.0);  // the age: since this
+  clock_->advance(5);
+  collector_.on_not_started("t", "not probed: all workers busy with stuck jobs", state_);
+  EXPECT_EQ(state_.tiers.at("t").not_probed_since, 1005.0);  // since the first
+  // A tier already down keeps why it was found down.
+  collector_.on_not_started("h", "not probed: another job for this target is stuck", state_);
+  EXPECT_EQ(state_.tiers.at("h").down_reason, "path does not exist");
+  EXPECT_EQ(state_.tiers.at("h").not_probed_since, 1010.0);
+  // The next probe that runs ends the stretch.
+  clock_->advance(1);
+  run("t");
+  EXPECT_TRUE(state_.tiers.at("t").up);
+  EXPECT_EQ(state_.tiers.at("t").not_probed_since, 0.0);
+  EXPECT_EQ(state_.tiers.at("t").last_success, 1011.0);
+}
+
 TEST_F(TierStatsCollectorTest, ALateResultForARepointedOrRemovedTierIsIgnored) {
   const fs::path old_path = dir_.path() / "old";
   fs::create_directories(old_path);

@@ -4,6 +4,11 @@
 #include "collectors/tree_scan.hpp"
 #include "config/config.hpp"
 
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "daemon/metrics/collectors.hpp"
@@ -69,6 +74,57 @@ TEST_F(TreeScanReload, ShardFilesAreKeptOnceTheTierTakesPartInADrain) {
   ASSERT_EQ(state_.catalogs["rapid"]->checkpoints.size(), 1u);
   ASSERT_NE(state_.catalogs["rapid"]->checkpoints[0].shard_files, nullptr);
   EXPECT_EQ(state_.catalogs["rapid"]->checkpoints[0].shard_files->size(), 2u);
+}
+
+// The racy window (tree_walk.hpp kRacySeconds): a checkpoint read the moment
+// it was committed may have a file still being written. Frozen then, the
+// next walks would reuse its half-read record, since writing into an existing
+// file changes no directory's mtime.
+class TreeScanRacy : public ::testing::Test {
+ protected:
+  TreeScanRacy() {
+    shard_ = tier_.write("llama/step-1/__0_0.distcp", 100);
+    tier_.write("llama/step-1/.metadata", 10);
+    struct stat st {};
+    ::stat(shard_.c_str(), &st);
+    written_ =
+        static_cast<double>(st.st_mtim.tv_sec) + 1e-9 * static_cast<double>(st.st_mtim.tv_nsec);
+    collector_.configure(
+        config_of("tiers:\n  - {name: rapid, path: " + tier_.str() + ", role: rapid}\n"));
+    state_.tiers["rapid"].config.path = tier_.str();
+  }
+  std::uint64_t walk_at(double now) {
+    clock_->set(now);
+    collector_.prepare("rapid", state_)()(state_);
+    const auto& c = state_.catalogs["rapid"]->checkpoints;
+    return c.size() == 1 ? c[0].bytes : 0;
+  }
+  // The shard written further in place: its directory is left as it was.
+  void grow_in_place() {
+    std::ofstream(shard_, std::ios::binary | std::ios::app) << std::string(50, 'x');
+  }
+
+  testing::TempDir tier_;
+  std::filesystem::path shard_;
+  double written_ = 0;
+  State state_;
+  std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
+  TreeScanCollector collector_{clock_};
+};
+
+TEST_F(TreeScanRacy, ACheckpointWalkedWithinTheRacyWindowIsReadAgainByTheNextWalk) {
+  EXPECT_EQ(walk_at(written_ + 0.5), 110u);
+  grow_in_place();
+  EXPECT_EQ(walk_at(written_ + 10), 160u);
+}
+
+TEST_F(TreeScanRacy, OnceOutsideTheWindowTheCheckpointIsFrozenAndReused) {
+  // The other side of the rule, so the first test cannot pass by never
+  // freezing: walked 10 s after its last write, the record is reused as a
+  // whole (a committed checkpoint is not written again in place).
+  EXPECT_EQ(walk_at(written_ + 10), 110u);
+  grow_in_place();
+  EXPECT_EQ(walk_at(written_ + 20), 110u);
 }
 
 // Reloads as the daemon does them: each load stamped as the one after the

@@ -355,38 +355,95 @@ TEST(TreeWalkConcurrent, JobDirectoryWith20000LooseFilesIsNotStatedAgainWhileIts
   }
 }
 
-TEST(TreeWalkConcurrent, RecentlyChangedFilesOfAReusedListingAreStatedAgain) {
+TEST(TreeWalkConcurrent, RecentlyChangedFilesOfAReusedListingAreStatedAgainWhenDue) {
   testing::TempDir t;
   t.write("job/step-1/__0_0.distcp", 10);
   t.write("job/step-1/__1_0.distcp", 10);
   testing::RootDir root(t.str());
-  // The listing is taken "now": both files changed just now, so they are
-  // not settled and a reuse of the listing must stat them again.
+  // The listing is taken 5 s after both files changed: they are not settled,
+  // and a reuse of the listing stats them again once their recheck is due,
+  // half their quiet time later (2.5 s; recheck_due).
   WalkMemory memory;
   const double now = wall_now() + 5;  // past the directory's racy window
-  WalkOptions o;
-  o.now = now;
+  const auto walk_at = [&](double at, WalkStats& s, bool remember) {
+    WalkOptions o;
+    o.now = at;
+    TreeWalker w(root.fd, root.dev, &memory, s, o);
+    if (remember) w.remember_listings(&memory.listings);
+    DirNode job;
+    EXPECT_TRUE(w.build("job", job, nullptr));
+    const DirNode* ck = find_node(job, "step-1");
+    return ck == nullptr ? std::vector<FileEntry>{} : ck->files;
+  };
   {
     WalkStats s;
-    TreeWalker w(root.fd, root.dev, &memory, s, o);
-    w.remember_listings(&memory.listings);
-    DirNode job;
-    ASSERT_TRUE(w.build("job", job, nullptr));
+    walk_at(now, s, true);
     ASSERT_TRUE(memory.listings.contains("job/step-1"));
   }
   // Written in place: the size changes, the directory's mtime does not.
   { std::ofstream(t.file("job/step-1/__1_0.distcp"), std::ios::app) << "more"; }
+  {
+    // 1 s later: not due, what the listing said is reported (bounded staleness).
+    WalkStats s;
+    const auto files = walk_at(now + 1, s, false);
+    ASSERT_EQ(files.size(), 2u);
+    EXPECT_EQ(files[1].size, 10u);
+    EXPECT_EQ(s.listings_reused, 2u);
+    EXPECT_EQ(s.stat_calls, 1u + 1u);  // job, step-1
+  }
+  // 3 s later: due, both stat'ed again, the growth seen.
   WalkStats s;
-  TreeWalker w(root.fd, root.dev, &memory, s, o);
-  DirNode job;
-  ASSERT_TRUE(w.build("job", job, nullptr));
-  const DirNode* ck = find_node(job, "step-1");
-  ASSERT_NE(ck, nullptr);
-  ASSERT_EQ(ck->files.size(), 2u);
-  EXPECT_EQ(ck->files[1].size, 14u);
+  const auto files = walk_at(now + 3, s, false);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[1].size, 14u);
   EXPECT_EQ(s.dirs_listed, 0u);
   EXPECT_EQ(s.listings_reused, 2u);
   EXPECT_EQ(s.stat_calls, 1u + 1u + 2u);  // job, step-1, both hot files
+}
+
+// Issue 27 (degraded): young files in one directory were stat'ed again at
+// every walk for the whole settle time (30 minutes). Now each is stat'ed
+// again when its recheck is due: at most every kRecheckMaxSeconds once quiet,
+// a few times more while it was fresh. 1,000 such files, a walk every 2 s for
+// 30 minutes: 895,000 stat calls before; by the rule (each recheck due at
+// 1.5x the quiet time of the last, on a 2 s walk grid), per file the checks
+// at 5, 9, 15, 23, 35, 53, 81, 123 s after the write, then one a minute to
+// 1,795 s: 8 + 27 = 35 a file, give or take one for where the write fell in
+// its second.
+TEST(TreeWalkConcurrent, QuietYoungFilesAreStatedAgainAtMostOnceAMinute) {
+  testing::TempDir t;
+  constexpr int kFiles = 1000;
+  for (int i = 0; i < kFiles; ++i) t.write("job/step-1/f" + std::to_string(i), 10);
+  testing::RootDir root(t.str());
+  const double written = wall_now();
+  WalkMemory memory;
+  std::uint64_t file_stats = 0;
+  std::uint64_t walks = 0;
+  for (double at = written + 5; at < written + 1800 - 5; at += 2) {
+    if (at >= written + 1500 && at < written + 1502) {
+      // After 25 quiet minutes one file grows in place: seen within a minute.
+      std::ofstream(t.file("job/step-1/f7"), std::ios::app) << "more";
+    }
+    WalkStats s;
+    WalkOptions o;
+    o.now = at;
+    TreeWalker w(root.fd, root.dev, &memory, s, o);
+    w.remember_listings(&memory.listings);
+    DirNode job;
+    ASSERT_TRUE(w.build("job", job, nullptr));
+    const DirNode* ck = find_node(job, "step-1");
+    ASSERT_NE(ck, nullptr);
+    ASSERT_EQ(ck->files.size(), static_cast<std::size_t>(kFiles));
+    file_stats += s.stat_calls - 2;  // less job and step-1
+    ++walks;
+    if (at >= written + 1500 + 62) {
+      EXPECT_EQ(ck->file("f7")->size, 14u) << "seen within a minute of the write, at " << at;
+    }
+  }
+  EXPECT_EQ(walks, 895u);
+  // Every walk stat'ed every file before: 895,000.
+  EXPECT_LE(file_stats, static_cast<std::uint64_t>(kFiles) * 38);
+  EXPECT_GE(file_stats, static_cast<std::uint64_t>(kFiles) * 30);
 }
 
 TEST(TreeWalkConcurrent, EntriesVanishingOrMovingMidWalkAreCountedTheSameAtAnyConcurrency) {
