@@ -44,7 +44,7 @@ bool same_scan_settings(const TierConfig& a, const TierConfig& b) {
   auto namespaces_eq = [](const auto& x, const auto& y) {
     return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const auto& n, const auto& m) {
       return n.job_regex == m.job_regex && n.owner == m.owner && n.group == m.group &&
-             n.residency == m.residency;
+             n.residency == m.residency && n.project_gids == m.project_gids;
     });
   };
   return a.name == b.name && a.path == b.path && a.partial_after == b.partial_after &&

@@ -6,6 +6,8 @@
 #include <regex>
 #include <sstream>
 
+#include <grp.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -133,11 +135,61 @@ void read_jobs(const YamlField& f, JobRule& rule, ErrorSink& sink) {
   m.finish();
 }
 
-void read_namespaces(const YamlField& f, std::vector<NamespaceRule>& out, ErrorSink& sink) {
-  if (!f.value.IsMap()) {
+// A group name or a numeric gid, as the group database knows it now.
+std::optional<gid_t> resolve_gid(const std::string& name) {
+  gid_t gid{};
+  auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), gid);
+  if (ec == std::errc() && p == name.data() + name.size()) return gid;
+  struct group gr {};
+  struct group* res = nullptr;
+  std::vector<char> buf(16384);
+  for (;;) {
+    const int rc = ::getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &res);
+    if (rc == ERANGE && buf.size() < (std::size_t{1} << 24)) {
+      buf.resize(buf.size() * 2);  // a group with many members
+      continue;
+    }
+    if (rc == 0 && res != nullptr) return gr.gr_gid;
+    return std::nullopt;
+  }
+}
+
+// project_groups: the groups that may read the namespace's job directories.
+void read_project_groups(const YamlField& f, NamespaceRule& rule, ErrorSink& sink) {
+  auto one = [&](const YamlField& item) {
+    auto v = read_string(item, sink);
+    if (!v) return;
+    if (v->empty()) {
+      sink.add(item.mark(), item.path, "expected a group name or a numeric gid, got \"\"");
+      return;
+    }
+    auto gid = resolve_gid(*v);
+    if (!gid) {
+      sink.add(item.mark(), item.path,
+               "no group named \"" + *v + "\" in the system's group database");
+      return;
+    }
+    rule.project_groups.push_back(*v);
+    rule.project_gids.push_back(*gid);
+  };
+  if (f.value.IsScalar()) {
+    one(f);
+  } else if (f.value.IsSequence()) {
+    for (std::size_t i = 0; i < f.value.size(); ++i) {
+      one(YamlField{f.value[i], f.value[i].Mark(), f.path + "[" + std::to_string(i) + "]"});
+    }
+  } else {
     sink.add(
         f.mark(), f.path,
-        "expected a mapping of job regex to {owner, group, residency}, got " + describe(f.value));
+        "expected a group or a list of groups (names or numeric gids), got " + describe(f.value));
+  }
+}
+
+void read_namespaces(const YamlField& f, std::vector<NamespaceRule>& out, ErrorSink& sink) {
+  if (!f.value.IsMap()) {
+    sink.add(f.mark(), f.path,
+             "expected a mapping of job regex to {owner, group, residency, project_groups}, got " +
+                 describe(f.value));
     return;
   }
   for (YAML::const_iterator it = f.value.begin(); it != f.value.end(); ++it) {
@@ -177,6 +229,7 @@ void read_namespaces(const YamlField& f, std::vector<NamespaceRule>& out, ErrorS
                  "expected a label or a list of labels, got " + describe(r.value));
       }
     }
+    if (auto p = m.get("project_groups"); p.present()) read_project_groups(p, rule, sink);
     m.finish();
     out.push_back(std::move(rule));
   }

@@ -16,8 +16,13 @@ enum class FindingKind {
   kResidency,         // the tier's residency label is not allowed for the job's namespace
   kUnreadable,        // a directory the walk could not open or list (EACCES, EIO, ESTALE...)
   kTooDeep,           // a directory deeper than walk_max_depth below the tier root: not walked
+  // A job directory that users or groups outside the namespace's project_groups
+  // can read (mode bits, a POSIX ACL or an NFSv4 ACL), or whose default ACL
+  // will let them read the checkpoints created in it.
+  kReadableOutsideProject,
+  kAclInvalid,  // a job directory's ACL xattr could not be decoded or read: its readers are unknown
 };
-inline constexpr int kFindingKindCount = 7;
+inline constexpr int kFindingKindCount = 9;
 std::string_view to_string(FindingKind k);
 std::optional<FindingKind> finding_kind_from(std::string_view s);
 

@@ -65,6 +65,10 @@ std::string_view to_string(FindingKind k) {
       return "unreadable";
     case FindingKind::kTooDeep:
       return "too_deep";
+    case FindingKind::kReadableOutsideProject:
+      return "readable_outside_project";
+    case FindingKind::kAclInvalid:
+      return "acl_invalid";
   }
   return "unknown";
 }

@@ -3,6 +3,8 @@
 // where its jobs are and the rules' knobs for it. Plain data (config/ reads
 // YAML into it); immutable once loaded, safe to read from several threads.
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -49,6 +51,12 @@ struct NamespaceRule {
   std::string owner;                   // user name or numeric uid; empty = any
   std::string group;                   // group name or numeric gid; empty = any
   std::vector<std::string> residency;  // allowed tier residency labels; empty = any
+  // The groups whose members may read the namespace's job directories, as
+  // configured (names or numeric gids); empty = no reader audit. Anyone else
+  // who can read (mode bits, POSIX or NFSv4 ACL) is a readable_outside_project
+  // finding.
+  std::vector<std::string> project_groups;
+  std::vector<gid_t> project_gids;  // project_groups resolved when the configuration was read
 };
 
 struct TierConfig {

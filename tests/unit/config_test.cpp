@@ -244,7 +244,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    namespaces:\n      "
                 "x: {user: bob}\n",
                 {"bad.yml:6:11: tiers[0].namespaces.x.user: unknown key (expected one of: "
-                 "owner, group, residency)"}},
+                 "owner, group, residency, project_groups)"}},
         BadCase{"retention_keep_last_zero",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    retention: "
                 "{keep_last: 0}\n",
