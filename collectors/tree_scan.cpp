@@ -417,7 +417,11 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
     auditor.audit_job(job, job_rel, found);
     DirNode tree;
     walking_job = job;
-    if (!walker.build(job_rel, tree, nullptr)) {
+    // Its ACLs, read on the descriptor the walk opens, when its namespace
+    // says who may read (project_groups).
+    AclXattrs acls;
+    const bool readers = auditor.wants_readers(job);
+    if (!walker.build(job_rel, tree, nullptr, readers ? &acls : nullptr)) {
       if (walker.stalled()) {
         out = ScanOutcome{};
         out.root_ok = false;
@@ -431,6 +435,7 @@ ScanOutcome TierScanner::scan(double now, DirWatcher* watcher,
       if (tree.error != 0) out.unreadable.push_back({job, job_rel, tree.error});
       continue;
     }
+    if (readers) auditor.audit_readers(job, job_rel, tree, acls, found);
     const std::size_t unreadable_from = out.unreadable.size();
     collect_unreadable(tree, job_rel, job, out.unreadable);
     const std::vector<UnreadableDir> job_unreadable(

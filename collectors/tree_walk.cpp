@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -176,6 +177,32 @@ struct TreeWalker::Env {
     a.ino = st.st_ino;
     a.dev = st.st_dev;
     return 0;
+  }
+
+  // One ACL xattr of the directory open at `fd`: absent when the file system
+  // has none (ENODATA) or no xattrs of the kind (ENOTSUP); a value over
+  // kMaxAclXattrBytes fails with ERANGE.
+  void read_xattr(int fd, const char* name, const std::string& rel, XattrValue& out) const {
+    out = XattrValue{};
+    // Most ACLs are a few entries: a small buffer first, the largest on ERANGE.
+    std::string buf(4096, '\0');
+    ssize_t n = -1;
+    for (;;) {
+      n = call("xattr", rel, [&] { return ::fgetxattr(fd, name, buf.data(), buf.size()); });
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == ERANGE && buf.size() < kMaxAclXattrBytes) {
+        buf.assign(kMaxAclXattrBytes, '\0');
+        continue;
+      }
+      break;
+    }
+    if (n < 0) {
+      if (errno != ENODATA && errno != ENOTSUP) out.error = errno;
+      return;
+    }
+    buf.resize(static_cast<std::size_t>(n));
+    out.present = true;
+    out.bytes = std::move(buf);
   }
 
   int open_dir_at(int parent_fd, const std::string& name, const std::string& rel) const {
@@ -539,7 +566,7 @@ bool TreeWalker::run_all(std::vector<std::function<void()>>& tasks) {
   return !stalled_;
 }
 
-bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error) {
+bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error, AclXattrs* acls) {
   auto say = [&](int err) {
     if (error != nullptr) *error = rel + ": " + errno_text(err);
   };
@@ -550,8 +577,11 @@ bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error)
     int err = 0;
     Attr a;
     bool stat_ok = false;
+    bool want_acls = false;
+    AclXattrs acls;
   };
   auto head = std::make_shared<Head>();
+  head->want_acls = acls != nullptr;
   std::vector<std::function<void()>> first{[env = env_, head, rel] {
     const int fd = env->open_rel(rel);
     if (fd < 0) {
@@ -570,6 +600,11 @@ bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error)
     head->a.gid = st.st_gid;
     head->a.mtime = mtime_of(st);
     head->a.ino = st.st_ino;
+    if (head->want_acls) {
+      env->read_xattr(fd, kNfs4AclXattr, rel, head->acls.nfs4);
+      env->read_xattr(fd, kPosixAclAccessXattr, rel, head->acls.posix_access);
+      env->read_xattr(fd, kPosixAclDefaultXattr, rel, head->acls.posix_default);
+    }
   }};
   if (!run_all(first)) {
     if (error != nullptr) *error = rel + ": the walk stalled (no call returned in time)";
@@ -594,6 +629,7 @@ bool TreeWalker::build(const std::string& rel, DirNode& out, std::string* error)
   out.mode = head->a.mode;
   out.uid = head->a.uid;
   out.gid = head->a.gid;
+  if (acls != nullptr) *acls = std::move(head->acls);
   if (memory_ != nullptr && options_.frozen_record) {
     auto it = memory_->frozen.find(rel);
     std::shared_ptr<const Checkpoint> record;

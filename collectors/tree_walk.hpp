@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectors/acl.hpp"
 #include "model/access.hpp"
 #include "model/catalog.hpp"
 #include "model/checkpoint.hpp"
@@ -165,7 +166,7 @@ bool run_tasks(WalkSlots* slots, std::vector<std::function<void()>>& tasks,
                std::chrono::milliseconds stall, const Clock& clock = system_clock());
 
 // Called before each metadata call with its kind ("open", "list", "stat",
-// "readlink", "read") and the tier-relative path it is about. Tests use it to
+// "readlink", "read", "xattr") and the tier-relative path it is about. Tests use it to
 // make one call hang; never set in the daemon.
 using WalkCallHook = std::function<void(std::string_view op, const std::string& rel)>;
 
@@ -210,8 +211,9 @@ class TreeWalker {
   // Lists the directory at tier-relative `rel` (no leading slash; "" = root)
   // and everything below it into `out`. Returns false, with `error`, when
   // `rel` itself cannot be opened or the walk stalled; problems below it are
-  // counted, not fatal.
-  bool build(const std::string& rel, DirNode& out, std::string* error);
+  // counted, not fatal. With `acls`, the ACL xattrs of `rel` itself are read
+  // into it (fgetxattr on the descriptor the walk opened, never by path).
+  bool build(const std::string& rel, DirNode& out, std::string* error, AclXattrs* acls = nullptr);
 
   // When set, every directory listed (not reused) is appended, tier-relative.
   void record_listed(std::vector<std::string>* out) { listed_ = out; }

@@ -23,9 +23,10 @@ build_pkgs=(
 # .deb, python3-yaml and python3-jsonschema the Kubernetes manifests; wrk and
 # curl for bench/load_test.sh (scrapes under load); chromium renders the
 # HTML report headless (tests/integration/test_report.py); clang-format and
-# clang-tidy are make lint's (scripts/lint.sh).
+# clang-tidy are make lint's (scripts/lint.sh); acl's setfacl gives the ACL
+# audit's test real POSIX ACLs (tests/integration/test_acl_audit.py).
 test_pkgs=(
-  python3 python3-fusepy fuse3 util-linux openssl
+  python3 python3-fusepy fuse3 util-linux openssl acl
   prometheus prometheus-alertmanager prometheus-node-exporter
   clang libclang-rt-14-dev clang-format clang-tidy
   lintian python3-yaml python3-jsonschema
