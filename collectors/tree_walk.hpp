@@ -58,8 +58,8 @@ struct DirListing {
   std::uint32_t mode = 0;
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
-  std::vector<FileEntry> files;    // every non-directory entry, sorted by name
-  std::vector<double> ctimes;      // of `files`, same order
+  std::vector<FileEntry> files;  // every non-directory entry, sorted by name
+  std::vector<double> ctimes;    // of `files`, same order
   // When each of `files` was last stat'ed (the walk's now), same order.
   std::vector<double> checked;
   std::vector<std::string> dirs;   // subdirectories on the tier's device, sorted

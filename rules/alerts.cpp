@@ -387,8 +387,8 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
                          " of its baseline during its last checkpoint (" +
                          number(std::round(lost)) + " GPU-seconds lost), and by more than " +
                          percent(rule.min_drop_ratio) + " with at least " +
-                         number(rule.min_lost_gpu_seconds) + " GPU-seconds lost in each of the last " +
-                         std::to_string(n) +
+                         number(rule.min_lost_gpu_seconds) +
+                         " GPU-seconds lost in each of the last " + std::to_string(n) +
                          " checkpoints: the ranks wait on the save instead of training."};
       });
     }

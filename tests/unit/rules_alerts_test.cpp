@@ -561,18 +561,18 @@ TEST(AlertConditions, GpuAlertsNeedConsecutiveDropsAndHoldOnHysteresis) {
     g.losses = std::move(losses);
     return signal("CheckpointStallingGPUs");
   };
-  EXPECT_EQ(stall({0.6, 0.6}, {40, 40}), Signal::kHold);                      // two of three
+  EXPECT_EQ(stall({0.6, 0.6}, {40, 40}), Signal::kHold);  // two of three
   EXPECT_EQ(stall({0.6, 0.6, 0.6}, {40, 40, 40}), Signal::kFire);
-  EXPECT_EQ(stall({0.6, 0.2, 0.6, 0.6}, {40, 40, 40, 40}), Signal::kHold);    // not three in a row
-  EXPECT_EQ(stall({0.6, 0.6, 0.6, 0.45}, {40, 40, 40, 40}), Signal::kHold);   // between 0.4 and 0.5
-  EXPECT_EQ(stall({0.6, 0.6, 0.6, 0.4}, {40, 40, 40, 40}), Signal::kClear);   // at 0.4 clears
+  EXPECT_EQ(stall({0.6, 0.2, 0.6, 0.6}, {40, 40, 40, 40}), Signal::kHold);   // not three in a row
+  EXPECT_EQ(stall({0.6, 0.6, 0.6, 0.45}, {40, 40, 40, 40}), Signal::kHold);  // between 0.4 and 0.5
+  EXPECT_EQ(stall({0.6, 0.6, 0.6, 0.4}, {40, 40, 40, 40}), Signal::kClear);  // at 0.4 clears
   // The floor: large drops that cost next to nothing (a save of milliseconds
   // over one sample bucket) never fire.
   EXPECT_EQ(stall({0.9, 0.9, 0.9}, {0.1, 0.2, 0.1}), Signal::kClear);
   EXPECT_EQ(stall({0.9, 0.9, 0.9}, {40, 29, 40}), Signal::kHold);   // one under 30
   EXPECT_EQ(stall({0.9, 0.9, 0.9}, {40, 40, 20}), Signal::kHold);   // between 15 and 30
   EXPECT_EQ(stall({0.9, 0.9, 0.9}, {40, 40, 15}), Signal::kClear);  // at 15 clears
-  EXPECT_EQ(stall({}, {}), Signal::kHold);  // nothing known yet
+  EXPECT_EQ(stall({}, {}), Signal::kHold);                          // nothing known yet
   g.lost_in_window = 51;
   EXPECT_EQ(signal("CheckpointGoodputLow"), Signal::kFire);  // 5.1 %
   g.lost_in_window = 45;
