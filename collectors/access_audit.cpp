@@ -285,6 +285,22 @@ void AccessAuditor::audit_readers(const std::string& job, const std::string& job
                   : errno_text(v.error));
     return true;
   };
+  // The readers a POSIX ACL xattr grants; nullopt (and a finding) when it
+  // cannot be decoded. A capped ACL's decoded readers count, with a finding.
+  auto posix = [&](const char* name, const XattrValue& v,
+                   bool default_acl) -> std::optional<std::vector<Reader>> {
+    std::string why;
+    auto acl = decode_posix_acl(v.bytes, &why);
+    if (!acl) {
+      bad(name, why);
+      return std::nullopt;
+    }
+    if (acl->capped()) {
+      bad(name, std::to_string(acl->named_total) + " named entries, only the first " +
+                    std::to_string(kMaxAclEntries) + " read");
+    }
+    return posix_readers(dir.mode, dir.uid, dir.gid, &*acl, default_acl);
+  };
   // Who can read it now: the NFSv4 ACL where there is one, else the POSIX
   // access ACL, else the mode bits. nullopt: unknown.
   std::optional<std::vector<Reader>> now;
@@ -303,17 +319,7 @@ void AccessAuditor::audit_readers(const std::string& job, const std::string& job
     }
   } else if (!nfs4_failed) {
     if (acls.posix_access.present) {
-      std::string why;
-      if (auto acl = decode_posix_acl(acls.posix_access.bytes, &why)) {
-        now = posix_readers(dir.mode, dir.uid, dir.gid, &*acl);
-        if (acl->capped()) {
-          bad(kPosixAclAccessXattr, std::to_string(acl->named_total) +
-                                        " named entries, only the first " +
-                                        std::to_string(kMaxAclEntries) + " read");
-        }
-      } else {
-        bad(kPosixAclAccessXattr, why);
-      }
+      now = posix(kPosixAclAccessXattr, acls.posix_access, false);
     } else if (!access_failed) {
       now = posix_readers(dir.mode, dir.uid, dir.gid, nullptr);
     }
@@ -321,17 +327,7 @@ void AccessAuditor::audit_readers(const std::string& job, const std::string& job
   // What new checkpoints created in it will inherit.
   std::vector<Reader> inherited;
   if (!read_error(kPosixAclDefaultXattr, acls.posix_default) && acls.posix_default.present) {
-    std::string why;
-    if (auto acl = decode_posix_acl(acls.posix_default.bytes, &why)) {
-      inherited = posix_readers(dir.mode, dir.uid, dir.gid, &*acl, /*default_acl=*/true);
-      if (acl->capped()) {
-        bad(kPosixAclDefaultXattr, std::to_string(acl->named_total) +
-                                       " named entries, only the first " +
-                                       std::to_string(kMaxAclEntries) + " read");
-      }
-    } else {
-      bad(kPosixAclDefaultXattr, why);
-    }
+    if (auto r = posix(kPosixAclDefaultXattr, acls.posix_default, true)) inherited = std::move(*r);
   }
   auto outsiders = [&](const std::vector<Reader>& readers) {
     std::string list;
