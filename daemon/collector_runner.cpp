@@ -320,12 +320,13 @@ void CollectorRunner::expire(const std::string& key, std::uint64_t id) {
   const double now = clock_->monotonic();
   if (!f.started->picked.load()) {
     // Still queued: no worker has run it, so nothing is known about the
-    // target. Said once; the deadline counts again once a worker takes it.
-    if (!f.not_started_reported) {
-      f.not_started_reported = true;
-      not_started(*f.collector, f.target, "not probed: all workers busy with stuck jobs");
-    }
+    // target. Not probed only when every worker is held by a stuck job; a
+    // queue behind busy workers whose jobs are not past their own deadlines
+    // yet is only waiting (the one whose deadline comes next may get stuck
+    // and bring a spare; report_starved looks again then). Said once; the
+    // deadline counts again once a worker takes it.
     arm_deadline(key, f, to_seconds(f.deadline));
+    report_starved();
     return;
   }
   const double began = f.started->at.load();
@@ -351,6 +352,20 @@ void CollectorRunner::expire(const std::string& key, std::uint64_t id) {
                {{"collector", f.collector->name()}, {"err", e.what()}});
   }
   if (on_change_) on_change_();
+  report_starved();
+}
+
+void CollectorRunner::report_starved() {
+  if (!pool_.starved()) return;
+  const double now = clock_->monotonic();
+  for (auto& [key, f] : flights_) {
+    if (f.not_started_reported || f.started->picked.load() ||
+        now < f.start + to_seconds(f.deadline)) {
+      continue;
+    }
+    f.not_started_reported = true;
+    not_started(*f.collector, f.target, "not probed: all workers busy with stuck jobs");
+  }
 }
 
 }  // namespace ckptmon

@@ -120,6 +120,9 @@ class CollectorRunner {
   void launch(const std::shared_ptr<Collector>& c, const std::string& target, Duration deadline);
   void finish(const std::string& key, std::uint64_t id, Result result);
   void expire(const std::string& key, std::uint64_t id);
+  // Queued jobs past their deadline are not probed once the pool is starved
+  // (every worker stuck, no spare allowed); said once per job.
+  void report_starved();
   void arm_deadline(const std::string& key, Flight& f, double after_seconds);
   // A job for `target` (any collector) is past its deadline and still running.
   bool target_stuck(const std::string& target) const;

@@ -111,6 +111,12 @@ std::size_t WorkerPool::stuck() const {
   return shared_->stuck.size();
 }
 
+bool WorkerPool::starved() const {
+  std::lock_guard lock(shared_->mu);
+  const Shared& s = *shared_;
+  return !s.queue.empty() && s.stuck.size() >= s.threads && s.threads >= s.limit();
+}
+
 std::size_t WorkerPool::queued() const {
   std::lock_guard lock(shared_->mu);
   return shared_->queue.size();

@@ -46,6 +46,10 @@ class WorkerPool {
   std::size_t busy() const;     // running a task now
   std::size_t stuck() const;    // running a task marked stuck
   std::size_t queued() const;
+  // Queued work has no thread to run it, now or soon: every thread runs a
+  // stuck task and the bound allows no spare. A queue behind busy threads
+  // whose tasks are not (yet) stuck is not starved: it is only waiting.
+  bool starved() const;
   std::size_t max_threads() const { return max_threads_; }
   std::size_t max_spare() const { return max_spare_; }
 

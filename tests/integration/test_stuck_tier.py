@@ -192,8 +192,10 @@ class StuckTier(unittest.TestCase):
             for t in tasks:
                 with open(f"/proc/{pid}/task/{t}/stat") as f:
                     states[int(t)] = f.read().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return None  # reaped meanwhile: caught by wait() below, not here
+        except (FileNotFoundError, ProcessLookupError):
+            # A thread (or the process) went between listing and reading
+            # (ESRCH); reaped meanwhile is caught by wait() below, not here.
+            return None
         if states.get(pid) != "Z":
             return None
         others = [s for t, s in states.items() if t != pid]

@@ -608,6 +608,34 @@ TEST_F(StarvationTest, AJobThatNeverStartedIsNotProbedNotTimedOut) {
   EXPECT_EQ(state_.tiers["b"].down_reason, "probed by stats");
 }
 
+TEST_F(StarvationTest, AJobQueuedBehindABusyWorkerThatIsNotStuckYetIsOnlyWaiting) {
+  // One worker, one spare. Tier a's statfs holds the worker; scan's probe of
+  // b, with a shorter deadline, passes it in the queue before a's job passes
+  // its own. The worker is busy, not stuck: b is waiting, not "not probed"
+  // (the CI race where the healthy tier read down "all workers busy with
+  // stuck jobs" before any job was stuck).
+  start(1, 1, {"stats", "scan"});
+  auto& scan = *fakes_["scan"];
+  scan.deadline_ = std::chrono::duration_cast<Duration>(10ms);
+  ASSERT_TRUE(runner_->run_target("stats", "a"));
+  ASSERT_TRUE(gate_->wait_entered(1));
+  ASSERT_TRUE(runner_->run_target("scan", "b"));
+  clock_->advance(0.010);
+  io_.poll();
+  EXPECT_EQ(state_.collectors["scan"].not_started, 0u);
+  EXPECT_TRUE(scan.not_started.empty());
+  EXPECT_EQ(probed_->load(), 0);
+
+  // a's job passes its deadline: stuck, so a spare starts and probes b.
+  clock_->advance(0.010);
+  ASSERT_TRUE(run_until([&] { return probed_->load() == 1 && runner_->in_flight() == 1; }));
+  EXPECT_EQ(state_.collectors["stats"].timeouts, 1u);
+  EXPECT_EQ(state_.collectors["scan"].not_started, 0u);
+  EXPECT_TRUE(scan.deadlines.empty());
+  EXPECT_TRUE(state_.collectors["scan"].targets.at("b").success);
+  EXPECT_EQ(state_.tiers["b"].down_reason, "probed by scan");
+}
+
 TEST_F(StarvationTest, NoCollectorStartsAnotherJobForATargetWithAStuckJob) {
   start(4, 0, {"stats", "scan"});
   auto& scan = *fakes_["scan"];
