@@ -9,7 +9,13 @@
 #include "util/log.hpp"
 
 namespace ckptmon {
+namespace {
 
+// Why a target was not probed (the tier's down_reason, the log).
+constexpr std::string_view kTargetStuck = "not probed: another job for this target is stuck";
+constexpr std::string_view kWorkersStuck = "not probed: all workers busy with stuck jobs";
+
+}  // namespace
 CollectorRunner::CollectorRunner(boost::asio::io_context& io, WorkerPool& pool, State& state,
                                  std::shared_ptr<const Clock> clock,
                                  std::function<void()> on_change)
@@ -160,7 +166,7 @@ void CollectorRunner::launch(const std::shared_ptr<Collector>& c, const std::str
   const std::string key = std::string(c->name()) + "/" + target;
   launched_for_[key] = target_generation(target);
   if (target_stuck(target)) {
-    not_started(*c, target, "not probed: another job for this target is stuck");
+    not_started(*c, target, std::string(kTargetStuck));
     return;
   }
   Job job;
@@ -265,7 +271,7 @@ void CollectorRunner::finish(const std::string& key, std::uint64_t id, Result re
   if (result.not_run) {
     state_.collectors[std::string(collector->name())].targets[target].in_flight = false;
     if (!said_not_started) {
-      not_started(*collector, target, "not probed: another job for this target is stuck");
+      not_started(*collector, target, std::string(kTargetStuck));
     } else if (on_change_) {
       on_change_();
     }
@@ -322,9 +328,9 @@ void CollectorRunner::expire(const std::string& key, std::uint64_t id) {
     // Still queued: no worker has run it, so nothing is known about the
     // target. Not probed only when every worker is held by a stuck job; a
     // queue behind busy workers whose jobs are not past their own deadlines
-    // yet is only waiting (the one whose deadline comes next may get stuck
-    // and bring a spare; report_starved looks again then). Said once; the
-    // deadline counts again once a worker takes it.
+    // is only waiting (one of those may get stuck and bring a spare;
+    // report_starved looks again then). The deadline counts again once a
+    // worker takes it.
     arm_deadline(key, f, to_seconds(f.deadline));
     report_starved();
     return;
@@ -364,7 +370,7 @@ void CollectorRunner::report_starved() {
       continue;
     }
     f.not_started_reported = true;
-    not_started(*f.collector, f.target, "not probed: all workers busy with stuck jobs");
+    not_started(*f.collector, f.target, std::string(kWorkersStuck));
   }
 }
 

@@ -141,11 +141,13 @@ TEST(WorkerPool, StuckTasksGetSpareThreadsUpToTheBoundThenShrinkBack) {
   pool.post([gate] { gate->wait(); });
   EXPECT_EQ(pool.threads(), 2u);
   EXPECT_EQ(pool.queued(), 2u);
+  EXPECT_FALSE(pool.starved());  // busy, not stuck: the queue only waits
 
   // A task still queued is not stuck: no spare for it.
   pool.mark_stuck(t3);
   EXPECT_EQ(pool.stuck(), 0u);
   EXPECT_EQ(pool.threads(), 2u);
+  EXPECT_FALSE(pool.starved());
 
   // The first stuck task buys one spare, which takes queued work at once.
   pool.mark_stuck(t1);
@@ -160,6 +162,13 @@ TEST(WorkerPool, StuckTasksGetSpareThreadsUpToTheBoundThenShrinkBack) {
   EXPECT_EQ(pool.stuck(), 2u);
   EXPECT_EQ(pool.threads(), 3u);
   EXPECT_EQ(pool.queued(), 1u);
+  // The spare runs t3, which is not stuck: the last task waits on it.
+  EXPECT_FALSE(pool.starved());
+  // Once t3 is stuck too, every thread is held and no spare is left.
+  pool.mark_stuck(t3);
+  EXPECT_EQ(pool.stuck(), 3u);
+  EXPECT_EQ(pool.threads(), 3u);
+  EXPECT_TRUE(pool.starved());
 
   // Once the stuck tasks return, the pool shrinks back to its cap.
   gate->release();
@@ -167,6 +176,7 @@ TEST(WorkerPool, StuckTasksGetSpareThreadsUpToTheBoundThenShrinkBack) {
   ASSERT_TRUE(eventually([&] { return pool.threads() == 2u && pool.busy() == 0u; }));
   EXPECT_EQ(pool.stuck(), 0u);
   EXPECT_EQ(pool.queued(), 0u);
+  EXPECT_FALSE(pool.starved());
 }
 
 TEST(WorkerPool, TheDefaultSpareBoundIsTheCap) {
