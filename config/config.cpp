@@ -263,6 +263,7 @@ void read_shard(const YamlField& f, TierConfig& t, ErrorSink& sink) {
 
 struct TierMarks {
   YAML::Mark name;
+  YAML::Mark path;
   YAML::Mark drains_to;
 };
 
@@ -281,12 +282,17 @@ void read_tier(YamlMap& m, TierConfig& t, TierMarks& marks, ErrorSink& sink) {
     }
   }
   if (auto f = m.require("path"); f.present()) {
+    marks.path = f.mark();
     if (auto v = read_abs_path(f, sink)) t.path = *v;
   }
   if (auto f = m.require("role"); f.present()) {
     if (auto v = read_enum(f, sink, {"staging", "rapid", "milestone", "capacity", "deletion"})) {
       t.role = *role_from(*v);
     }
+  }
+  t.durable = t.role != TierRole::kStaging;
+  if (auto f = m.get("durable"); f.present()) {
+    if (auto v = read_bool(f, sink)) t.durable = *v;
   }
   if (auto f = m.get("drains_to"); f.present()) {
     marks.drains_to = f.mark();
@@ -423,6 +429,10 @@ Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& s
       YamlMap hm(history.value, history.path, sink);
       if (hm.ok()) read_history(hm, cfg.history, sink);
     }
+    if (YamlField estate = top.get("estate"); estate.present()) {
+      YamlMap em(estate.value, estate.path, sink);
+      if (em.ok()) read_estate(em, cfg.estate, sink);
+    }
     YamlField alerting = top.get("alerting");
     if (alerting.present()) {
       YamlMap am(alerting.value, alerting.path, sink);
@@ -471,6 +481,25 @@ Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& s
         no_such_tier(marks[i].drains_to, key, t.drains_to);
       } else if (t.drains_to == t.name) {
         sink.add(marks[i].drains_to, key, "a tier cannot drain to itself");
+      } else if (cfg.tiers[first.at(t.drains_to)].role == TierRole::kDeletion) {
+        // A deletion tier holds what is on its way out: a copy drained there
+        // would count as pending removal, not as a copy.
+        sink.add(marks[i].drains_to, key,
+                 "tier " + json_quote(t.name) + " drains to " + json_quote(t.drains_to) +
+                     ", a role: deletion tier; drain to a tier that keeps copies");
+      }
+    }
+    // Two tiers on one root would catalog every checkpoint twice, as two
+    // copies of each version.
+    std::map<std::string, std::size_t> roots;
+    for (std::size_t i = 0; i < cfg.tiers.size(); ++i) {
+      const auto& t = cfg.tiers[i];
+      if (t.path.empty() || t.name.empty()) continue;
+      auto [it, inserted] = roots.emplace(t.path, i);
+      if (!inserted) {
+        sink.add(marks[i].path, "tiers[" + std::to_string(i) + "].path",
+                 "tiers " + json_quote(cfg.tiers[it->second].name) + " and " + json_quote(t.name) +
+                     " have the same path " + json_quote(t.path));
       }
     }
     std::map<std::string, std::size_t> globs;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "rules/alert_table.hpp"
+
 namespace ckptmon {
 namespace {
 
@@ -55,16 +57,16 @@ void read_rule(YamlMap& rules, std::string_view name, Rule& out, ErrorSink& sink
 }
 
 void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
-  read_rule(m, "CheckpointDrainBacklogGrowing", r.drain_backlog_growing, sink,
+  read_rule(m, alert_name(AlertId::kDrainBacklogGrowing), r.drain_backlog_growing, sink,
             [&](YamlMap& rm, auto& o, std::size_t) {
               int_key(rm, "min_overlapping", o.min_overlapping, sink, 1, 1'000'000);
             });
-  read_rule(m, "CheckpointDrainTooSlow", r.drain_too_slow, sink,
+  read_rule(m, alert_name(AlertId::kDrainTooSlow), r.drain_too_slow, sink,
             [&](YamlMap& rm, auto& o, std::size_t) {
               seconds_key(rm, "max_pending_age", o.max_pending_age_seconds, sink, 1);
               seconds_key(rm, "max_time_to_empty", o.max_time_to_empty_seconds, sink, 1);
             });
-  read_rule(m, "CheckpointTierFillingUp", r.tier_filling_up, sink,
+  read_rule(m, alert_name(AlertId::kTierFillingUp), r.tier_filling_up, sink,
             [&](YamlMap& rm, auto& o, std::size_t before) {
               seconds_key(rm, "horizon", o.horizon_seconds, sink, 1);
               seconds_key(rm, "clear_horizon", o.clear_horizon_seconds, sink, 1);
@@ -73,7 +75,7 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
                               o.clear_horizon_seconds, fmt_seconds);
               }
             });
-  read_rule(m, "CheckpointTierAlmostFull", r.tier_almost_full, sink,
+  read_rule(m, alert_name(AlertId::kTierAlmostFull), r.tier_almost_full, sink,
             [&](YamlMap& rm, auto& o, std::size_t before) {
               double_key(rm, "used_ratio", o.used_ratio, sink, 0, 1);
               double_key(rm, "clear_used_ratio", o.clear_used_ratio, sink, 0, 1);
@@ -82,23 +84,24 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
                               o.used_ratio, fmt_number);
               }
             });
-  read_rule(m, "CheckpointNextWontFit", r.next_wont_fit, sink,
+  read_rule(m, alert_name(AlertId::kNextWontFit), r.next_wont_fit, sink,
             [&](YamlMap& rm, auto& o, std::size_t) {
               double_key(rm, "clear_margin_ratio", o.clear_margin_ratio, sink, 0, 10);
             });
-  read_rule(m, "CheckpointPartial", r.partial, sink, [&](YamlMap& rm, auto& o, std::size_t) {
-    int_key(rm, "min_partial", o.min_partial, sink, 1, 1'000'000);
-  });
-  read_rule(m, "CheckpointCleanupStalled", r.cleanup_stalled, sink,
+  read_rule(m, alert_name(AlertId::kPartial), r.partial, sink,
+            [&](YamlMap& rm, auto& o, std::size_t) {
+              int_key(rm, "min_partial", o.min_partial, sink, 1, 1'000'000);
+            });
+  read_rule(m, alert_name(AlertId::kCleanupStalled), r.cleanup_stalled, sink,
             [&](YamlMap& rm, auto& o, std::size_t) {
               seconds_key(rm, "max_age", o.max_age_seconds, sink, 1);
             });
-  read_rule(m, "CheckpointRecoveryPointStale", r.recovery_point_stale, sink,
+  read_rule(m, alert_name(AlertId::kRecoveryPointStale), r.recovery_point_stale, sink,
             [&](YamlMap& rm, auto& o, std::size_t) {
               seconds_key(rm, "max_age", o.max_age_seconds, sink, 1);
               seconds_key(rm, "active_window", o.active_window_seconds, sink, 1);
             });
-  read_rule(m, "CheckpointCompletionSkewHigh", r.completion_skew_high, sink,
+  read_rule(m, alert_name(AlertId::kCompletionSkewHigh), r.completion_skew_high, sink,
             [&](YamlMap& rm, auto& o, std::size_t before) {
               seconds_key(rm, "max_skew", o.max_skew_seconds, sink, 0);
               seconds_key(rm, "clear_skew", o.clear_skew_seconds, sink, 0);
@@ -107,8 +110,9 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
                               o.max_skew_seconds, fmt_seconds);
               }
             });
-  read_rule(m, "CheckpointTierDown", r.tier_down, sink, [](YamlMap&, auto&, std::size_t) {});
-  read_rule(m, "CheckpointBandwidthShortfall", r.bandwidth_shortfall, sink,
+  read_rule(m, alert_name(AlertId::kTierDown), r.tier_down, sink,
+            [](YamlMap&, auto&, std::size_t) {});
+  read_rule(m, alert_name(AlertId::kBandwidthShortfall), r.bandwidth_shortfall, sink,
             [&](YamlMap& rm, auto& o, std::size_t before) {
               double_key(rm, "min_ratio", o.min_ratio, sink, 0, 1000);
               double_key(rm, "clear_ratio", o.clear_ratio, sink, 0, 1000);
@@ -117,9 +121,9 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
                               fmt_number);
               }
             });
-  read_rule(m, "CkptmonStateWriteFailing", r.state_write_failing, sink,
+  read_rule(m, alert_name(AlertId::kStateWriteFailing), r.state_write_failing, sink,
             [](YamlMap&, auto&, std::size_t) {});
-  read_rule(m, "CheckpointStallingGPUs", r.stalling_gpus, sink,
+  read_rule(m, alert_name(AlertId::kStallingGpus), r.stalling_gpus, sink,
             [&](YamlMap& rm, auto& o, std::size_t before) {
               double_key(rm, "min_drop_ratio", o.min_drop_ratio, sink, 0, 1);
               double_key(rm, "clear_drop_ratio", o.clear_drop_ratio, sink, 0, 1);
@@ -133,7 +137,7 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
                               "min_lost_gpu_seconds", o.min_lost_gpu_seconds, fmt_number);
               }
             });
-  read_rule(m, "CheckpointGoodputLow", r.goodput_low, sink,
+  read_rule(m, alert_name(AlertId::kGoodputLow), r.goodput_low, sink,
             [&](YamlMap& rm, auto& o, std::size_t before) {
               seconds_key(rm, "window", o.window_seconds, sink, 60);
               double_key(rm, "max_lost_ratio", o.max_lost_ratio, sink, 0, 1);
@@ -143,12 +147,17 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
                               o.max_lost_ratio, fmt_number);
               }
             });
-  read_rule(m, "CheckpointWindowMissed", r.window_missed, sink,
+  read_rule(m, alert_name(AlertId::kWindowMissed), r.window_missed, sink,
             [](YamlMap&, auto&, std::size_t) {});
-  read_rule(m, "CheckpointRecoveryTimeObjectiveAtRisk", r.rto_at_risk, sink,
+  read_rule(m, alert_name(AlertId::kRtoAtRisk), r.rto_at_risk, sink,
             [&](YamlMap& rm, auto& o, std::size_t) {
               double_key(rm, "clear_ratio", o.clear_ratio, sink, 0, 1);
             });
+  // Their thresholds are the jobs' (top-level estate:).
+  read_rule(m, alert_name(AlertId::kRecoveryPointNotDurable), r.recovery_point_not_durable, sink,
+            [](YamlMap&, auto&, std::size_t) {});
+  read_rule(m, alert_name(AlertId::kUnderCopied), r.under_copied, sink,
+            [](YamlMap&, auto&, std::size_t) {});
   m.finish();
 }
 
@@ -235,6 +244,52 @@ void read_storage_path(YamlMap& m, StoragePathPolicy& out,
 
 void read_drain(YamlMap& m, DrainPolicy& out, ErrorSink& sink) {
   seconds_key(m, "rate_window", out.rate_window_seconds, sink, 1);
+  m.finish();
+}
+
+namespace {
+
+void read_estate_job(YamlMap& m, EstateJobPolicy& out, ErrorSink& sink) {
+  int_key(m, "copies_required", out.copies_required, sink, 1, 64);
+  seconds_key(m, "durable_within", out.durable_within_seconds, sink, 1);
+}
+
+}  // namespace
+
+void read_estate(YamlMap& m, EstatePolicy& out, ErrorSink& sink) {
+  read_estate_job(m, out.defaults, sink);
+  YamlField f = m.get("jobs");
+  if (f.present()) {
+    if (!f.value.IsMap()) {
+      sink.add(f.mark(), f.path,
+               "expected a mapping of job regex to {copies_required, durable_within}, got " +
+                   describe(f.value));
+    } else {
+      for (YAML::const_iterator it = f.value.begin(); it != f.value.end(); ++it) {
+        const YAML::detail::iterator_value kv = *it;
+        const YAML::Node k = kv.first;
+        if (!k.IsScalar()) {
+          sink.add(k.Mark(), f.path, "expected a job regex as key, got " + describe(k));
+          continue;
+        }
+        EstateJobRule rule;
+        rule.job_regex = k.Scalar();
+        rule.policy = out.defaults;  // what the rule does not say, the defaults do
+        const std::string path = f.path + "." + k.Scalar();
+        try {
+          rule.regex = std::make_shared<const std::regex>(rule.job_regex);
+        } catch (const std::regex_error& e) {
+          sink.add(k.Mark(), path, std::string("invalid regex: ") + e.what());
+          continue;
+        }
+        YamlMap jm(kv.second, path, sink);
+        if (!jm.ok()) continue;
+        read_estate_job(jm, rule.policy, sink);
+        jm.finish();
+        out.jobs.push_back(std::move(rule));
+      }
+    }
+  }
   m.finish();
 }
 

@@ -25,6 +25,9 @@ void read_storage_path(YamlMap& m, StoragePathPolicy& out,
                        std::map<std::string, StoragePathPolicy>& jobs, ErrorSink& sink);
 void read_history(YamlMap& m, HistoryPolicy& out, ErrorSink& sink);
 void read_alerting(YamlMap& m, AlertingConfig& out, ErrorSink& sink);
+// Top-level `estate`: copies_required and durable_within, with per-job
+// `jobs: {<job regex>: {...}}` overrides (first match wins).
+void read_estate(YamlMap& m, EstatePolicy& out, ErrorSink& sink);
 
 // Reads the `retention`, `sizing`, `bandwidth` and `drain` keys of one tier
 // mapping (absent ones keep their defaults). Does not call finish() on the

@@ -22,6 +22,7 @@
 #include "daemon/report_command.hpp"
 #include "daemon/scan_command.hpp"
 #include "events/commands.hpp"
+#include "rules/alert_table.hpp"
 #include "util/duration.hpp"
 #include "util/log.hpp"
 #include "util/version.hpp"
@@ -129,6 +130,16 @@ int cli_main(int argc, char** argv) {
       ->add_option("--config.read-timeout", config_read_timeout,
                    "Deadline for reading the configuration files (a hung mount)")
       ->capture_default_str();
+
+  std::string alerts_format = "text";
+  std::string alerts_config;
+  auto* alerts = app.add_subcommand(
+      "alerts", "Print the alert table: as text, as Prometheus rules, or as the runbook's index");
+  alerts->add_option("--format", alerts_format, "text, prometheus-rules or runbook-index")
+      ->check(CLI::IsMember({"text", "prometheus-rules", "runbook-index"}))
+      ->capture_default_str();
+  alerts->add_option("--config.file", alerts_config,
+                     "Take thresholds, for:, severities and runbook_url from this configuration");
 
   std::string check_file;
   auto* check = app.add_subcommand("check-config", "Validate a configuration file and exit");
@@ -313,6 +324,26 @@ int cli_main(int argc, char** argv) {
     return cmd_serve(std::move(opts));
   }
   if (*check) return cmd_check_config(check_file);
+  if (*alerts) {
+    AlertingConfig alerting;
+    if (!alerts_config.empty()) {
+      LoadResult loaded = load_config_file(alerts_config);
+      if (!loaded.config) {
+        std::cerr << "ckptmon alerts: --config.file " << alerts_config << ":\n";
+        for (const auto& e : loaded.errors) std::cerr << "  " << e.to_string() << "\n";
+        return 2;
+      }
+      alerting = loaded.config->alerting;
+    }
+    if (alerts_format == "prometheus-rules") {
+      std::cout << render_prometheus_rules(alerting);
+    } else if (alerts_format == "runbook-index") {
+      std::cout << render_runbook_index(alerting);
+    } else {
+      std::cout << render_alert_listing(alerting);
+    }
+    return 0;
+  }
   if (*scan) {
     auto d = duration_flag("scan", "--partial-after", scan_partial_after);
     if (!d) return 2;

@@ -47,6 +47,7 @@ RulesPolicy rules_policy(const Config& cfg) {
   for (const TierConfig& t : cfg.tiers) p.tiers[t.name] = t.policy;
   p.alerting = cfg.alerting;
   p.history = cfg.history;
+  p.estate = cfg.estate;
   return p;
 }
 
@@ -333,8 +334,7 @@ void RulesCycle::evaluate() {
     if (gpu_enabled_ && state_.gpu && state_.events) {
       gpu_costs_.update(*state_.events, *state_.gpu, gpu_job_map_, gpu_grace_seconds_, now);
       write.gpu_costs = gpu_costs_.take_joined();  // for `ckptmon report`
-      figures.gpu_jobs =
-          gpu_job_figures(gpu_costs_, now, policy_.alerting.rules.goodput_low.window_seconds);
+      figures.gpu_jobs = gpu_job_figures(gpu_costs_, now, policy_.alerting.rules);
     }
     const std::vector<AlertCondition> conditions =
         alert_conditions(figures, state_.tiers, policy_.alerting, self);
@@ -421,6 +421,8 @@ void RulesCycle::render(const RuleFigures& figures, const std::vector<AlertInsta
   out->plan_inputs = plan_inputs_;
   out->storage_path = storage_path_.snapshot();
   out->evaluated_at = now;
+  for (const RecoveryPoint& p : figures.recovery) out->recovery[p.job].any = p;
+  for (const DurabilityFigures& d : figures.durability) out->recovery[d.job].durability = d;
   if (gpu_enabled_) {
     for (const auto& [job, c] : gpu_costs_.jobs()) {
       GpuJobSummary g;

@@ -45,12 +45,20 @@ struct GpuJobSummary {
   std::optional<double> last_lost, last_during, last_baseline, last_drop;
 };
 
+// One job's recovery points as the landing page and /api/v1/jobs show them:
+// the newest restorable copy anywhere and the newest on a durable tier.
+struct JobRecoverySummary {
+  RecoveryPoint any;
+  DurabilityFigures durability;
+};
+
 struct RulesOutput {
   std::string metrics_text;  // rule, alert, Alertmanager and ckptmon_rules_* families
-  std::map<std::string, GpuJobSummary> gpu_jobs;  // by job; empty while gpu.source is none
-  std::vector<AlertInstance> active;              // pending and firing alerts, sorted by labels
-  std::string alerts_json;                        // GET /api/v1/alerts body: alerts_json(active)
-  std::string plan_json;                          // GET /api/v1/plan body (daemon/plan_command.hpp)
+  std::map<std::string, GpuJobSummary> gpu_jobs;       // by job; empty while gpu.source is none
+  std::map<std::string, JobRecoverySummary> recovery;  // by job, every job with checkpoints
+  std::vector<AlertInstance> active;    // pending and firing alerts, sorted by labels
+  std::string alerts_json;              // GET /api/v1/alerts body: alerts_json(active)
+  std::string plan_json;                // GET /api/v1/plan body (daemon/plan_command.hpp)
   std::vector<PlanInputs> plan_inputs;  // what plan_json was made from (GET /api/v1/report)
   // Window I/O and slow verdict per catalog entry, for /api/v1/checkpoints.
   std::shared_ptr<const std::map<CheckpointKey, CheckpointStoragePath>> storage_path;

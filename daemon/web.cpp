@@ -52,9 +52,46 @@ std::string render_alerts_section(const Snapshot& snap) {
          rows + "</table>\n" + (pending_note.empty() ? "" : "<p>" + pending_note + "</p>\n");
 }
 
-// Per job, the newest checkpoint that can be restored from any tier (the
-// same evaluation as ckpt_restorable_*).
-std::string render_recovery_section(const State& s) {
+std::string durable_cell(const JobRecoverySummary& r) {
+  const DurabilityFigures& d = r.durability;
+  if (!d.durable_known) return "<td colspan=\"3\">unknown: no durable tier watched here</td>";
+  if (!d.durable.restorable) {
+    return "<td class=\"down\" colspan=\"2\">nothing durable</td><td class=\"down\">" +
+           (d.steps_at_risk ? std::to_string(*d.steps_at_risk) : std::string("all")) + "</td>";
+  }
+  const bool risk = d.steps_at_risk && *d.steps_at_risk > 0;
+  return "<td>" + (d.durable.step >= 0 ? std::to_string(d.durable.step) : "-") + " on " +
+         html_escape(d.durable.tier) + "</td><td>" +
+         html_escape(format_rfc3339(d.durable.timestamp)) + "</td><td" +
+         (risk ? " class=\"down\"" : "") + ">" +
+         (d.steps_at_risk ? std::to_string(*d.steps_at_risk) : std::string("-")) + "</td>";
+}
+
+// Per job, the rules cycle's recovery points: the newest checkpoint that can
+// be restored from any tier (ckpt_restorable_*) and from a durable one
+// (ckpt_durable_restorable_*). Before the first cycle, the first of them
+// evaluated here.
+std::string render_recovery_section(const Snapshot& snap) {
+  const State& s = snap.state;
+  std::string h = "<h2>Recovery point</h2>\n";
+  if (snap.rules) {
+    if (snap.rules->recovery.empty()) return h + "<p>No checkpoints found yet.</p>\n";
+    h += "<table><tr><th>job</th><th>step</th><th>committed</th><th>tier</th><th>verified</th>"
+         "<th>durable step</th><th>durable since</th><th>steps at risk</th></tr>\n";
+    for (const auto& [job, r] : snap.rules->recovery) {
+      const RecoveryPoint& p = r.any;
+      h += "<tr><td>" + html_escape(display_name(job)) + "</td>";
+      if (!p.restorable) {
+        h += "<td class=\"down\" colspan=\"4\">nothing restorable</td>";
+      } else {
+        h += "<td>" + (p.step >= 0 ? std::to_string(p.step) : "-") + "</td><td>" +
+             html_escape(format_rfc3339(p.timestamp)) + "</td><td>" + html_escape(p.tier) +
+             "</td><td>" + (p.verified ? "yes" : "no") + "</td>";
+      }
+      h += durable_cell(r) + "</tr>\n";
+    }
+    return h + "</table>\n";
+  }
   std::vector<Checkpoint> all;
   std::set<std::string> deletion;
   for (const auto& [name, t] : s.tiers) {
@@ -64,7 +101,6 @@ std::string render_recovery_section(const State& s) {
     all.insert(all.end(), cat->checkpoints.begin(), cat->checkpoints.end());
   }
   const auto points = evaluate_recovery(all, verifications_of(s, all), deletion);
-  std::string h = "<h2>Recovery point</h2>\n";
   if (points.empty()) return h + "<p>No checkpoints found yet.</p>\n";
   h += "<table><tr><th>job</th><th>step</th><th>committed</th><th>tier</th><th>path</th>"
        "<th>verified</th></tr>\n";
@@ -137,7 +173,7 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
            human_bytes(static_cast<double>(r.stored_bytes)) + "</td></tr>\n";
     }
   }
-  h += "</table>\n" + render_recovery_section(s);
+  h += "</table>\n" + render_recovery_section(snap);
   if (snap.rules && !snap.rules->gpu_jobs.empty()) {
     // What the last checkpoint of each job cost its GPUs (docs/rules.md, "GPU cost").
     h += "<h2>GPU cost of checkpoints</h2>\n<table><tr><th>job</th><th>GPUs</th>"
@@ -439,6 +475,41 @@ nlohmann::json job_events_json(const EventCatalog* events, const std::string& ti
 
 }  // namespace
 
+namespace {
+
+nlohmann::json recovery_json(const JobRecoverySummary& r) {
+  const auto step = [](const RecoveryPoint& p) {
+    return p.restorable && p.step >= 0 ? nlohmann::json(p.step) : nlohmann::json();
+  };
+  const auto point = [&](const RecoveryPoint& p) {
+    if (!p.restorable) return nlohmann::json();
+    return nlohmann::json{{"step", step(p)},
+                          {"committed_at", format_rfc3339(p.timestamp)},
+                          {"tier", p.tier},
+                          {"path", display_name(p.path)}};
+  };
+  const DurabilityFigures& d = r.durability;
+  nlohmann::json out{{"any", point(r.any)}};
+  if (!d.durable_known) {
+    // No durable tier watched here: unknown, not "none".
+    out["durable"] = {{"known", false}};
+    return out;
+  }
+  out["durable"] = {
+      {"known", true},
+      {"point", point(d.durable)},
+      {"steps_at_risk", d.steps_at_risk ? nlohmann::json(*d.steps_at_risk) : nlohmann::json()},
+      {"lag_seconds", d.durable_lag_seconds},
+      {"durable_within_seconds", d.policy.durable_within_seconds},
+      {"copies_required", d.policy.copies_required},
+      {"versions", d.versions},
+      {"versions_under_copied", d.versions_under_copied},
+      {"copies_mismatched", d.mismatched_copies}};
+  return out;
+}
+
+}  // namespace
+
 std::string render_jobs_json(const Snapshot& snap) {
   // By (tier, job): the jobs of the catalogs, then those only the event log
   // names (no checkpoint on disk yet, or the tier not walked yet).
@@ -488,6 +559,10 @@ std::string render_jobs_json(const Snapshot& snap) {
   for (auto& [key, o] : rows) {
     const std::string& job = key.second;
     if (snap.rules) {
+      // The job's recovery points (the same on each of its tiers' rows).
+      if (auto r = snap.rules->recovery.find(job); r != snap.rules->recovery.end()) {
+        o["recovery_point"] = recovery_json(r->second);
+      }
       if (auto g = snap.rules->gpu_jobs.find(job); g != snap.rules->gpu_jobs.end()) {
         auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
         o["gpu"] = {{"gpus", g->second.gpus},

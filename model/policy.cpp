@@ -20,4 +20,11 @@ const TierPolicy& RulesPolicy::for_tier(const std::string& tier) const {
   return it == tiers.end() ? kDefaults : it->second;
 }
 
+const EstateJobPolicy& EstatePolicy::for_job(const std::string& job) const {
+  for (const EstateJobRule& r : jobs) {
+    if (r.regex && std::regex_match(job, *r.regex)) return r.policy;
+  }
+  return defaults;
+}
+
 }  // namespace ckptmon

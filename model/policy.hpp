@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -141,7 +143,7 @@ struct AlertDefaults : AlertRuleCommon {
   }
 };
 
-// Thresholds of the sixteen alerts. Where a rule has a fire and a clear
+// Thresholds of the eighteen alerts the daemon evaluates. Where a rule has a fire and a clear
 // threshold, the alert fires past the first and resolves only past the second
 // (hysteresis), so a value hovering at the threshold does not flap.
 struct AlertRules {
@@ -233,6 +235,15 @@ struct AlertRules {
   struct RtoAtRisk : AlertDefaults<300, Severity::kWarning> {
     double clear_ratio = 0.9;
   } rto_at_risk;
+  // The oldest restorable version of a job newer than its durable recovery
+  // point has waited longer than the job's estate.durable_within for a copy
+  // on a durable tier (rules/estate.hpp).
+  struct RecoveryPointNotDurable : AlertDefaults<300, Severity::kWarning> {
+  } recovery_point_not_durable;
+  // Versions committed more than durable_within ago with fewer complete
+  // durable copies than the job's estate.copies_required.
+  struct UnderCopied : AlertDefaults<900, Severity::kWarning> {
+  } under_copied;
 };
 
 // YAML `alerting`.
@@ -274,11 +285,33 @@ struct AlertingConfig {
   AlertRules rules;
 };
 
+// The estate's policy (YAML `estate`, docs/rules.md "Durability and
+// copies"): how many complete durable copies each retained version of a job
+// should have and how soon after its commit. `sizing.replicas` is a
+// different thing: the copies the storage itself writes per byte (RAID,
+// erasure coding), which the catalog never sees.
+struct EstateJobPolicy {
+  std::int64_t copies_required = 1;      // complete copies on durable tiers, >= 1
+  double durable_within_seconds = 3600;  // a commit should be durable this soon
+};
+struct EstateJobRule {
+  std::string job_regex;
+  std::shared_ptr<const std::regex> regex;  // matches the whole job name
+  EstateJobPolicy policy;
+};
+struct EstatePolicy {
+  EstateJobPolicy defaults;
+  std::vector<EstateJobRule> jobs;  // first match wins
+
+  const EstateJobPolicy& for_job(const std::string& job) const;
+};
+
 // Every policy the rules read, by tier name. A tier with no entry uses the defaults.
 struct RulesPolicy {
   std::map<std::string, TierPolicy> tiers;
   AlertingConfig alerting;
   HistoryPolicy history;
+  EstatePolicy estate;
 
   const TierPolicy& for_tier(const std::string& tier) const;
 };

@@ -108,6 +108,7 @@ struct Config {
   GlobalConfig global;
   std::vector<TierConfig> tiers;
   HistoryPolicy history;    // top-level `history`: how tier samples age
+  EstatePolicy estate;      // top-level `estate`: copies and durability per job
   AlertingConfig alerting;  // top-level `alerting`: thresholds, Alertmanager
   std::vector<ManifestConfig> manifests;
   IntegrityConfig integrity;

@@ -64,6 +64,11 @@ struct TierConfig {
   std::string path;  // absolute; need not exist (a missing path is a tier that is down)
   TierRole role = TierRole::kRapid;
   std::string drains_to;  // name of another tier, or empty
+  // Whether a copy here survives the loss of the node that wrote it (YAML
+  // `durable`): false for node-local storage. Default: false for role
+  // staging, true otherwise. The durable recovery point counts only copies
+  // on durable tiers (rules/estate.hpp).
+  bool durable = true;
   Duration partial_after = std::chrono::minutes(30);
   JobRule jobs;
   // This instance walks only the jobs whose name hashes to shard_index mod

@@ -11,12 +11,6 @@
 namespace ckptmon {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // "1h30m", "45s", "never" (+Inf).
 std::string human_seconds(double s) {
   if (std::isinf(s)) return s > 0 ? "never" : "-inf";
@@ -66,9 +60,11 @@ class Conditions {
   // signal is not kClear: the evaluator never reads a cleared condition's
   // texts, and most conditions are clear most of the time.
   template <typename MakeTexts>
-  void add(std::string_view name, const AlertRuleCommon& rule, const std::string& tier,
-           const std::string& job, Signal signal, double value, MakeTexts&& texts) {
+  void add(AlertId id, const std::string& tier, const std::string& job, Signal signal, double value,
+           MakeTexts&& texts) {
     last_added_ = false;
+    const AlertRuleCommon& rule = *alert_rule(config_.rules, id);
+    const std::string_view name = alert_name(id);
     if (!rule.enabled) return;
     AlertCondition c;
     c.labels = {std::string(name), std::string(to_string(rule.severity)), tier, job};
@@ -79,7 +75,7 @@ class Conditions {
       Texts t = std::forward<MakeTexts>(texts)();
       c.summary = std::move(t.summary);
       c.description = std::move(t.description);
-      c.runbook_url = config_.runbook_url + "#" + lower(name);
+      c.runbook_url = runbook_url(config_.runbook_url, name);
     }
     out_.push_back(std::move(c));
     last_added_ = true;
@@ -156,7 +152,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
     const double overlap = static_cast<double>(d.overlapping_checkpoints);
     const Signal s =
         at_least(overlap, static_cast<double>(r.drain_backlog_growing.min_overlapping));
-    out.add(kAlertNames[0], r.drain_backlog_growing, d.tier, d.job, s, overlap, [&] {
+    out.add(AlertId::kDrainBacklogGrowing, d.tier, d.job, s, overlap, [&] {
       return Texts{
           "Drain backlog of job " + d.job + " on tier " + d.tier + " is growing",
           std::to_string(d.pending_checkpoints) + " committed checkpoints of job " + d.job +
@@ -171,7 +167,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
     const bool too_old = d.oldest_pending_age > r.drain_too_slow.max_pending_age_seconds;
     const bool too_long = d.time_to_empty_seconds &&
                           *d.time_to_empty_seconds > r.drain_too_slow.max_time_to_empty_seconds;
-    out.add(kAlertNames[1], r.drain_too_slow, d.tier, d.job,
+    out.add(AlertId::kDrainTooSlow, d.tier, d.job,
             too_old || too_long ? Signal::kFire : Signal::kClear, d.oldest_pending_age, [&] {
               return Texts{
                   "Drain of job " + d.job + " from " + d.tier + " to " + d.to_tier + " is too slow",
@@ -192,7 +188,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
       const Reading full = below_if_known(c.time_to_full_seconds, r.tier_filling_up.horizon_seconds,
                                           r.tier_filling_up.clear_horizon_seconds);
       const double v = full.value;
-      out.add(kAlertNames[2], r.tier_filling_up, c.tier, "", full.signal, v, [&] {
+      out.add(AlertId::kTierFillingUp, c.tier, "", full.signal, v, [&] {
         return Texts{"Tier " + c.tier + " is predicted to be full in " + human_seconds(v),
                      "At the linear trend of its available space, tier " + c.tier + " (" +
                          bytes(c.avail_bytes) + " available of " + bytes(c.size_bytes) +
@@ -205,7 +201,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
     }
     if (c.used_ratio) {
       const double v = *c.used_ratio;
-      out.add(kAlertNames[3], r.tier_almost_full, c.tier, "",
+      out.add(AlertId::kTierAlmostFull, c.tier, "",
               above(v, r.tier_almost_full.used_ratio, r.tier_almost_full.clear_used_ratio), v, [&] {
                 return Texts{"Tier " + c.tier + " is " + percent(v) + " full",
                              "Tier " + c.tier + " has " + bytes(c.avail_bytes) + " available of " +
@@ -218,7 +214,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
     if (c.has_stats) {
       const double margin = 1.0 + r.next_wont_fit.clear_margin_ratio;
       for (const JobCapacity& j : c.jobs) {
-        out.add(kAlertNames[4], r.next_wont_fit, c.tier, j.job,
+        out.add(AlertId::kNextWontFit, c.tier, j.job,
                 below(c.avail_bytes, j.next_checkpoint_bytes, j.next_checkpoint_bytes * margin),
                 j.next_checkpoint_bytes, [&] {
                   return Texts{
@@ -230,7 +226,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
                 });
       }
       if (c.concurrent_jobs > 1 && c.jobs.size() > 1) {
-        out.add(kAlertNames[4], r.next_wont_fit, c.tier, "",
+        out.add(AlertId::kNextWontFit, c.tier, "",
                 below(c.avail_bytes, c.next_checkpoint_bytes, c.next_checkpoint_bytes * margin),
                 c.next_checkpoint_bytes, [&] {
                   return Texts{"Next checkpoints of concurrent jobs will not fit on tier " + c.tier,
@@ -245,7 +241,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
 
   for (const JobTierFigures& j : figures.job_tiers) {
     const double n = static_cast<double>(j.partial_checkpoints);
-    out.add(kAlertNames[5], r.partial, j.tier, j.job,
+    out.add(AlertId::kPartial, j.tier, j.job,
             at_least(n, static_cast<double>(r.partial.min_partial)), n, [&] {
               return Texts{"Job " + j.job + " left partial checkpoints on tier " + j.tier,
                            std::to_string(j.partial_checkpoints) + " partial checkpoints of job " +
@@ -256,7 +252,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
     if (j.has_committed) {
       const double v = j.last_completion_skew_seconds;
       const auto& rule = r.completion_skew_high;
-      out.add(kAlertNames[8], rule, j.tier, j.job,
+      out.add(AlertId::kCompletionSkewHigh, j.tier, j.job,
               above(v, rule.max_skew_seconds, rule.clear_skew_seconds), v, [&] {
                 return Texts{
                     "Checkpoint shards of job " + j.job + " on tier " + j.tier + " land " +
@@ -282,7 +278,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
       count += f.pending_checkpoints();
       queued += f.pending_bytes();
     }
-    out.add(kAlertNames[6], r.cleanup_stalled, tier, "",
+    out.add(AlertId::kCleanupStalled, tier, "",
             age > r.cleanup_stalled.max_age_seconds ? Signal::kFire : Signal::kClear, age, [&] {
               return Texts{"Cleanup of tier " + tier + " is stalled",
                            std::to_string(count) + " checkpoints (" +
@@ -298,7 +294,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
     const bool active = p.last_activity > 0 && now - p.last_activity <= rule.active_window_seconds;
     const double since = p.restorable ? p.timestamp : p.first_activity;
     const double age = since > 0 ? std::max(0.0, now - since) : 0;
-    out.add(kAlertNames[7], rule, "", p.job,
+    out.add(AlertId::kRecoveryPointStale, "", p.job,
             active && age > rule.max_age_seconds ? Signal::kFire : Signal::kClear, age, [&] {
               std::string what = p.restorable
                                      ? "The newest restorable checkpoint of job " + p.job +
@@ -314,17 +310,51 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
             });
   }
 
+  for (const DurabilityFigures& d : figures.durability) {
+    // Unknown (no durable tier watched here) is no condition, not a clear one.
+    if (!d.durable_known) continue;
+    const double within = d.policy.durable_within_seconds;
+    out.add(AlertId::kRecoveryPointNotDurable, "", d.job,
+            d.durable_lag_seconds > within ? Signal::kFire : Signal::kClear, d.durable_lag_seconds,
+            [&] {
+              const std::string risk = d.steps_at_risk ? std::to_string(*d.steps_at_risk) + " steps"
+                                                       : "its newest steps";
+              const std::string durable =
+                  d.durable.restorable
+                      ? "step " + std::to_string(d.durable.step) + " on tier " + d.durable.tier
+                      : "none yet";
+              std::string text = "The oldest checkpoint of job " + d.job +
+                                 " newer than its durable recovery point (" + durable +
+                                 ") has waited " + human_seconds(d.durable_lag_seconds) +
+                                 " for a copy on a durable tier (durable_within " +
+                                 human_seconds(within) + "). A node loss now costs ";
+              text += risk;
+              text += ".";
+              return Texts{"Job " + d.job + "'s newest checkpoints are only on node-local tiers",
+                           std::move(text)};
+            });
+    out.add(AlertId::kUnderCopied, "", d.job,
+            d.versions_under_copied > 0 ? Signal::kFire : Signal::kClear,
+            static_cast<double>(d.versions_under_copied), [&] {
+              return Texts{"Job " + d.job + " has checkpoints with too few durable copies",
+                           std::to_string(d.versions_under_copied) + " of the " +
+                               std::to_string(d.versions) + " restorable checkpoint(s) of job " +
+                               d.job + " older than " +
+                               human_seconds(d.policy.durable_within_seconds) +
+                               " have fewer than " + std::to_string(d.policy.copies_required) +
+                               " complete copies on durable tiers."};
+            });
+  }
+
   for (const auto& entry : tiers) {
     // Named, not structured bindings: clang (clang-tidy) 14 cannot capture those in a lambda.
     const auto& name = entry.first;
     const auto& t = entry.second;
-    out.add(kAlertNames[9], r.tier_down, name, "", t.up ? Signal::kClear : Signal::kFire,
-            t.up ? 1 : 0, [&] {
-              return Texts{"Tier " + name + " is down",
-                           "Tier " + name + " (" + t.config.path +
-                               ") cannot be probed: " + t.down_reason +
-                               ". Its figures are stale and checkpoints written there may fail."};
-            });
+    out.add(AlertId::kTierDown, name, "", t.up ? Signal::kClear : Signal::kFire, t.up ? 1 : 0, [&] {
+      return Texts{"Tier " + name + " is down",
+                   "Tier " + name + " (" + t.config.path + ") cannot be probed: " + t.down_reason +
+                       ". Its figures are stale and checkpoints written there may fail."};
+    });
   }
 
   for (const BandwidthFigures& b : figures.bandwidth) {
@@ -335,7 +365,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
     }
     const Reading shortfall = below_if_known(known, rule.min_ratio, rule.clear_ratio);
     const double ratio = shortfall.value;
-    out.add(kAlertNames[10], rule, b.tier, "", shortfall.signal, ratio, [&] {
+    out.add(AlertId::kBandwidthShortfall, b.tier, "", shortfall.signal, ratio, [&] {
       return Texts{
           "Write bandwidth of tier " + b.tier + " falls short of what checkpoints need",
           "Checkpoints on tier " + b.tier + " were written at " +
@@ -348,7 +378,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
 
   {
     const double n = static_cast<double>(self.store_consecutive_errors);
-    out.add(kAlertNames[11], r.state_write_failing, "", "",
+    out.add(AlertId::kStateWriteFailing, "", "",
             at_least(n, static_cast<double>(self.store_failing_after)), n, [&] {
               return Texts{"ckptmon cannot write its state database",
                            "The last " + std::to_string(self.store_consecutive_errors) +
@@ -369,18 +399,13 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
       if (known > 0) {
         v = g.drops[known - 1];
         lost = g.losses[known - 1];
-        const auto stalled = [&](std::size_t i) {
-          return g.drops[i] > rule.min_drop_ratio && g.losses[i] >= rule.min_lost_gpu_seconds;
-        };
         if (v <= rule.clear_drop_ratio || lost <= rule.clear_lost_gpu_seconds) {
           s = Signal::kClear;
-        } else if (known >= n) {
-          bool all = true;
-          for (std::size_t i = known - n; i < known; ++i) all = all && stalled(i);
-          if (all) s = Signal::kFire;
+        } else if (stalled_streak(g.drops, g.losses, rule) >= n) {
+          s = Signal::kFire;
         }
       }
-      out.add(kAlertNames[12], rule, "", g.job, s, v, [&] {
+      out.add(AlertId::kStallingGpus, "", g.job, s, v, [&] {
         return Texts{"Checkpoints of job " + g.job + " stall its GPUs",
                      "GPU utilisation of job " + g.job + " (" + std::to_string(g.gpus) +
                          " GPUs) dropped by " + percent(v) +
@@ -396,8 +421,8 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
       const auto& rule = r.goodput_low;
       if (g.gpu_seconds_in_window <= 0) continue;
       const double v = g.lost_in_window / g.gpu_seconds_in_window;
-      out.add(kAlertNames[13], rule, "", g.job,
-              above(v, rule.max_lost_ratio, rule.clear_lost_ratio), v, [&] {
+      out.add(AlertId::kGoodputLow, "", g.job, above(v, rule.max_lost_ratio, rule.clear_lost_ratio),
+              v, [&] {
                 return Texts{
                     "Checkpoints cost job " + g.job + " " + percent(v) + " of its GPU time",
                     "Checkpoints of job " + g.job + " left its " + std::to_string(g.gpus) +
@@ -411,8 +436,8 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
   for (const LastSlowFigures& l : figures.storage_path.last_slow) {
     const SlowVerdict& v = l.verdict;
     const double limit = v.missed == "median_multiple" ? v.median_limit_seconds : v.window_seconds;
-    out.add(kAlertNames[14], r.window_missed, l.tier, l.job,
-            v.slow ? Signal::kFire : Signal::kClear, v.duration_seconds, [&] {
+    out.add(AlertId::kWindowMissed, l.tier, l.job, v.slow ? Signal::kFire : Signal::kClear,
+            v.duration_seconds, [&] {
               return Texts{"Checkpoint of job " + l.job + " on tier " + l.tier + " took " +
                                human_seconds(v.duration_seconds) +
                                " (cause: " + std::string(to_string(v.cause)) + ")",
@@ -434,7 +459,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
           above(f.estimate->seconds, f.objective_seconds, rule.clear_ratio * f.objective_seconds),
           f.estimate->seconds};
     }
-    out.add(kAlertNames[15], rule, f.tier, f.job, risk.signal, risk.value, [&] {
+    out.add(AlertId::kRtoAtRisk, f.tier, f.job, risk.signal, risk.value, [&] {
       if (!f.estimate) {  // held while the estimate is unknown
         return Texts{"Restore time of job " + f.job + " from tier " + f.tier + " is unknown",
                      "No read throughput of tier " + f.tier +

@@ -18,19 +18,10 @@
 
 #include "model/policy.hpp"
 #include "model/state.hpp"
+#include "rules/alert_table.hpp"
 #include "rules/evaluate.hpp"
 
 namespace ckptmon {
-
-inline constexpr std::array<std::string_view, 16> kAlertNames = {
-    "CheckpointDrainBacklogGrowing", "CheckpointDrainTooSlow",
-    "CheckpointTierFillingUp",       "CheckpointTierAlmostFull",
-    "CheckpointNextWontFit",         "CheckpointPartial",
-    "CheckpointCleanupStalled",      "CheckpointRecoveryPointStale",
-    "CheckpointCompletionSkewHigh",  "CheckpointTierDown",
-    "CheckpointBandwidthShortfall",  "CkptmonStateWriteFailing",
-    "CheckpointStallingGPUs",        "CheckpointGoodputLow",
-    "CheckpointWindowMissed",        "CheckpointRecoveryTimeObjectiveAtRisk"};
 
 // The identity of an alert instance. Empty tier or job: not applicable.
 struct AlertLabels {
@@ -66,7 +57,7 @@ struct AlertCondition {
 struct SelfHealth {
   // Writes to the state database that failed in a row, the file and the last error.
   std::uint64_t store_consecutive_errors = 0;
-  std::uint64_t store_failing_after = 3;
+  std::uint64_t store_failing_after = kStoreFailingAfter;
   std::string store_path;
   std::string store_last_error;
 };

@@ -63,14 +63,18 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
       break;
     }
   }
-  if (all_known) {
-    out.recovery = evaluate_recovery(checkpoints, verified, deletion_tiers);
-  } else {
+  const CheckpointView* view = &checkpoints;
+  CheckpointView known_view;
+  if (!all_known) {
     for (const Checkpoint& c : checkpoints) {
       if (tiers.contains(c.tier)) known.push_back(c);
     }
-    out.recovery = evaluate_recovery(known, verified, deletion_tiers);
+    known_view = CheckpointView(known);
+    view = &known_view;
   }
+  out.recovery = evaluate_recovery(*view, verified, deletion_tiers);
+  out.durability = evaluate_durability(join_versions(*view, tiers, verified), out.recovery, *view,
+                                       tiers, verified, policy.estate, now);
   return out;
 }
 

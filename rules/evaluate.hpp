@@ -16,6 +16,7 @@
 #include "model/state.hpp"
 #include "rules/capacity.hpp"
 #include "rules/drain.hpp"
+#include "rules/estate.hpp"
 #include "rules/gpu_cost.hpp"
 #include "rules/inputs.hpp"
 #include "rules/recovery.hpp"
@@ -50,6 +51,7 @@ struct RuleFigures {
   std::vector<RetentionFigures> retention;                   // every (tier, job)
   std::map<std::string, double> cleanup_oldest_age_seconds;  // every tier
   std::vector<RecoveryPoint> recovery;                       // every job
+  std::vector<DurabilityFigures> durability;                 // every job, as recovery
   std::vector<JobTierFigures> job_tiers;                     // every (tier, job)
   // GPU cost per job with a joined checkpoint; filled by the rules cycle from
   // its GpuCostTracker (evaluate_rules leaves it empty).

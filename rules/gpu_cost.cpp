@@ -267,10 +267,20 @@ void GpuCostTracker::update(const EventCatalog& events, const GpuState& gpu,
   std::erase_if(done_, [&](const auto& id) { return !seen.contains(id); });
 }
 
+std::size_t stalled_streak(const std::vector<double>& drops, const std::vector<double>& losses,
+                           const AlertRules::StallingGpus& rule) {
+  std::size_t n = 0;
+  for (std::size_t i = std::min(drops.size(), losses.size()); i > 0; --i, ++n) {
+    if (drops[i - 1] <= rule.min_drop_ratio || losses[i - 1] < rule.min_lost_gpu_seconds) break;
+  }
+  return n;
+}
+
 std::vector<GpuJobFigures> gpu_job_figures(const GpuCostTracker& tracker, double now,
-                                           double goodput_window_seconds) {
+                                           const AlertRules& rules) {
   std::vector<GpuJobFigures> out;
-  const double since = now - goodput_window_seconds;
+  const auto& stalling = rules.stalling_gpus;
+  const double since = now - rules.goodput_low.window_seconds;
   for (const auto& [job, cost] : tracker.jobs()) {
     GpuJobFigures f;
     f.job = job;
@@ -284,6 +294,8 @@ std::vector<GpuJobFigures> gpu_job_figures(const GpuCostTracker& tracker, double
     }
     const double seen_from = std::max(since, tracker.first_seen().value_or(now));
     f.gpu_seconds_in_window = static_cast<double>(cost.gpus) * std::max(0.0, now - seen_from);
+    if (f.gpu_seconds_in_window > 0) f.lost_ratio = f.lost_in_window / f.gpu_seconds_in_window;
+    f.stalled_streak = stalled_streak(f.drops, f.losses, stalling);
     out.push_back(std::move(f));
   }
   return out;

@@ -20,6 +20,7 @@
 #include "model/catalog.hpp"
 #include "model/events.hpp"
 #include "model/gpu.hpp"
+#include "model/policy.hpp"
 
 namespace ckptmon {
 
@@ -147,8 +148,21 @@ struct GpuJobFigures {
   double lost_in_window = 0;  // GPU-seconds lost by windows that ended within the goodput window
   double gpu_seconds_in_window = 0;  // the job's GPUs x the part of the window the source saw
   std::size_t gpus = 0;
+  // The newest checkpoints in a row whose drop passed stalling.min_drop_ratio
+  // and whose loss reached stalling.min_lost_gpu_seconds
+  // (ckpt_checkpoint_gpu_stalled_streak; CheckpointStallingGPUs).
+  std::size_t stalled_streak = 0;
+  // lost_in_window / gpu_seconds_in_window; unknown while the source saw none
+  // of the window (ckpt_checkpoint_gpu_lost_ratio; CheckpointGoodputLow).
+  std::optional<double> lost_ratio;
 };
+// The newest entries of `drops`/`losses` (same order as GpuJobFigures') in a
+// row past both of the rule's fire thresholds.
+std::size_t stalled_streak(const std::vector<double>& drops, const std::vector<double>& losses,
+                           const AlertRules::StallingGpus& rule);
+// The figures of each job the tracker follows, judged by the GPU alerts'
+// thresholds (alerting.rules: CheckpointStallingGPUs, CheckpointGoodputLow).
 std::vector<GpuJobFigures> gpu_job_figures(const GpuCostTracker& tracker, double now,
-                                           double goodput_window_seconds);
+                                           const AlertRules& rules);
 
 }  // namespace ckptmon

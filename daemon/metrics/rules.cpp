@@ -128,6 +128,21 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
   }
   append(out, {&bw_req, &bw_obs, &bw_writers, &bw_mtime});
 
+  FamilyBuilder streak = gauge("ckpt_checkpoint_gpu_stalled_streak",
+                               "The job's newest checkpoints in a row that dropped GPU "
+                               "utilisation by more than CheckpointStallingGPUs' min_drop_ratio "
+                               "and lost at least its min_lost_gpu_seconds.");
+  FamilyBuilder lost_ratio = gauge("ckpt_checkpoint_gpu_lost_ratio",
+                                   "GPU-seconds lost to the job's checkpoints over "
+                                   "CheckpointGoodputLow's window, over the job's GPU-seconds "
+                                   "in it; no sample while the GPU source saw none of it.");
+  for (const GpuJobFigures& g : figures.gpu_jobs) {
+    const Labels l{{kTrainingJobLabel, g.job}};
+    streak.add(l, static_cast<double>(g.stalled_streak));
+    if (g.lost_ratio) lost_ratio.add(l, *g.lost_ratio);
+  }
+  append(out, {&streak, &lost_ratio});
+
   const StoragePathFigures& sp = figures.storage_path;
   FamilyBuilder cause = gauge("ckpt_last_checkpoint_slow_cause",
                               "1 for the cause of the (tier, job)'s latest judged checkpoint "
@@ -206,6 +221,47 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
     runread.add(l, p.unreadable ? 1 : 0);
   }
   append(out, {&rts, &rstep, &rver, &runread});
+
+  // The estate: none of these while this instance watches no durable tier
+  // (a durable copy may lie where another instance looks: unknown, not 0).
+  FamilyBuilder dts = gauge("ckpt_durable_restorable_timestamp_seconds",
+                            "Commit time of the job's newest restorable checkpoint on a durable "
+                            "tier (durable: true; role staging is node-local by default).");
+  FamilyBuilder dstep = gauge("ckpt_durable_restorable_step",
+                              "Step of the job's newest restorable checkpoint on a durable tier.");
+  FamilyBuilder risk = gauge("ckpt_steps_at_risk",
+                             "ckpt_restorable_step minus ckpt_durable_restorable_step: the steps "
+                             "a node loss would cost (the whole step while nothing is durable).");
+  FamilyBuilder lag = gauge("ckpt_recovery_point_durable_lag_seconds",
+                            "How long the job's oldest restorable checkpoint newer than the "
+                            "durable recovery point has waited for a durable copy; 0 when none "
+                            "waits.");
+  FamilyBuilder within = gauge("ckpt_durable_within_seconds",
+                               "The job's estate durable_within: how soon a commit should have a "
+                               "durable copy.");
+  FamilyBuilder versions =
+      gauge("ckpt_versions", "Versions (steps) of the job with a restorable copy on some tier.");
+  FamilyBuilder under = gauge("ckpt_versions_under_copied",
+                              "Restorable versions of the job committed more than durable_within "
+                              "ago with fewer complete durable copies than copies_required.");
+  FamilyBuilder mismatch = gauge("ckpt_copies_mismatched",
+                                 "Committed copies whose size differs from their version's first "
+                                 "complete copy (not counted as copies).");
+  for (const DurabilityFigures& d : figures.durability) {
+    if (!d.durable_known) continue;
+    const Labels l{{kTrainingJobLabel, d.job}};
+    if (d.durable.restorable) {
+      dts.add(l, d.durable.timestamp);
+      if (d.durable.step >= 0) dstep.add(l, static_cast<double>(d.durable.step));
+    }
+    if (d.steps_at_risk) risk.add(l, static_cast<double>(*d.steps_at_risk));
+    lag.add(l, d.durable_lag_seconds);
+    within.add(l, d.policy.durable_within_seconds);
+    versions.add(l, static_cast<double>(d.versions));
+    under.add(l, static_cast<double>(d.versions_under_copied));
+    mismatch.add(l, static_cast<double>(d.mismatched_copies));
+  }
+  append(out, {&dts, &dstep, &risk, &lag, &within, &versions, &under, &mismatch});
   return out;
 }
 

@@ -62,7 +62,7 @@ class CheckConfig(unittest.TestCase):
             "unknown_key": (
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain_to: b\n",
                 lambda t: [f"{position(t, 5, 'drain_to')}: tiers[0].drain_to: unknown key "
-                           "(expected one of: name, path, role, drains_to, partial_after, "
+                           "(expected one of: name, path, role, durable, drains_to, partial_after, "
                            "jobs, shard, watch, walk_concurrency, walk_max_depth, residency, namespaces, "
                            "layout, retention, sizing, bandwidth, drain, storage_path)"]),
             "bad_duration": (

@@ -139,10 +139,11 @@ TEST_P(ConfigRejects, WithFileLineColumnKeyAndExpectation) {
 INSTANTIATE_TEST_SUITE_P(
     Table, ConfigRejects,
     ::testing::Values(
-        BadCase{"unknown_top_level_key",
-                "tierz: []\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
-                {"bad.yml:1:1: tierz: unknown key (expected one of: global, tiers, history, "
-                 "alerting, manifests, integrity, gpu, network)"}},
+        BadCase{
+            "unknown_top_level_key",
+            "tierz: []\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
+            {"bad.yml:1:1: tierz: unknown key (expected one of: global, tiers, history, estate, "
+             "alerting, manifests, integrity, gpu, network)"}},
         BadCase{"unknown_global_key",
                 "global:\n  scan_intervall: 15s\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:2:3: global.scan_intervall: unknown key (expected one of: state_dir, "
@@ -152,6 +153,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_tier_key",
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain_to: b\n",
                 {"bad.yml:5:5: tiers[0].drain_to: unknown key (expected one of: name, path, role, "
+                 "durable, "
                  "drains_to, partial_after, jobs, shard, watch, walk_concurrency, walk_max_depth, "
                  "residency, "
                  "namespaces, layout, retention, sizing, bandwidth, drain, storage_path)"}},
@@ -201,6 +203,23 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"drains_to_itself",
                 "tiers:\n  - {name: s, path: /s, role: staging, drains_to: s}\n",
                 {"bad.yml:2:51: tiers[0].drains_to: a tier cannot drain to itself"}},
+        BadCase{"drains_to_a_deletion_tier",
+                "tiers:\n  - {name: s, path: /s, role: staging, drains_to: trash}\n  - {name: "
+                "trash, path: /t, role: deletion}\n",
+                {"bad.yml:2:51: tiers[0].drains_to: tier \"s\" drains to \"trash\", a role: "
+                 "deletion tier; drain to a tier that keeps copies"}},
+        BadCase{"two_tiers_on_one_path",
+                "tiers:\n  - {name: a, path: /ckpt, role: rapid}\n  - {name: b, path: /ckpt, "
+                "role: capacity}\n",
+                {"bad.yml:3:21: tiers[1].path: tiers \"a\" and \"b\" have the same path "
+                 "\"/ckpt\""}},
+        BadCase{"durable_not_a_bool",
+                "tiers:\n  - {name: a, path: /a, role: rapid, durable: maybe}\n",
+                {"bad.yml:2:47: tiers[0].durable: expected true or false, got \"maybe\""}},
+        BadCase{
+            "estate_copies_out_of_range",
+            "tiers:\n  - {name: a, path: /a, role: rapid}\nestate:\n  copies_required: 0\n",
+            {"bad.yml:4:20: estate.copies_required: expected an integer from 1 to 64, got \"0\""}},
         BadCase{"tiers_not_a_list",
                 "tiers: {name: a}\n",
                 {"bad.yml:1:8: tiers: expected a list of tiers, got a mapping"}},
@@ -284,7 +303,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointCompletionSkewHigh, CheckpointTierDown, "
                  "CheckpointBandwidthShortfall, CkptmonStateWriteFailing, CheckpointStallingGPUs, "
                  "CheckpointGoodputLow, CheckpointWindowMissed, "
-                 "CheckpointRecoveryTimeObjectiveAtRisk)"}},
+                 "CheckpointRecoveryTimeObjectiveAtRisk, CheckpointRecoveryPointNotDurable, "
+                 "CheckpointUnderCopied)"}},
         BadCase{"invalid_yaml",
                 "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},
@@ -442,6 +462,39 @@ alerting:
   EXPECT_EQ(c.alerting.rules.drain_backlog_growing.min_overlapping, 2);
   EXPECT_FALSE(c.alerting.rules.tier_down.enabled);
   EXPECT_TRUE(c.alerting.rules.tier_almost_full.enabled);
+}
+
+TEST(Config, DurableDefaultsByRoleAndEstatePolicyPerJob) {
+  LoadResult r = parse_config(R"(tiers:
+  - {name: staging, path: /nvme, role: staging, drains_to: rapid}
+  - {name: shared, path: /shared-nvme, role: staging, durable: true}
+  - {name: rapid, path: /lustre, role: rapid}
+  - {name: scratch, path: /scratch, role: capacity, durable: false}
+  - {name: trash, path: /trash, role: deletion}
+estate:
+  durable_within: 30m
+  jobs:
+    "llama-.*": {copies_required: 2}
+    "gpt": {durable_within: 2h}
+)",
+                              "ok.yml");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].to_string());
+  const Config& c = *r.config;
+  EXPECT_FALSE(c.tiers[0].durable);  // staging is node-local unless it says otherwise
+  EXPECT_TRUE(c.tiers[1].durable);
+  EXPECT_TRUE(c.tiers[2].durable);
+  EXPECT_FALSE(c.tiers[3].durable);
+  EXPECT_TRUE(c.tiers[4].durable);  // the role makes it no copy, whatever this says
+  EXPECT_EQ(c.estate.defaults.copies_required, 1);
+  EXPECT_DOUBLE_EQ(c.estate.defaults.durable_within_seconds, 1800);
+  // A job rule inherits what it does not set from the defaults; first match wins.
+  EXPECT_EQ(c.estate.for_job("llama-70b").copies_required, 2);
+  EXPECT_DOUBLE_EQ(c.estate.for_job("llama-70b").durable_within_seconds, 1800);
+  EXPECT_EQ(c.estate.for_job("gpt").copies_required, 1);
+  EXPECT_DOUBLE_EQ(c.estate.for_job("gpt").durable_within_seconds, 7200);
+  // The regex matches the whole name.
+  EXPECT_DOUBLE_EQ(c.estate.for_job("gpt-2").durable_within_seconds, 1800);
+  EXPECT_EQ(c.estate.for_job("bert").copies_required, 1);
 }
 
 TEST(Config, RulesPolicyDefaultsWhenAbsent) {

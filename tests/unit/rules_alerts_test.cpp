@@ -221,6 +221,25 @@ struct Scene {
     rp.timestamp = figs.now - 3 * 3600;
     rp.last_activity = figs.now - 60;
     figs.recovery.push_back(rp);
+    // Steps 1100 and 1200 only on node-local staging for 2h; the newest
+    // durable copy is step 900.
+    DurabilityFigures durable;
+    durable.job = "llama";
+    durable.durable_known = true;
+    durable.durable.restorable = true;
+    durable.durable.step = 900;
+    durable.durable.tier = "rapid";
+    durable.steps_at_risk = 300;
+    durable.durable_lag_seconds = 2 * 3600;
+    durable.versions = 4;
+    durable.versions_under_copied = 2;
+    figs.durability.push_back(durable);
+    // Nothing durable watched for this one: no condition at all.
+    DurabilityFigures blind;
+    blind.job = "gpt";
+    blind.durable_lag_seconds = 99 * 3600;
+    blind.versions_under_copied = 9;
+    figs.durability.push_back(blind);
     BandwidthFigures b;
     b.tier = "staging";
     b.concurrent_writers = 1;
@@ -306,8 +325,18 @@ TEST(AlertConditions, EveryAlertFiresOnItsFigureWithTheFiguresInItsText) {
        "wrote 950.0 MiB/s"},
       {"CheckpointRecoveryTimeObjectiveAtRisk", "rapid", "llama", "warning",
        "restore in 50s: 50s reading at 2.0 GiB/s (counters) plus 0.3s of metadata"},
+      {"CheckpointRecoveryPointNotDurable", "", "llama", "warning",
+       "(step 900 on tier rapid) has waited 2h for a copy on a durable tier (durable_within 1h). "
+       "A node loss now costs 300 steps."},
+      {"CheckpointUnderCopied", "", "llama", "warning",
+       "2 of the 4 restorable checkpoint(s) of job llama older than 1h have fewer than 1 "
+       "complete copies on durable tiers."},
   };
-  ASSERT_EQ(want.size(), kAlertNames.size());
+  EXPECT_EQ(find(cs, "CheckpointRecoveryPointNotDurable", "", "gpt"), nullptr);
+  EXPECT_EQ(find(cs, "CheckpointUnderCopied", "", "gpt"), nullptr);
+  std::size_t daemon_alerts = 0;
+  for (const AlertSpec& spec : alert_table()) daemon_alerts += spec.daemon ? 1 : 0;
+  ASSERT_EQ(want.size(), daemon_alerts);
   for (const Want& w : want) {
     const AlertCondition* c = find(cs, w.name, w.tier, w.job);
     ASSERT_NE(c, nullptr) << w.name;
@@ -480,8 +509,8 @@ TEST(AlertConditions, EveryAlertHasARunbookSection) {
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  for (std::string_view name : kAlertNames) {
-    EXPECT_NE(text.find("\n## " + std::string(name) + "\n"), std::string::npos) << name;
+  for (const AlertSpec& spec : alert_table()) {
+    EXPECT_NE(text.find("\n## " + std::string(spec.name) + "\n"), std::string::npos) << spec.name;
   }
 }
 
@@ -623,6 +652,84 @@ TEST(AlertConditions, AStallFigureOscillatingAroundItsThresholdFiresOnce) {
   const auto [fired, resolved] = firings(cfg);
   EXPECT_GT(fired, 50);
   EXPECT_GT(resolved, 50);
+}
+
+}  // namespace
+}  // namespace ckptmon
+
+namespace ckptmon {
+namespace {
+
+// The alert table: each row sits at its AlertId, names are unique, every
+// daemon row has a policy rule and every Prometheus-only one none, and a
+// threshold from the policy reaches the rendered Prometheus rule (here a
+// used_ratio of 0.9 instead of the default 0.95, and its hysteresis join).
+TEST(AlertTable, RowsMatchTheirIdsAndThresholdsComeFromThePolicy) {
+  std::set<std::string_view> names;
+  AlertRules rules;
+  for (std::size_t i = 0; i < alert_table().size(); ++i) {
+    const AlertSpec& s = alert_table()[i];
+    EXPECT_EQ(static_cast<std::size_t>(s.id), i) << s.name;
+    EXPECT_TRUE(names.insert(s.name).second) << s.name;
+    EXPECT_EQ(alert_rule(rules, s.id) != nullptr, s.daemon) << s.name;
+    EXPECT_FALSE(s.fire.empty()) << s.name;
+  }
+  AlertingConfig a;
+  a.rules.tier_almost_full.used_ratio = 0.9;
+  a.rules.tier_almost_full.for_seconds = 120;
+  a.rules.tier_down.enabled = false;
+  const std::string y = render_prometheus_rules(a);
+  EXPECT_NE(y.find("(ckpt_tier_size_bytes > 0) > 0.9)\n"), std::string::npos) << y;
+  EXPECT_NE(y.find("(ckpt_tier_size_bytes > 0) > 0.93)\n"
+                   "            and on (instance, job, tier)\n"
+                   "          ALERTS{alertname=\"CheckpointTierAlmostFull\"})"),
+            std::string::npos)
+      << y;
+  EXPECT_NE(y.find("- alert: CheckpointTierAlmostFull\n        expr: |"), std::string::npos);
+  EXPECT_NE(y.find("        for: 2m\n        labels:\n          severity: critical"),
+            std::string::npos);
+  EXPECT_EQ(y.find("CheckpointTierDown"), std::string::npos);  // disabled: left out
+  EXPECT_EQ(y.find("${"), std::string::npos);                  // every placeholder filled
+  EXPECT_NE(render_runbook_index(a).find("| [CkptmonDown](#ckptmondown) | critical | 5m | "
+                                         "Prometheus |"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ckptmon
+
+namespace ckptmon {
+namespace {
+
+// The durable lag against each job's own durable_within: 30 min under a 1 h
+// default is clear, 3 h over a job policy of 2 h fires.
+TEST(AlertConditions, NotDurableComparesTheLagWithTheJobsDurableWithin) {
+  RuleFigures figs;
+  figs.now = 1e9;
+  DurabilityFigures quick;
+  quick.job = "a";
+  quick.durable_known = true;
+  quick.durable_lag_seconds = 1800;
+  DurabilityFigures slow = quick;
+  slow.job = "b";
+  slow.durable_lag_seconds = 3 * 3600;
+  slow.policy.durable_within_seconds = 2 * 3600;
+  DurabilityFigures ok = slow;
+  ok.job = "c";
+  ok.policy.durable_within_seconds = 4 * 3600;
+  figs.durability = {quick, slow, ok};
+  const auto cs = alert_conditions(figs, {}, AlertingConfig{});
+  const auto signal = [&](std::string_view job) {
+    const AlertCondition* c = find(cs, "CheckpointRecoveryPointNotDurable", "", job);
+    return c ? c->signal : Signal::kHold;
+  };
+  EXPECT_EQ(signal("a"), Signal::kClear);
+  EXPECT_EQ(signal("b"), Signal::kFire);
+  EXPECT_EQ(signal("c"), Signal::kClear);
+  const AlertCondition* b = find(cs, "CheckpointRecoveryPointNotDurable", "", "b");
+  EXPECT_EQ(b->value, 3 * 3600);
+  EXPECT_NE(b->description.find("(none yet) has waited 3h"), std::string::npos) << b->description;
+  EXPECT_NE(b->description.find("costs its newest steps"), std::string::npos) << b->description;
 }
 
 }  // namespace

@@ -292,7 +292,8 @@ INSTANTIATE_TEST_SUITE_P(
              "CheckpointCleanupStalled, CheckpointRecoveryPointStale, "
              "CheckpointCompletionSkewHigh, CheckpointTierDown, CheckpointBandwidthShortfall, "
              "CkptmonStateWriteFailing, CheckpointStallingGPUs, CheckpointGoodputLow, "
-             "CheckpointWindowMissed, CheckpointRecoveryTimeObjectiveAtRisk)"}},
+             "CheckpointWindowMissed, CheckpointRecoveryTimeObjectiveAtRisk, "
+             "CheckpointRecoveryPointNotDurable, CheckpointUnderCopied)"}},
         Bad{"unknown_rule_key",
             "rules:\n  CheckpointTierAlmostFull: {used: 0.9}\n",
             {"r.yml:2:30: alerting.rules.CheckpointTierAlmostFull.used: unknown key (expected one "

@@ -248,10 +248,18 @@ TEST(GpuCostTracker, GoodputFiguresOverTheWindow) {
   ev.steps[StepKey{"staging", "a", 2}] = paused(150, 160);
   GpuCostTracker tr;
   tr.update(ev, st, {}, 30, 200);
-  auto figs = gpu_job_figures(tr, 200, 100);
+  AlertRules rules;
+  rules.goodput_low.window_seconds = 100;
+  auto figs = gpu_job_figures(tr, 200, rules);
   ASSERT_EQ(figs.size(), 1u);
   EXPECT_NEAR(figs[0].lost_in_window, 16.0, 1e-9);
   EXPECT_NEAR(figs[0].gpu_seconds_in_window, 200.0, 1e-9);
+  ASSERT_TRUE(figs[0].lost_ratio);
+  EXPECT_NEAR(*figs[0].lost_ratio, 0.08, 1e-9);
+  // Each save lost 16 GPU-seconds, below the default floor of 30: no streak.
+  EXPECT_EQ(figs[0].stalled_streak, 0u);
+  rules.stalling_gpus.min_lost_gpu_seconds = 16;
+  EXPECT_EQ(gpu_job_figures(tr, 200, rules)[0].stalled_streak, 2u);
   ASSERT_EQ(figs[0].drops.size(), 2u);
   EXPECT_NEAR(figs[0].drops[1], 8.0 / 9.0, 1e-9);
 }
