@@ -1,9 +1,12 @@
 #include "config/rules_config.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <utility>
 
+#include "model/access.hpp"
+#include "model/events.hpp"
 #include "rules/alert_table.hpp"
 
 namespace ckptmon {
@@ -54,6 +57,37 @@ void read_rule(YamlMap& rules, std::string_view name, Rule& out, ErrorSink& sink
   const std::size_t before = sink.errors().size();
   specific(m, out, before);
   m.finish();
+}
+
+// kinds: a list of access finding kinds (model/access.hpp), at least one.
+void read_finding_kinds(YamlMap& m, std::vector<FindingKind>& out, ErrorSink& sink) {
+  YamlField f = m.get("kinds");
+  if (!f.present()) return;
+  std::string known;
+  for (int k = 0; k < kFindingKindCount; ++k) {
+    if (k > 0) known += ", ";
+    known += to_string(static_cast<FindingKind>(k));
+  }
+  if (!f.value.IsSequence() || f.value.size() == 0) {
+    sink.add(f.mark(), f.path,
+             "expected a list of at least one finding kind (" + known +
+                 "); to turn the alert off, set enabled: false");
+    return;
+  }
+  std::vector<FindingKind> kinds;
+  for (std::size_t i = 0; i < f.value.size(); ++i) {
+    const YamlField item{f.value[i], f.value[i].Mark(), f.path + "[" + std::to_string(i) + "]"};
+    auto v = read_string(item, sink);
+    if (!v) continue;
+    auto k = finding_kind_from(*v);
+    if (!k) {
+      sink.add(item.mark(), item.path,
+               "unknown finding kind \"" + *v + "\" (expected one of: " + known + ")");
+      continue;
+    }
+    if (std::find(kinds.begin(), kinds.end(), *k) == kinds.end()) kinds.push_back(*k);
+  }
+  if (!kinds.empty()) out = std::move(kinds);
 }
 
 void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
@@ -158,6 +192,26 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
             [](YamlMap&, auto&, std::size_t) {});
   read_rule(m, alert_name(AlertId::kUnderCopied), r.under_copied, sink,
             [](YamlMap&, auto&, std::size_t) {});
+  read_rule(m, alert_name(AlertId::kIntegrityFailed), r.integrity_failed, sink,
+            [](YamlMap&, auto&, std::size_t) {});
+  read_rule(m, alert_name(AlertId::kTierInodesLow), r.tier_inodes_low, sink,
+            [&](YamlMap& rm, auto& o, std::size_t before) {
+              double_key(rm, "min_free_ratio", o.min_free_ratio, sink, 0, 1);
+              double_key(rm, "clear_free_ratio", o.clear_free_ratio, sink, 0, 1);
+              double_key(rm, "clear_margin_ratio", o.clear_margin_ratio, sink, 0, 10);
+              if (sink.errors().size() == before) {
+                require_order(rm, sink, "min_free_ratio", o.min_free_ratio, "clear_free_ratio",
+                              o.clear_free_ratio, fmt_number);
+              }
+            });
+  read_rule(m, alert_name(AlertId::kSavesFailing), r.saves_failing, sink,
+            [&](YamlMap& rm, auto& o, std::size_t) {
+              seconds_key(rm, "window", o.window_seconds, sink, 60);
+              int_key(rm, "min_failures", o.min_failures, sink, 1,
+                      static_cast<std::int64_t>(kRecentFailures));
+            });
+  read_rule(m, alert_name(AlertId::kAccessFinding), r.access_finding, sink,
+            [&](YamlMap& rm, auto& o, std::size_t) { read_finding_kinds(rm, o.kinds, sink); });
   m.finish();
 }
 

@@ -298,6 +298,19 @@ void RulesCycle::evaluate() {
     RuleFigures figures = evaluate_rules(state_.tiers, checkpoints, history_, verified, policy_,
                                          now, drained_totals_of(state_), state_.events.get());
     apply_monotonic_ages(figures.drain, pending_anchors_, now, mono);
+    figures.integrity_known = state_.integrity != nullptr;
+    for (const auto& [name, t] : state_.tiers) {
+      AccessFigures a;
+      a.tier = name;
+      auto cat = state_.catalogs.find(name);
+      if (cat != state_.catalogs.end() && cat->second->scanned && cat->second->findings) {
+        a.known = true;
+        for (const AccessFinding& x : *cat->second->findings) {
+          ++a.by_kind[static_cast<std::size_t>(x.kind)];
+        }
+      }
+      figures.access.push_back(std::move(a));
+    }
     {
       std::set<std::string> names, deletion;
       for (const auto& [name, t] : state_.tiers) {

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/access.hpp"
+
 namespace ckptmon {
 
 // Which committed checkpoints of one (tier, job) the policy keeps (YAML
@@ -143,7 +145,7 @@ struct AlertDefaults : AlertRuleCommon {
   }
 };
 
-// Thresholds of the eighteen alerts the daemon evaluates. Where a rule has a fire and a clear
+// Thresholds of the twenty-two alerts the daemon evaluates. Where a rule has a fire and a clear
 // threshold, the alert fires past the first and resolves only past the second
 // (hysteresis), so a value hovering at the threshold does not flap.
 struct AlertRules {
@@ -244,6 +246,30 @@ struct AlertRules {
   // durable copies than the job's estate.copies_required.
   struct UnderCopied : AlertDefaults<900, Severity::kWarning> {
   } under_copied;
+  // Committed checkpoints of a (tier, job) that the integrity verifier found
+  // corrupt (a checksum mismatch) or incomplete (a listed shard missing):
+  // they no longer count as restorable, so the recovery point stepped back.
+  struct IntegrityFailed : AlertDefaults<0, Severity::kWarning> {
+  } integrity_failed;
+  // The tier's free inodes are fewer than the sizing rule's file term still
+  // needs, or than min_free_ratio of its inodes. Clears once free inodes
+  // exceed the need by clear_margin_ratio and clear_free_ratio of the inodes.
+  struct TierInodesLow : AlertDefaults<300, Severity::kCritical> {
+    double min_free_ratio = 0.05;
+    double clear_free_ratio = 0.07;
+    double clear_margin_ratio = 0.05;
+  } tier_inodes_low;
+  // At least min_failures checkpoint_failed events of a (tier, job) within
+  // `window`; clears once none is left in the window.
+  struct SavesFailing : AlertDefaults<0, Severity::kWarning> {
+    double window_seconds = 3600;
+    std::int64_t min_failures = 1;
+  } saves_failing;
+  // Access audit findings of these kinds on a tier.
+  struct AccessFinding : AlertDefaults<0, Severity::kWarning> {
+    std::vector<FindingKind> kinds = {
+        FindingKind::kWorldWritable, FindingKind::kReadableOutsideProject, FindingKind::kResidency};
+  } access_finding;
 };
 
 // YAML `alerting`.

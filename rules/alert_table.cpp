@@ -24,7 +24,7 @@ constexpr std::string_view kInstance = "instance, job";
 // Order: AlertId's. The Prometheus texts are Go templates ({{ $labels.x }},
 // {{ $value }}); ${param} is filled from the policy (alert_params), ${for}
 // with the rule's `for:`.
-const std::array<AlertSpec, 23> kTable = {{
+const std::array<AlertSpec, 27> kTable = {{
     {AlertId::kDrainBacklogGrowing, "CheckpointDrainBacklogGrowing", G::kCheckpoints, true, 0,
      kWarn, kDrain,
      "At least ${min_overlapping} checkpoint(s) of the job committed on the tier before the "
@@ -267,6 +267,65 @@ const std::array<AlertSpec, 23> kTable = {{
      "older than its durable_within have fewer complete copies on durable tiers than its "
      "copies_required (seen by {{ $labels.instance }}, for ${for}).",
      "", "", "", ""},
+    {AlertId::kIntegrityFailed, "CheckpointIntegrityFailed", G::kCheckpoints, true, 0, kWarn,
+     kTierJob,
+     "At least one committed checkpoint of the job on the tier failed integrity verification (a "
+     "checksum mismatch or a listed shard missing); clears when none is left in the catalog.",
+     "ckpt_integrity_failed_checkpoints > 0", "",
+     "A checkpoint of job {{ $labels.training_job }} on {{ $labels.tier }} is corrupt",
+     "{{ $value | printf \"%.0f\" }} committed checkpoint(s) of job {{ $labels.training_job }} on "
+     "{{ $labels.tier }} failed integrity verification (seen by {{ $labels.instance }}): they are "
+     "no longer counted as restorable, and the recovery point stepped back past them. "
+     "ckpt_integrity_checks_total says which result (mismatch, missing).",
+     "", "",
+     "Only where the integrity verifier runs (checksums from event logs or\n"
+     "integrity.json); elsewhere the series is absent, not 0.",
+     ""},
+    {AlertId::kTierInodesLow, "CheckpointTierInodesLow", G::kCheckpoints, true, 0, kCrit, kTier,
+     "The tier's free inodes are fewer than the files the sizing rule still needs (files per "
+     "checkpoint x retained versions, plus the next checkpoints of the concurrent jobs, less what "
+     "is on the tier), or fewer than ${min_free_ratio} of its inodes; clears once they exceed the "
+     "need by clear_margin_ratio (${clear_margin_ratio}) and ${clear_free_ratio} of the inodes.",
+     "ckpt_tier_files_free < on (instance, job, tier) ckpt_tier_files_still_needed\n"
+     "  or\n"
+     "ckpt_tier_files_free < on (instance, job, tier) ckpt_tier_files * ${min_free_ratio}",
+     "ckpt_tier_files_free < on (instance, job, tier) ckpt_tier_files_still_needed * "
+     "${clear_factor}\n"
+     "  or\n"
+     "ckpt_tier_files_free < on (instance, job, tier) ckpt_tier_files * ${clear_free_ratio}",
+     "Tier {{ $labels.tier }} is running out of inodes",
+     "Tier {{ $labels.tier }} has {{ $value | printf \"%.0f\" }} free inodes (seen by "
+     "{{ $labels.instance }}): fewer than its checkpoints still need by the sizing rule "
+     "(ckpt_tier_files_still_needed) or than ${min_free_percent} of its inodes. Saves fail "
+     "with ENOSPC while bytes are still free.",
+     "", "",
+     "A file system without a fixed inode count (f_files 0: btrfs, some NFS\n"
+     "servers) exports no ckpt_tier_files_still_needed and never fires.",
+     ""},
+    {AlertId::kSavesFailing, "CheckpointSavesFailing", G::kCheckpoints, true, 0, kWarn, kTierJob,
+     "At least ${min_failures} checkpoint_failed event(s) of the job on the tier within the last "
+     "${window}; clears when none is left in the window.",
+     "ckpt_saves_failed_recent >= ${min_failures}", "ckpt_saves_failed_recent > 0",
+     "Checkpoint saves of job {{ $labels.training_job }} on {{ $labels.tier }} are failing",
+     "{{ $value | printf \"%.0f\" }} save(s) of job {{ $labels.training_job }} on "
+     "{{ $labels.tier }} failed within the last ${window} (checkpoint_failed events, seen by "
+     "{{ $labels.instance }}); /api/v1/events/summary lists the reasons. The recovery point "
+     "stops moving "
+     "while they fail.",
+     "", "",
+     "ckpt_saves_failed_recent is the daemon's count over alerting.rules.\n"
+     "CheckpointSavesFailing.window (at most the last 10 failures of a job are\n"
+     "kept with their times), not increase() of a counter that resets on restart.",
+     ""},
+    {AlertId::kAccessFinding, "CheckpointAccessFinding", G::kCheckpoints, true, 0, kWarn, kTier,
+     "The tier's access audit has findings of a kind listed in kinds (${kinds_list}); clears "
+     "when the walk finds none.",
+     "sum by (instance, job, tier) (ckpt_access_findings{kind=~\"${kinds_regex}\"}) > 0", "",
+     "Checkpoints on tier {{ $labels.tier }} can be read or written by the wrong people",
+     "The access audit of tier {{ $labels.tier }} has {{ $value | printf \"%.0f\" }} finding(s) "
+     "of the kinds ${kinds_list} (seen by {{ $labels.instance }}); /api/v1/findings lists the "
+     "paths and who can read them.",
+     "", "", "", ""},
 
     // Prometheus only.
     {AlertId::kCkptmonDown, "CkptmonDown", G::kDaemon, false, 300, kCrit, kInstance,
@@ -502,6 +561,14 @@ const AlertRuleCommon* alert_rule(const AlertRules& r, AlertId id) {
       return &r.recovery_point_not_durable;
     case AlertId::kUnderCopied:
       return &r.under_copied;
+    case AlertId::kIntegrityFailed:
+      return &r.integrity_failed;
+    case AlertId::kTierInodesLow:
+      return &r.tier_inodes_low;
+    case AlertId::kSavesFailing:
+      return &r.saves_failing;
+    case AlertId::kAccessFinding:
+      return &r.access_finding;
     case AlertId::kCkptmonDown:
     case AlertId::kCollectorFailing:
     case AlertId::kConfigReloadFailed:
@@ -581,10 +648,38 @@ std::vector<std::pair<std::string, std::string>> alert_params(const AlertRules& 
     case AlertId::kRtoAtRisk:
       p.emplace_back("clear_ratio", number(r.rto_at_risk.clear_ratio));
       break;
+    case AlertId::kTierInodesLow: {
+      const auto& i = r.tier_inodes_low;
+      p.emplace_back("min_free_ratio", number(i.min_free_ratio));
+      p.emplace_back("clear_free_ratio", number(i.clear_free_ratio));
+      p.emplace_back("min_free_percent", percent(i.min_free_ratio));
+      p.emplace_back("clear_margin_ratio", number(i.clear_margin_ratio));
+      p.emplace_back("clear_factor", number(1 + i.clear_margin_ratio));
+      break;
+    }
+    case AlertId::kSavesFailing:
+      secs(p, "window", r.saves_failing.window_seconds);
+      p.emplace_back("min_failures", number(static_cast<double>(r.saves_failing.min_failures)));
+      break;
+    case AlertId::kAccessFinding: {
+      std::string regex, list;
+      for (FindingKind k : r.access_finding.kinds) {
+        if (!regex.empty()) {
+          regex += "|";
+          list += ", ";
+        }
+        regex += to_string(k);
+        list += to_string(k);
+      }
+      p.emplace_back("kinds_regex", regex);
+      p.emplace_back("kinds_list", list);
+      break;
+    }
     case AlertId::kTierDown:
     case AlertId::kWindowMissed:
     case AlertId::kRecoveryPointNotDurable:
     case AlertId::kUnderCopied:
+    case AlertId::kIntegrityFailed:
     case AlertId::kCkptmonDown:
     case AlertId::kCollectorFailing:
     case AlertId::kConfigReloadFailed:

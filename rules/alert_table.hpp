@@ -52,6 +52,10 @@ enum class AlertId : std::uint8_t {
   kRtoAtRisk,
   kRecoveryPointNotDurable,
   kUnderCopied,
+  kIntegrityFailed,
+  kTierInodesLow,
+  kSavesFailing,
+  kAccessFinding,
   // In PromQL only: about ckptmon itself, which a dead or blind daemon cannot report.
   kCkptmonDown,
   kCollectorFailing,

@@ -42,6 +42,15 @@ std::string percent(double ratio) {
 
 std::string bytes(double b) { return human_bytes(b); }
 
+// At most `max` bytes of `s` (valid UTF-8, as the event parser hands it on),
+// cut at a character boundary, "..." appended when cut.
+std::string clip_utf8(std::string_view s, std::size_t max) {
+  if (s.size() <= max) return std::string(s);
+  std::size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return std::string(s.substr(0, n)) + "...";
+}
+
 std::string rate(const std::optional<double>& r) {
   return r ? human_bytes(*r) + "/s" : std::string("unknown");
 }
@@ -344,6 +353,93 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
                                " have fewer than " + std::to_string(d.policy.copies_required) +
                                " complete copies on durable tiers."};
             });
+  }
+
+  if (figures.integrity_known) {
+    for (const JobTierFigures& j : figures.job_tiers) {
+      const double n = static_cast<double>(j.integrity_failed);
+      out.add(
+          AlertId::kIntegrityFailed, j.tier, j.job, n > 0 ? Signal::kFire : Signal::kClear, n, [&] {
+            std::string text = std::to_string(j.integrity_failed) +
+                               " committed checkpoint(s) of job " + j.job + " on tier " + j.tier +
+                               " failed integrity verification (a checksum mismatch or a "
+                               "missing shard)";
+            if (j.integrity_failed_step >= 0) {
+              text += ", the newest at step " + std::to_string(j.integrity_failed_step);
+            }
+            text +=
+                ": they no longer count as restorable, and the recovery point stepped back "
+                "past them.";
+            return Texts{"A checkpoint of job " + j.job + " on tier " + j.tier + " is corrupt",
+                         std::move(text)};
+          });
+    }
+  }
+
+  for (const CapacityFigures& c : figures.capacity) {
+    const auto& rule = r.tier_inodes_low;
+    Reading low;  // unknown (no fixed inode count, no stats) holds
+    if (c.files_known) {
+      const double free = c.files_free;
+      const bool fire = free < c.still_needed_files || free < c.files_total * rule.min_free_ratio;
+      const bool clear = free >= c.still_needed_files * (1 + rule.clear_margin_ratio) &&
+                         free >= c.files_total * rule.clear_free_ratio;
+      low = {fire ? Signal::kFire : (clear ? Signal::kClear : Signal::kHold), free};
+    }
+    out.add(AlertId::kTierInodesLow, c.tier, "", low.signal, low.value, [&] {
+      const auto count = [](double v) {
+        return std::to_string(static_cast<std::uint64_t>(std::max(0.0, std::ceil(v))));
+      };
+      return Texts{"Tier " + c.tier + " is running out of inodes",
+                   "Tier " + c.tier + " has " + count(c.files_free) + " free inodes of " +
+                       count(c.files_total) + "; its checkpoints still need " +
+                       count(c.still_needed_files) +
+                       " by the sizing rule (files per checkpoint x retained versions, plus the "
+                       "next checkpoints), and the floor is " +
+                       percent(rule.min_free_ratio) +
+                       " of the inodes. Saves fail with ENOSPC while bytes are still free."};
+    });
+  }
+
+  for (const SaveFailureFigures& f : figures.save_failures) {
+    const auto& rule = r.saves_failing;
+    const double n = static_cast<double>(f.recent);
+    out.add(AlertId::kSavesFailing, f.tier, f.job,
+            at_least(n, static_cast<double>(rule.min_failures)), n, [&] {
+              std::string text = std::to_string(f.recent) + " save(s) of job " + f.job +
+                                 " on tier " + f.tier + " failed within the last " +
+                                 human_seconds(rule.window_seconds);
+              if (!f.last_reason.empty()) {
+                text += "; the last one: ";
+                text += clip_utf8(f.last_reason, 200);
+              }
+              text += ". The recovery point does not move while saves fail.";
+              return Texts{
+                  "Checkpoint saves of job " + f.job + " on tier " + f.tier + " are failing",
+                  std::move(text)};
+            });
+  }
+
+  for (const AccessFigures& a : figures.access) {
+    const auto& rule = r.access_finding;
+    std::uint64_t n = 0;
+    std::string kinds;
+    for (FindingKind k : rule.kinds) {
+      const std::uint64_t c = a.by_kind[static_cast<std::size_t>(k)];
+      if (c == 0) continue;
+      n += c;
+      if (!kinds.empty()) kinds += ", ";
+      kinds += std::to_string(c) + " " + std::string(to_string(k));
+    }
+    const double v = static_cast<double>(n);
+    const Signal s = !a.known ? Signal::kHold : (n > 0 ? Signal::kFire : Signal::kClear);
+    out.add(AlertId::kAccessFinding, a.tier, "", s, v, [&] {
+      return Texts{"Checkpoints on tier " + a.tier + " can be read or written by the wrong people",
+                   "The access audit of tier " + a.tier + " found " + kinds +
+                       "; /api/v1/findings?tier=" + a.tier +
+                       " lists the paths and who can read "
+                       "them."};
+    });
   }
 
   for (const auto& entry : tiers) {

@@ -128,8 +128,12 @@ CapacityFigures evaluate_capacity(const CheckpointView& all, const TierState& ti
   const std::map<std::string, std::uint64_t> latest = latest_sizes(jobs);
   double present_retained = 0;
   double in_progress_total = 0;
+  double present_retained_files = 0;
+  double in_progress_files = 0;
+  double retained_required_files = 0;
   std::vector<SizedJob> sized;
   std::vector<double> next_list;
+  std::vector<double> next_files;
   for (const auto& [job, latest_bytes] : latest) {
     JobCapacity j;
     j.job = job;
@@ -147,13 +151,24 @@ CapacityFigures evaluate_capacity(const CheckpointView& all, const TierState& ti
       if (d.kind == RetentionKind::kKeptNewest || d.kind == RetentionKind::kKeptLast ||
           d.kind == RetentionKind::kKeptMilestone) {
         present_retained += static_cast<double>(d.checkpoint->bytes) * sizing.replicas;
+        present_retained_files += static_cast<double>(d.checkpoint->files);
       }
     }
     j.retained_versions = keep + static_cast<double>(milestones);
+    std::uint64_t job_in_progress_files = 0;
     for (const Checkpoint* c : mine) {
-      if (c->state == CkptState::kInProgress) sat_add_to(j.in_progress_bytes, c->bytes);
+      if (c->state == CkptState::kInProgress) {
+        sat_add_to(j.in_progress_bytes, c->bytes);
+        sat_add_to(job_in_progress_files, c->files);
+        if (committed.empty()) j.latest_files = std::max(j.latest_files, c->files);
+      }
       if (c->state == CkptState::kPartial) f.residue_bytes += static_cast<double>(c->bytes);
     }
+    if (!committed.empty()) j.latest_files = committed.back()->files;
+    j.required_files = static_cast<double>(j.latest_files) * j.retained_versions;
+    retained_required_files += j.required_files;
+    in_progress_files += static_cast<double>(job_in_progress_files);
+    next_files.push_back(static_cast<double>(j.latest_files));
     in_progress_total += static_cast<double>(j.in_progress_bytes);
     j.next_checkpoint_bytes = std::max(0.0, static_cast<double>(latest_bytes) * sizing.replicas -
                                                 static_cast<double>(j.in_progress_bytes));
@@ -180,6 +195,19 @@ CapacityFigures evaluate_capacity(const CheckpointView& all, const TierState& ti
                          (f.temp_write_allowance_bytes - present_temp) + f.growth_headroom_bytes;
   if (f.has_stats) {
     f.headroom_ratio = f.still_needed_bytes > 0 ? f.avail_bytes / f.still_needed_bytes : kInf;
+  }
+
+  // The inode term, as the byte terms: what is on the tier counts, capped
+  // at its term.
+  const double temp_files = sum_of_biggest(std::move(next_files), f.concurrent_jobs);
+  f.required_files = retained_required_files + temp_files;
+  f.still_needed_files =
+      (retained_required_files - std::min(present_retained_files, retained_required_files)) +
+      (temp_files - std::min(in_progress_files, temp_files));
+  f.files_known = f.has_stats && tier.stats.files > 0;
+  if (f.files_known) {
+    f.files_total = tier.stats.files;
+    f.files_free = tier.stats.files_free;
   }
 
   f.next_checkpoint_bytes = sum_of_biggest(next_list, f.concurrent_jobs);

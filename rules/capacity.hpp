@@ -31,6 +31,10 @@ struct JobCapacity {
   // latest_bytes x replicas - what its save in progress already wrote.
   double next_checkpoint_bytes = 0;
   std::optional<bool> next_fits;  // avail >= next_checkpoint_bytes; nullopt without stats
+  // The inode term: files of the latest committed checkpoint (biggest in
+  // progress when none) x retained_versions.
+  std::uint64_t latest_files = 0;
+  double required_files = 0;
 };
 
 struct CapacityFigures {
@@ -64,6 +68,18 @@ struct CapacityFigures {
   // The next checkpoints of the `concurrent_jobs` jobs with the biggest need.
   double next_checkpoint_bytes = 0;
   std::optional<bool> next_fits;
+
+  // The sizing rule's inode term: the jobs' required_files plus the files of
+  // the `concurrent_jobs` biggest next checkpoints (written before retention
+  // removes an old one). still_needed_files is what free inodes must still
+  // hold: the terms less the retained checkpoints and saves in progress
+  // already on the tier. files_known: f_files is above 0 (btrfs and some NFS
+  // servers report 0, no fixed inode count) and the tier has stats.
+  bool files_known = false;
+  double files_total = 0;
+  double files_free = 0;
+  double required_files = 0;
+  double still_needed_files = 0;
 
   std::vector<JobCapacity> jobs;  // sorted by job
 };

@@ -1,8 +1,10 @@
 #include "rules/evaluate.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "model/checkpoint_skew.hpp"
+#include "model/events.hpp"
 #include "util/saturating.hpp"
 
 namespace ckptmon {
@@ -44,6 +46,12 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
         sat_add_to(j.partial_bytes, c->bytes);
       }
       auto committed = committed_oldest_first(mine);
+      for (const Checkpoint* c : committed) {
+        auto v = verified.find(CheckpointKey{c->tier, c->path});
+        if (v == verified.end() || v->second) continue;
+        ++j.integrity_failed;
+        j.integrity_failed_step = std::max(j.integrity_failed_step, c->step);
+      }
       if (!committed.empty()) {
         const Checkpoint& last = *committed.back();
         j.has_committed = true;
@@ -52,6 +60,25 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
         j.last_completion_skew_seconds = completion_skew(last, events);
       }
       out.job_tiers.push_back(std::move(j));
+    }
+  }
+
+  if (events != nullptr) {
+    const double window = policy.alerting.rules.saves_failing.window_seconds;
+    for (const auto& [key, job] : events->jobs) {
+      if (!tiers.contains(key.first)) continue;
+      SaveFailureFigures f;
+      f.tier = key.first;
+      f.job = key.second;
+      for (const EventFailure& e : job.recent_failures) {
+        if (e.ts < now - window) continue;
+        ++f.recent;
+        if (e.ts >= f.last_ts) {
+          f.last_ts = e.ts;
+          f.last_reason = e.reason;
+        }
+      }
+      out.save_failures.push_back(std::move(f));
     }
   }
 

@@ -4,12 +4,14 @@
 // cycle on its loop thread (or a worker) and publishes the result. Pure;
 // thread-safe.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "model/access.hpp"
 #include "model/checkpoint.hpp"
 #include "model/checkpoint_view.hpp"
 #include "model/policy.hpp"
@@ -41,6 +43,28 @@ struct JobTierFigures {
   std::int64_t last_step = -1;  // latest committed checkpoint
   double last_commit_time = 0;
   double last_completion_skew_seconds = 0;
+  // Committed checkpoints the integrity verifier failed (mismatch or missing
+  // shard), and the newest step among them (-1: none or no step).
+  std::uint64_t integrity_failed = 0;
+  std::int64_t integrity_failed_step = -1;
+};
+
+// checkpoint_failed events of one (tier, job) within alerting.rules.
+// CheckpointSavesFailing.window, from the event log.
+struct SaveFailureFigures {
+  std::string tier;
+  std::string job;
+  std::uint64_t recent = 0;
+  double last_ts = 0;  // the newest failure in the window
+  std::string last_reason;
+};
+
+// One tier's access findings by kind. known: its last walk finished (a
+// walk cut short says nothing of the findings it did not reach).
+struct AccessFigures {
+  std::string tier;
+  bool known = false;
+  std::array<std::uint64_t, kFindingKindCount> by_kind{};
 };
 
 struct RuleFigures {
@@ -53,6 +77,15 @@ struct RuleFigures {
   std::vector<RecoveryPoint> recovery;                       // every job
   std::vector<DurabilityFigures> durability;                 // every job, as recovery
   std::vector<JobTierFigures> job_tiers;                     // every (tier, job)
+  // The integrity verifier runs: job_tiers' integrity_failed are facts, not
+  // zeros for want of a verifier (set by the rules cycle).
+  bool integrity_known = false;
+  // Every (tier, job) the event log knows, on a configured tier; empty
+  // without an event log (unknown, not none).
+  std::vector<SaveFailureFigures> save_failures;
+  // Every tier, filled by the rules cycle from the tiers' walks
+  // (evaluate_rules leaves it empty).
+  std::vector<AccessFigures> access;
   // GPU cost per job with a joined checkpoint; filled by the rules cycle from
   // its GpuCostTracker (evaluate_rules leaves it empty).
   std::vector<GpuJobFigures> gpu_jobs;

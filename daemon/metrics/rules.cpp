@@ -76,8 +76,21 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
   FamilyBuilder job_retained = gauge("ckpt_job_retained_versions",
                                      "Versions of the job the sizing rule retains on the tier "
                                      "(keep_last, fewer under max_age, plus milestones kept).");
+  FamilyBuilder req_files = gauge("ckpt_tier_required_files",
+                                  "The sizing rule's inode term: files per checkpoint x retained "
+                                  "versions of every job, plus the files of the concurrent jobs' "
+                                  "next checkpoints. Absent where the file system has no fixed "
+                                  "inode count (f_files 0).");
+  FamilyBuilder needed_files = gauge("ckpt_tier_files_still_needed",
+                                     "ckpt_tier_required_files less the retained checkpoints' "
+                                     "and saves in progress' files already on the tier: what "
+                                     "ckpt_tier_files_free must still hold.");
   for (const CapacityFigures& c : figures.capacity) {
     const Labels l{{"tier", c.tier}};
+    if (c.files_known) {
+      req_files.add(l, c.required_files);
+      needed_files.add(l, c.still_needed_files);
+    }
     required.add(l, c.required_bytes);
     retained.add(l, c.retained_required_bytes);
     temp.add(l, c.temp_write_allowance_bytes);
@@ -96,9 +109,31 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
       if (j.next_fits) job_next_fits.add(jl, *j.next_fits ? 1 : 0);
     }
   }
-  append(out,
-         {&required, &retained, &temp, &residue, &growth, &needed, &headroom, &ttf, &concurrent,
-          &next_bytes, &next_fits, &job_next_bytes, &job_next_fits, &job_retained});
+  append(out, {&required, &retained, &temp, &residue, &growth, &needed, &headroom, &ttf,
+               &concurrent, &next_bytes, &next_fits, &job_next_bytes, &job_next_fits, &job_retained,
+               &req_files, &needed_files});
+
+  if (figures.integrity_known) {
+    FamilyBuilder failed = gauge("ckpt_integrity_failed_checkpoints",
+                                 "Committed checkpoints of the job on the tier that failed "
+                                 "integrity verification (checksum mismatch or missing shard); "
+                                 "absent while the integrity verifier has not run.");
+    for (const JobTierFigures& j : figures.job_tiers) {
+      failed.add({{"tier", j.tier}, {kTrainingJobLabel, j.job}},
+                 static_cast<double>(j.integrity_failed));
+    }
+    append(out, std::move(failed));
+  }
+  {
+    FamilyBuilder recent = gauge("ckpt_saves_failed_recent",
+                                 "checkpoint_failed events of the job on the tier within "
+                                 "alerting.rules.CheckpointSavesFailing.window; absent without "
+                                 "an event log.");
+    for (const SaveFailureFigures& f : figures.save_failures) {
+      recent.add({{"tier", f.tier}, {kTrainingJobLabel, f.job}}, static_cast<double>(f.recent));
+    }
+    append(out, std::move(recent));
+  }
 
   FamilyBuilder bw_req = gauge("ckpt_tier_required_write_bandwidth_bytes_per_second",
                                "Bytes per checkpoint / allowed window x concurrent writers x (1 + "

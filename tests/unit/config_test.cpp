@@ -304,7 +304,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointBandwidthShortfall, CkptmonStateWriteFailing, CheckpointStallingGPUs, "
                  "CheckpointGoodputLow, CheckpointWindowMissed, "
                  "CheckpointRecoveryTimeObjectiveAtRisk, CheckpointRecoveryPointNotDurable, "
-                 "CheckpointUnderCopied)"}},
+                 "CheckpointUnderCopied, CheckpointIntegrityFailed, CheckpointTierInodesLow, "
+                 "CheckpointSavesFailing, CheckpointAccessFinding)"}},
         BadCase{"invalid_yaml",
                 "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},

@@ -283,6 +283,23 @@ struct Scene {
     rs.objective_seconds = 30;
     rs.estimate = RestoreEstimate{2 * GiB, ReadSource::kCounters, 1000, 50, 0.3, 50.3};
     figs.storage_path.restore.push_back(rs);
+    // Two of llama's committed checkpoints on staging failed verification.
+    figs.integrity_known = true;
+    figs.job_tiers.back().integrity_failed = 2;
+    figs.job_tiers.back().integrity_failed_step = 1100;
+    // 20,000 inodes free of 1,000,000 (2 %), 5,000 still needed.
+    figs.capacity.back().files_known = true;
+    figs.capacity.back().files_total = 1'000'000;
+    figs.capacity.back().files_free = 20'000;
+    figs.capacity.back().still_needed_files = 5'000;
+    figs.save_failures.push_back(
+        {"staging", "llama", 3, figs.now - 60, "ENOSPC writing __0_0.distcp"});
+    AccessFigures af;
+    af.tier = "staging";
+    af.known = true;
+    af.by_kind[static_cast<std::size_t>(FindingKind::kWorldWritable)] = 2;
+    af.by_kind[static_cast<std::size_t>(FindingKind::kWorldReadable)] = 5;  // not a default kind
+    figs.access.push_back(af);
   }
   std::vector<AlertCondition> conditions() const {
     return alert_conditions(figs, tiers, cfg, self);
@@ -331,6 +348,16 @@ TEST(AlertConditions, EveryAlertFiresOnItsFigureWithTheFiguresInItsText) {
       {"CheckpointUnderCopied", "", "llama", "warning",
        "2 of the 4 restorable checkpoint(s) of job llama older than 1h have fewer than 1 "
        "complete copies on durable tiers."},
+      {"CheckpointIntegrityFailed", "staging", "llama", "warning",
+       "2 committed checkpoint(s) of job llama on tier staging failed integrity verification (a "
+       "checksum mismatch or a missing shard), the newest at step 1100"},
+      {"CheckpointTierInodesLow", "staging", "", "critical",
+       "Tier staging has 20000 free inodes of 1000000; its checkpoints still need 5000"},
+      {"CheckpointSavesFailing", "staging", "llama", "warning",
+       "3 save(s) of job llama on tier staging failed within the last 1h; the last one: ENOSPC "
+       "writing __0_0.distcp."},
+      {"CheckpointAccessFinding", "staging", "", "warning",
+       "The access audit of tier staging found 2 world_writable; /api/v1/findings?tier=staging"},
   };
   EXPECT_EQ(find(cs, "CheckpointRecoveryPointNotDurable", "", "gpt"), nullptr);
   EXPECT_EQ(find(cs, "CheckpointUnderCopied", "", "gpt"), nullptr);
@@ -730,6 +757,115 @@ TEST(AlertConditions, NotDurableComparesTheLagWithTheJobsDurableWithin) {
   EXPECT_EQ(b->value, 3 * 3600);
   EXPECT_NE(b->description.find("(none yet) has waited 3h"), std::string::npos) << b->description;
   EXPECT_NE(b->description.find("costs its newest steps"), std::string::npos) << b->description;
+}
+
+// Free inodes oscillating around the 5 % floor: one firing, held between
+// 5 % and 7 %, cleared at 7 %; an unknown inode count holds.
+TEST(AlertConditions, InodesLowHasHysteresisAndUnknownHolds) {
+  std::map<std::string, TierState> tiers;
+  AlertingConfig cfg;
+  cfg.rules.tier_inodes_low.for_seconds = 0;
+  AlertEvaluator ev;
+  int fired = 0;
+  double t = 0;
+  const auto cycle = [&](bool known, double free, double needed) {
+    RuleFigures f;
+    f.now = (t += 60);
+    CapacityFigures c;
+    c.tier = "fast";
+    c.files_known = known;
+    c.files_total = 1000;
+    c.files_free = free;
+    c.still_needed_files = needed;
+    f.capacity.push_back(c);
+    for (const AlertTransition& x : ev.evaluate(alert_conditions(f, tiers, cfg), f.now, f.now)) {
+      if (x.labels.alertname == "CheckpointTierInodesLow" && x.to == AlertState::kFiring) ++fired;
+    }
+    return ev.firing().size();
+  };
+  EXPECT_EQ(cycle(true, 100, 10), 0u);  // 10 % free
+  EXPECT_EQ(cycle(true, 40, 10), 1u);   // 4 %: fires
+  for (double free : {60.0, 49.0, 66.0, 45.0, 51.0}) EXPECT_EQ(cycle(true, free, 10), 1u);
+  EXPECT_EQ(cycle(false, 0, 0), 1u);     // unknown holds
+  EXPECT_EQ(cycle(true, 70, 10), 0u);    // 7 %: clears
+  EXPECT_EQ(cycle(true, 200, 250), 1u);  // 20 % free, but the sizing rule needs 250
+  EXPECT_EQ(cycle(true, 255, 250), 1u);  // within clear_margin_ratio of the need: holds
+  EXPECT_EQ(cycle(true, 263, 250), 0u);  // 263 >= 250 x 1.05: clears
+  EXPECT_EQ(fired, 2);
+  EXPECT_EQ(cycle(false, 0, 0), 0u);  // unknown never starts one
+}
+
+TEST(AlertConditions, AccessFindingCountsTheConfiguredKindsAndAWalkCutShortHolds) {
+  std::map<std::string, TierState> tiers;
+  AlertingConfig cfg;
+  RuleFigures f;
+  AccessFigures a;
+  a.tier = "rapid";
+  a.known = true;
+  a.by_kind[static_cast<std::size_t>(FindingKind::kWorldReadable)] = 4;
+  f.access.push_back(a);
+  AccessFigures cut;
+  cut.tier = "slow";  // its walk did not finish
+  f.access.push_back(cut);
+  auto cs = alert_conditions(f, tiers, cfg);
+  EXPECT_EQ(find(cs, "CheckpointAccessFinding", "rapid", "")->signal, Signal::kClear);
+  EXPECT_EQ(find(cs, "CheckpointAccessFinding", "slow", "")->signal, Signal::kHold);
+  cfg.rules.access_finding.kinds = {FindingKind::kWorldReadable};
+  cs = alert_conditions(f, tiers, cfg);
+  const AlertCondition* c = find(cs, "CheckpointAccessFinding", "rapid", "");
+  EXPECT_EQ(c->signal, Signal::kFire);
+  EXPECT_EQ(c->value, 4);
+  EXPECT_NE(c->description.find("found 4 world_readable;"), std::string::npos) << c->description;
+  const std::string y = render_prometheus_rules(cfg);
+  EXPECT_NE(y.find("ckpt_access_findings{kind=~\"world_readable\"}"), std::string::npos);
+}
+
+TEST(AlertConditions, IntegrityNeedsTheVerifierAndSavesFailingHoldsBelowItsMinimum) {
+  std::map<std::string, TierState> tiers;
+  AlertingConfig cfg;
+  cfg.rules.saves_failing.min_failures = 2;
+  RuleFigures f;
+  JobTierFigures j;
+  j.tier = "rapid";
+  j.job = "llama";
+  f.job_tiers.push_back(j);
+  f.save_failures.push_back({"rapid", "llama", 1, 0, ""});
+  f.save_failures.push_back({"rapid", "bert", 0, 0, ""});
+  auto cs = alert_conditions(f, tiers, cfg);
+  EXPECT_EQ(find(cs, "CheckpointIntegrityFailed", "rapid", "llama"), nullptr);  // unknown
+  EXPECT_EQ(find(cs, "CheckpointSavesFailing", "rapid", "llama")->signal, Signal::kHold);
+  EXPECT_EQ(find(cs, "CheckpointSavesFailing", "rapid", "bert")->signal, Signal::kClear);
+  f.integrity_known = true;
+  cs = alert_conditions(f, tiers, cfg);
+  EXPECT_EQ(find(cs, "CheckpointIntegrityFailed", "rapid", "llama")->signal, Signal::kClear);
+}
+
+// evaluate_rules: failed verifications per (tier, job) among committed
+// checkpoints, and checkpoint_failed events within the window.
+TEST(RuleFiguresOf, IntegrityFailuresAndRecentSaveFailures) {
+  std::map<std::string, TierState> tiers;
+  tiers["rapid"] = tier_state("rapid", TierRole::kRapid, "", 1000, 500);
+  std::vector<Checkpoint> cks{Ck("rapid", "a", 100).committed(10, 10, 20),
+                              Ck("rapid", "a", 200).committed(10, 110, 120),
+                              Ck("rapid", "a", 300).committed(10, 210, 220)};
+  Verifications ver{{{"rapid", "a/step-100"}, false},
+                    {{"rapid", "a/step-200"}, false},
+                    {{"rapid", "a/step-300"}, true}};
+  EventCatalog ev;
+  const double now = 10'000;
+  ev.jobs[{"rapid", "a"}].recent_failures = {
+      {1, now - 7200, "too old"}, {2, now - 1800, "EIO"}, {3, now - 60, "ENOSPC"}};
+  ev.jobs[{"gone", "a"}].recent_failures = {{1, now - 60, "not a configured tier"}};
+  RulesPolicy policy;
+  const RuleFigures f = evaluate_rules(tiers, cks, {}, ver, policy, now, {}, &ev);
+  ASSERT_EQ(f.job_tiers.size(), 1u);
+  EXPECT_EQ(f.job_tiers[0].integrity_failed, 2u);
+  EXPECT_EQ(f.job_tiers[0].integrity_failed_step, 200);
+  ASSERT_EQ(f.save_failures.size(), 1u);
+  EXPECT_EQ(f.save_failures[0].recent, 2u);  // within the default 1h
+  EXPECT_EQ(f.save_failures[0].last_reason, "ENOSPC");
+  // Without an event log nothing is known: no rows, not zeros.
+  EXPECT_TRUE(evaluate_rules(tiers, cks, {}, ver, policy, now).save_failures.empty());
 }
 
 }  // namespace

@@ -63,6 +63,43 @@ TEST(RulesCapacity, OneJobTermByTerm) {
   EXPECT_TRUE(*f.jobs[0].next_fits);
 }
 
+// The inode term: files per latest checkpoint x retained versions, plus the
+// next checkpoint's files, less what is on the tier.
+TEST(RulesCapacity, InodeTermByTerm) {
+  std::vector<Checkpoint> cks{
+      Ck("rapid", "a", 100).committed(10, 10, 20).file_count(500),
+      Ck("rapid", "a", 200).committed(10, 110, 120).file_count(1000),
+      Ck("rapid", "a", 300).in_progress(5, 200, 210).file_count(400),
+      Ck("rapid", "b", 10).committed(10, 10, 20).file_count(50),
+  };
+  TierPolicy p;
+  p.retention.keep_last = 3;
+  p.sizing.concurrent_jobs = 1;
+  p.sizing.replicas = 2;  // scales bytes, not inodes
+  TierState t = tier_state("rapid", TierRole::kRapid, "", 1000, 500);
+  t.stats.files = 100'000;
+  t.stats.files_free = 3'000;
+  auto f = evaluate_capacity(cks, t, {}, p, 1000);
+  ASSERT_TRUE(f.files_known);
+  EXPECT_EQ(f.files_total, 100'000);
+  EXPECT_EQ(f.files_free, 3'000);
+  ASSERT_EQ(f.jobs.size(), 2u);
+  EXPECT_EQ(f.jobs[0].latest_files, 1000u);  // the latest committed, not the save in progress
+  EXPECT_DOUBLE_EQ(f.jobs[0].required_files, 3000);
+  EXPECT_DOUBLE_EQ(f.jobs[1].required_files, 150);
+  // 3000 + 150 retained, plus a's next checkpoint of 1000 files.
+  EXPECT_DOUBLE_EQ(f.required_files, 4150);
+  // On the tier: 500 + 1000 + 50 retained, 400 of the save in progress:
+  // (3150 - 1550) + (1000 - 400).
+  EXPECT_DOUBLE_EQ(f.still_needed_files, 2200);
+
+  t.stats.files = 0;  // btrfs: no fixed inode count
+  EXPECT_FALSE(evaluate_capacity(cks, t, {}, p, 1000).files_known);
+  t.stats.files = 100'000;
+  t.up = false;  // stale stats are not judged
+  EXPECT_FALSE(evaluate_capacity(cks, t, {}, p, 1000).files_known);
+}
+
 TEST(RulesCapacity, NextCheckpointCountsWhatTheSaveInProgressAlreadyWrote) {
   std::vector<Checkpoint> cks{Ck("rapid", "a", 1).committed(100, 10, 20)};
   TierPolicy p;

@@ -160,6 +160,9 @@ rules:
   CheckpointDrainBacklogGrowing: {for: 0s, min_overlapping: 2}
   CheckpointRecoveryPointStale: {max_age: 4h, active_window: 1d}
   CheckpointBandwidthShortfall: {min_ratio: 0.8, clear_ratio: 0.9}
+  CheckpointAccessFinding: {kinds: [acl_invalid, world_writable, acl_invalid]}
+  CheckpointSavesFailing: {window: 30m, min_failures: 3}
+  CheckpointTierInodesLow: {min_free_ratio: 0.02, clear_free_ratio: 0.03}
 )",
                            &a);
   EXPECT_TRUE(e.empty()) << e[0];
@@ -178,8 +181,15 @@ rules:
   EXPECT_EQ(a.rules.recovery_point_stale.max_age_seconds, 4 * 3600);
   EXPECT_EQ(a.rules.recovery_point_stale.active_window_seconds, 86400);
   EXPECT_EQ(a.rules.bandwidth_shortfall.min_ratio, 0.8);
+  EXPECT_EQ(a.rules.access_finding.kinds,
+            (std::vector<FindingKind>{FindingKind::kAclInvalid, FindingKind::kWorldWritable}));
+  EXPECT_EQ(a.rules.saves_failing.window_seconds, 1800);
+  EXPECT_EQ(a.rules.saves_failing.min_failures, 3);
+  EXPECT_EQ(a.rules.tier_inodes_low.min_free_ratio, 0.02);
+  EXPECT_EQ(a.rules.tier_inodes_low.clear_free_ratio, 0.03);
   // Untouched rules keep their defaults.
   EXPECT_EQ(a.rules.partial.for_seconds, 300);
+  EXPECT_EQ(a.rules.tier_inodes_low.clear_margin_ratio, 0.05);
 }
 
 TEST(RulesConfig, ReadsHistory) {
@@ -293,7 +303,24 @@ INSTANTIATE_TEST_SUITE_P(
              "CheckpointCompletionSkewHigh, CheckpointTierDown, CheckpointBandwidthShortfall, "
              "CkptmonStateWriteFailing, CheckpointStallingGPUs, CheckpointGoodputLow, "
              "CheckpointWindowMissed, CheckpointRecoveryTimeObjectiveAtRisk, "
-             "CheckpointRecoveryPointNotDurable, CheckpointUnderCopied)"}},
+             "CheckpointRecoveryPointNotDurable, CheckpointUnderCopied, CheckpointIntegrityFailed, "
+             "CheckpointTierInodesLow, CheckpointSavesFailing, CheckpointAccessFinding)"}},
+        Bad{"unknown_finding_kind",
+            "rules:\n  CheckpointAccessFinding: {kinds: [world_writable, world_peekable]}\n",
+            {"r.yml:2:53: alerting.rules.CheckpointAccessFinding.kinds[1]: unknown finding kind "
+             "\"world_peekable\" (expected one of: world_readable, world_writable, "
+             "foreign_owner, outside_namespace, residency, unreadable, too_deep, "
+             "readable_outside_project, acl_invalid)"}},
+        Bad{"empty_finding_kinds",
+            "rules:\n  CheckpointAccessFinding: {kinds: []}\n",
+            {"r.yml:2:36: alerting.rules.CheckpointAccessFinding.kinds: expected a list of at "
+             "least one finding kind (world_readable, world_writable, foreign_owner, "
+             "outside_namespace, residency, unreadable, too_deep, readable_outside_project, "
+             "acl_invalid); to turn the alert off, set enabled: false"}},
+        Bad{"inode_clear_below_fire",
+            "rules:\n  CheckpointTierInodesLow: {min_free_ratio: 0.1, clear_free_ratio: 0.05}\n",
+            {"r.yml:2:68: alerting.rules.CheckpointTierInodesLow.clear_free_ratio: must be at "
+             "least min_free_ratio (0.1), got \"0.05\""}},
         Bad{"unknown_rule_key",
             "rules:\n  CheckpointTierAlmostFull: {used: 0.9}\n",
             {"r.yml:2:30: alerting.rules.CheckpointTierAlmostFull.used: unknown key (expected one "

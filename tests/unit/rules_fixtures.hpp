@@ -65,6 +65,11 @@ struct Ck {
     c.shard_files = std::move(v);
     return *this;
   }
+  // The file count alone (no per-file list).
+  Ck& file_count(std::uint64_t n) {
+    c.files = n;
+    return *this;
+  }
   operator Checkpoint() const { return c; }
 };
 
