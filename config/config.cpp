@@ -186,53 +186,34 @@ void read_project_groups(const YamlField& f, NamespaceRule& rule, ErrorSink& sin
 }
 
 void read_namespaces(const YamlField& f, std::vector<NamespaceRule>& out, ErrorSink& sink) {
-  if (!f.value.IsMap()) {
-    sink.add(f.mark(), f.path,
-             "expected a mapping of job regex to {owner, group, residency, project_groups}, got " +
-                 describe(f.value));
-    return;
-  }
-  for (YAML::const_iterator it = f.value.begin(); it != f.value.end(); ++it) {
-    const YAML::detail::iterator_value kv = *it;
-    const YAML::Node k = kv.first;
-    if (!k.IsScalar()) {
-      sink.add(k.Mark(), f.path, "expected a job regex as key, got " + describe(k));
-      continue;
-    }
-    NamespaceRule rule;
-    rule.job_regex = k.Scalar();
-    const std::string path = f.path + "." + k.Scalar();
-    try {
-      rule.regex = std::make_shared<const std::regex>(rule.job_regex);
-    } catch (const std::regex_error& e) {
-      sink.add(k.Mark(), path, std::string("invalid regex: ") + e.what());
-      continue;
-    }
-    YamlMap m(kv.second, path, sink);
-    if (!m.ok()) continue;
-    if (auto o = m.get("owner"); o.present()) {
-      if (auto v = read_string(o, sink)) rule.owner = *v;
-    }
-    if (auto g = m.get("group"); g.present()) {
-      if (auto v = read_string(g, sink)) rule.group = *v;
-    }
-    if (auto r = m.get("residency"); r.present()) {
-      if (r.value.IsScalar()) {
-        rule.residency.push_back(r.value.Scalar());
-      } else if (r.value.IsSequence()) {
-        for (std::size_t i = 0; i < r.value.size(); ++i) {
-          YamlField item{r.value[i], r.value[i].Mark(), r.path + "[" + std::to_string(i) + "]"};
-          if (auto v = read_string(item, sink)) rule.residency.push_back(*v);
+  read_job_regex_map(
+      f, "owner, group, residency, project_groups", sink,
+      [&](const std::string& key, std::shared_ptr<const std::regex> regex, YamlMap& m) {
+        NamespaceRule rule;
+        rule.job_regex = key;
+        rule.regex = std::move(regex);
+        if (auto o = m.get("owner"); o.present()) {
+          if (auto v = read_string(o, sink)) rule.owner = *v;
         }
-      } else {
-        sink.add(r.mark(), r.path,
-                 "expected a label or a list of labels, got " + describe(r.value));
-      }
-    }
-    if (auto p = m.get("project_groups"); p.present()) read_project_groups(p, rule, sink);
-    m.finish();
-    out.push_back(std::move(rule));
-  }
+        if (auto g = m.get("group"); g.present()) {
+          if (auto v = read_string(g, sink)) rule.group = *v;
+        }
+        if (auto r = m.get("residency"); r.present()) {
+          if (r.value.IsScalar()) {
+            rule.residency.push_back(r.value.Scalar());
+          } else if (r.value.IsSequence()) {
+            for (std::size_t i = 0; i < r.value.size(); ++i) {
+              YamlField item{r.value[i], r.value[i].Mark(), r.path + "[" + std::to_string(i) + "]"};
+              if (auto v = read_string(item, sink)) rule.residency.push_back(*v);
+            }
+          } else {
+            sink.add(r.mark(), r.path,
+                     "expected a label or a list of labels, got " + describe(r.value));
+          }
+        }
+        if (auto p = m.get("project_groups"); p.present()) read_project_groups(p, rule, sink);
+        out.push_back(std::move(rule));
+      });
 }
 
 void read_shard(const YamlField& f, TierConfig& t, ErrorSink& sink) {

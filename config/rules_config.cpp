@@ -312,37 +312,17 @@ void read_estate_job(YamlMap& m, EstateJobPolicy& out, ErrorSink& sink) {
 
 void read_estate(YamlMap& m, EstatePolicy& out, ErrorSink& sink) {
   read_estate_job(m, out.defaults, sink);
-  YamlField f = m.get("jobs");
-  if (f.present()) {
-    if (!f.value.IsMap()) {
-      sink.add(f.mark(), f.path,
-               "expected a mapping of job regex to {copies_required, durable_within}, got " +
-                   describe(f.value));
-    } else {
-      for (YAML::const_iterator it = f.value.begin(); it != f.value.end(); ++it) {
-        const YAML::detail::iterator_value kv = *it;
-        const YAML::Node k = kv.first;
-        if (!k.IsScalar()) {
-          sink.add(k.Mark(), f.path, "expected a job regex as key, got " + describe(k));
-          continue;
-        }
-        EstateJobRule rule;
-        rule.job_regex = k.Scalar();
-        rule.policy = out.defaults;  // what the rule does not say, the defaults do
-        const std::string path = f.path + "." + k.Scalar();
-        try {
-          rule.regex = std::make_shared<const std::regex>(rule.job_regex);
-        } catch (const std::regex_error& e) {
-          sink.add(k.Mark(), path, std::string("invalid regex: ") + e.what());
-          continue;
-        }
-        YamlMap jm(kv.second, path, sink);
-        if (!jm.ok()) continue;
-        read_estate_job(jm, rule.policy, sink);
-        jm.finish();
-        out.jobs.push_back(std::move(rule));
-      }
-    }
+  if (YamlField f = m.get("jobs"); f.present()) {
+    read_job_regex_map(
+        f, "copies_required, durable_within", sink,
+        [&](const std::string& key, std::shared_ptr<const std::regex> regex, YamlMap& jm) {
+          EstateJobRule rule;
+          rule.job_regex = key;
+          rule.regex = std::move(regex);
+          rule.policy = out.defaults;  // what the rule does not say, the defaults do
+          read_estate_job(jm, rule.policy, sink);
+          out.jobs.push_back(std::move(rule));
+        });
   }
   m.finish();
 }

@@ -354,4 +354,36 @@ std::optional<std::string> read_abs_path(const YamlField& f, ErrorSink& sink) {
   return f.value.Scalar();
 }
 
+void read_job_regex_map(
+    const YamlField& f, std::string_view fields, ErrorSink& sink,
+    const std::function<void(const std::string&, std::shared_ptr<const std::regex>, YamlMap&)>&
+        each) {
+  if (!f.value.IsMap()) {
+    sink.add(f.mark(), f.path,
+             "expected a mapping of job regex to {" + std::string(fields) + "}, got " +
+                 describe(f.value));
+    return;
+  }
+  for (YAML::const_iterator it = f.value.begin(); it != f.value.end(); ++it) {
+    const YAML::detail::iterator_value kv = *it;
+    const YAML::Node k = kv.first;
+    if (!k.IsScalar()) {
+      sink.add(k.Mark(), f.path, "expected a job regex as key, got " + describe(k));
+      continue;
+    }
+    const std::string path = f.path + "." + k.Scalar();
+    std::shared_ptr<const std::regex> regex;
+    try {
+      regex = std::make_shared<const std::regex>(k.Scalar());
+    } catch (const std::regex_error& e) {
+      sink.add(k.Mark(), path, std::string("invalid regex: ") + e.what());
+      continue;
+    }
+    YamlMap m(kv.second, path, sink);
+    if (!m.ok()) continue;
+    each(k.Scalar(), std::move(regex), m);
+    m.finish();
+  }
+}
+
 }  // namespace ckptmon

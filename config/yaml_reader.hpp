@@ -4,8 +4,11 @@
 // Not thread-safe; used by one loader at a time.
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <memory>
 #include <optional>
+#include <regex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -164,5 +167,17 @@ ConfigResult<T> load_config_file_with(const std::string& path, std::size_t max_b
 
 // How a node looks in an error message: "a mapping", "a list", "null", or the quoted scalar.
 std::string describe(const YAML::Node& n);
+
+// A mapping of job regex (matched against the whole job name) to a mapping
+// of settings, as `namespaces:` and `estate.jobs:` take it. For each entry
+// whose key is a scalar that compiles, `each(key, regex, settings)` reads the
+// settings (path "<f.path>.<key>"), then unknown keys are reported. A value
+// that is no mapping, a key that is no scalar or an invalid regex is an
+// error naming it; the entry is skipped. `fields` names the settings for the
+// error ("owner, group").
+void read_job_regex_map(
+    const YamlField& f, std::string_view fields, ErrorSink& sink,
+    const std::function<void(const std::string&, std::shared_ptr<const std::regex>, YamlMap&)>&
+        each);
 
 }  // namespace ckptmon

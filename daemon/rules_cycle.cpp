@@ -305,9 +305,7 @@ void RulesCycle::evaluate() {
       auto cat = state_.catalogs.find(name);
       if (cat != state_.catalogs.end() && cat->second->scanned && cat->second->findings) {
         a.known = true;
-        for (const AccessFinding& x : *cat->second->findings) {
-          ++a.by_kind[static_cast<std::size_t>(x.kind)];
-        }
+        a.by_kind = count_by_kind(*cat->second->findings);
       }
       figures.access.push_back(std::move(a));
     }

@@ -473,10 +473,6 @@ nlohmann::json job_events_json(const EventCatalog* events, const std::string& ti
           {"failures", j != events->jobs.end() ? j->second.failures : 0}};
 }
 
-}  // namespace
-
-namespace {
-
 nlohmann::json recovery_json(const JobRecoverySummary& r) {
   const auto step = [](const RecoveryPoint& p) {
     return p.restorable && p.step >= 0 ? nlohmann::json(p.step) : nlohmann::json();

@@ -2,9 +2,12 @@
 // Access audit findings: checkpoints hold proprietary weights, so who can read
 // them and where they live is worth reporting. Plain data.
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ckptmon {
 
@@ -33,5 +36,9 @@ struct AccessFinding {
   FindingKind kind = FindingKind::kWorldReadable;
   std::string detail;
 };
+
+// How many of `findings` are of each kind, indexed by FindingKind.
+using FindingCounts = std::array<std::uint64_t, kFindingKindCount>;
+FindingCounts count_by_kind(const std::vector<AccessFinding>& findings);
 
 }  // namespace ckptmon

@@ -73,6 +73,12 @@ std::string_view to_string(FindingKind k) {
   return "unknown";
 }
 
+FindingCounts count_by_kind(const std::vector<AccessFinding>& findings) {
+  FindingCounts out{};
+  for (const AccessFinding& f : findings) ++out[static_cast<std::size_t>(f.kind)];
+  return out;
+}
+
 std::optional<FindingKind> finding_kind_from(std::string_view s) {
   for (int i = 0; i < kFindingKindCount; ++i) {
     auto k = static_cast<FindingKind>(i);

@@ -373,18 +373,10 @@ const std::array<AlertSpec, 27> kTable = {{
      ""},
 }};
 
-std::string number(double v) {
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
 std::string duration(double seconds) {
   if (seconds <= 0) return "0s";
   return format_duration(std::chrono::milliseconds(std::llround(seconds * 1000)));
 }
-
-std::string percent(double ratio) { return number(std::round(ratio * 1000) / 10) + "%"; }
 
 using Params = std::vector<std::pair<std::string, std::string>>;
 
@@ -581,14 +573,14 @@ const AlertRuleCommon* alert_rule(const AlertRules& r, AlertId id) {
 
 std::vector<std::pair<std::string, std::string>> alert_params(const AlertRules& r, AlertId id) {
   const auto secs = [](Params& p, const std::string& key, double s) {
-    p.emplace_back(key + "_seconds", number(s));
+    p.emplace_back(key + "_seconds", alert_number(s));
     p.emplace_back(key, duration(s));
   };
   Params p;
   switch (id) {
     case AlertId::kDrainBacklogGrowing:
       p.emplace_back("min_overlapping",
-                     number(static_cast<double>(r.drain_backlog_growing.min_overlapping)));
+                     alert_number(static_cast<double>(r.drain_backlog_growing.min_overlapping)));
       break;
     case AlertId::kDrainTooSlow:
       secs(p, "max_pending_age", r.drain_too_slow.max_pending_age_seconds);
@@ -599,16 +591,16 @@ std::vector<std::pair<std::string, std::string>> alert_params(const AlertRules& 
       secs(p, "clear_horizon", r.tier_filling_up.clear_horizon_seconds);
       break;
     case AlertId::kTierAlmostFull:
-      p.emplace_back("used_ratio", number(r.tier_almost_full.used_ratio));
-      p.emplace_back("clear_used_ratio", number(r.tier_almost_full.clear_used_ratio));
-      p.emplace_back("avail_percent", percent(1 - r.tier_almost_full.used_ratio));
+      p.emplace_back("used_ratio", alert_number(r.tier_almost_full.used_ratio));
+      p.emplace_back("clear_used_ratio", alert_number(r.tier_almost_full.clear_used_ratio));
+      p.emplace_back("avail_percent", alert_percent(1 - r.tier_almost_full.used_ratio));
       break;
     case AlertId::kNextWontFit:
-      p.emplace_back("clear_margin_ratio", number(r.next_wont_fit.clear_margin_ratio));
-      p.emplace_back("clear_factor", number(1 + r.next_wont_fit.clear_margin_ratio));
+      p.emplace_back("clear_margin_ratio", alert_number(r.next_wont_fit.clear_margin_ratio));
+      p.emplace_back("clear_factor", alert_number(1 + r.next_wont_fit.clear_margin_ratio));
       break;
     case AlertId::kPartial:
-      p.emplace_back("min_partial", number(static_cast<double>(r.partial.min_partial)));
+      p.emplace_back("min_partial", alert_number(static_cast<double>(r.partial.min_partial)));
       break;
     case AlertId::kCleanupStalled:
       secs(p, "max_age", r.cleanup_stalled.max_age_seconds);
@@ -622,44 +614,45 @@ std::vector<std::pair<std::string, std::string>> alert_params(const AlertRules& 
       secs(p, "clear_skew", r.completion_skew_high.clear_skew_seconds);
       break;
     case AlertId::kBandwidthShortfall:
-      p.emplace_back("min_ratio", number(r.bandwidth_shortfall.min_ratio));
-      p.emplace_back("clear_ratio", number(r.bandwidth_shortfall.clear_ratio));
-      p.emplace_back("min_ratio_percent", percent(r.bandwidth_shortfall.min_ratio));
+      p.emplace_back("min_ratio", alert_number(r.bandwidth_shortfall.min_ratio));
+      p.emplace_back("clear_ratio", alert_number(r.bandwidth_shortfall.clear_ratio));
+      p.emplace_back("min_ratio_percent", alert_percent(r.bandwidth_shortfall.min_ratio));
       break;
     case AlertId::kStateWriteFailing:
-      p.emplace_back("failing_after", number(static_cast<double>(kStoreFailingAfter)));
+      p.emplace_back("failing_after", alert_number(static_cast<double>(kStoreFailingAfter)));
       break;
     case AlertId::kStallingGpus: {
       const auto& g = r.stalling_gpus;
-      p.emplace_back("consecutive", number(static_cast<double>(g.consecutive)));
-      p.emplace_back("min_drop_ratio", number(g.min_drop_ratio));
-      p.emplace_back("clear_drop_ratio", number(g.clear_drop_ratio));
-      p.emplace_back("min_drop_percent", percent(g.min_drop_ratio));
-      p.emplace_back("min_lost_gpu_seconds", number(g.min_lost_gpu_seconds));
-      p.emplace_back("clear_lost_gpu_seconds", number(g.clear_lost_gpu_seconds));
+      p.emplace_back("consecutive", alert_number(static_cast<double>(g.consecutive)));
+      p.emplace_back("min_drop_ratio", alert_number(g.min_drop_ratio));
+      p.emplace_back("clear_drop_ratio", alert_number(g.clear_drop_ratio));
+      p.emplace_back("min_drop_percent", alert_percent(g.min_drop_ratio));
+      p.emplace_back("min_lost_gpu_seconds", alert_number(g.min_lost_gpu_seconds));
+      p.emplace_back("clear_lost_gpu_seconds", alert_number(g.clear_lost_gpu_seconds));
       break;
     }
     case AlertId::kGoodputLow:
       secs(p, "window", r.goodput_low.window_seconds);
-      p.emplace_back("max_lost_ratio", number(r.goodput_low.max_lost_ratio));
-      p.emplace_back("clear_lost_ratio", number(r.goodput_low.clear_lost_ratio));
-      p.emplace_back("max_lost_percent", percent(r.goodput_low.max_lost_ratio));
+      p.emplace_back("max_lost_ratio", alert_number(r.goodput_low.max_lost_ratio));
+      p.emplace_back("clear_lost_ratio", alert_number(r.goodput_low.clear_lost_ratio));
+      p.emplace_back("max_lost_percent", alert_percent(r.goodput_low.max_lost_ratio));
       break;
     case AlertId::kRtoAtRisk:
-      p.emplace_back("clear_ratio", number(r.rto_at_risk.clear_ratio));
+      p.emplace_back("clear_ratio", alert_number(r.rto_at_risk.clear_ratio));
       break;
     case AlertId::kTierInodesLow: {
       const auto& i = r.tier_inodes_low;
-      p.emplace_back("min_free_ratio", number(i.min_free_ratio));
-      p.emplace_back("clear_free_ratio", number(i.clear_free_ratio));
-      p.emplace_back("min_free_percent", percent(i.min_free_ratio));
-      p.emplace_back("clear_margin_ratio", number(i.clear_margin_ratio));
-      p.emplace_back("clear_factor", number(1 + i.clear_margin_ratio));
+      p.emplace_back("min_free_ratio", alert_number(i.min_free_ratio));
+      p.emplace_back("clear_free_ratio", alert_number(i.clear_free_ratio));
+      p.emplace_back("min_free_percent", alert_percent(i.min_free_ratio));
+      p.emplace_back("clear_margin_ratio", alert_number(i.clear_margin_ratio));
+      p.emplace_back("clear_factor", alert_number(1 + i.clear_margin_ratio));
       break;
     }
     case AlertId::kSavesFailing:
       secs(p, "window", r.saves_failing.window_seconds);
-      p.emplace_back("min_failures", number(static_cast<double>(r.saves_failing.min_failures)));
+      p.emplace_back("min_failures",
+                     alert_number(static_cast<double>(r.saves_failing.min_failures)));
       break;
     case AlertId::kAccessFinding: {
       std::string regex, list;
@@ -688,6 +681,18 @@ std::vector<std::pair<std::string, std::string>> alert_params(const AlertRules& 
       break;
   }
   return p;
+}
+
+std::string alert_number(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v)) return "NaN";
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string alert_percent(double ratio) {
+  return alert_number(std::round(ratio * 1000) / 10) + "%";
 }
 
 std::string runbook_url(std::string_view base, std::string_view name) {

@@ -108,6 +108,12 @@ const AlertRuleCommon* alert_rule(const AlertRules& rules, AlertId id);
 // text ("7200", "2h").
 std::vector<std::pair<std::string, std::string>> alert_params(const AlertRules& rules, AlertId id);
 
+// Numbers as the alert texts and rules show them: the shortest form that
+// reads back the same ("0.05", "3600"), "+Inf", "-Inf", "NaN"; a ratio as a
+// percentage to one decimal ("97.5%").
+std::string alert_number(double v);
+std::string alert_percent(double ratio);
+
 // "docs/runbook.md#checkpointtierdown".
 std::string runbook_url(std::string_view base, std::string_view name);
 

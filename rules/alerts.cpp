@@ -26,20 +26,6 @@ std::string human_seconds(double s) {
       std::chrono::seconds(static_cast<std::int64_t>(std::llround(std::min(s, kCap)))));
 }
 
-std::string number(double v) {
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  if (std::isnan(v)) return "NaN";
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-std::string percent(double ratio) {
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, std::round(ratio * 1000) / 10);
-  return std::string(buf, r.ptr) + "%";
-}
-
 std::string bytes(double b) { return human_bytes(b); }
 
 // At most `max` bytes of `s` (valid UTF-8, as the event parser hands it on),
@@ -212,12 +198,12 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
       const double v = *c.used_ratio;
       out.add(AlertId::kTierAlmostFull, c.tier, "",
               above(v, r.tier_almost_full.used_ratio, r.tier_almost_full.clear_used_ratio), v, [&] {
-                return Texts{"Tier " + c.tier + " is " + percent(v) + " full",
-                             "Tier " + c.tier + " has " + bytes(c.avail_bytes) + " available of " +
-                                 bytes(c.size_bytes) + " (" + percent(v) + " used, threshold " +
-                                 percent(r.tier_almost_full.used_ratio) +
-                                 "). Checkpoints still needed: " + bytes(c.still_needed_bytes) +
-                                 "."};
+                return Texts{
+                    "Tier " + c.tier + " is " + alert_percent(v) + " full",
+                    "Tier " + c.tier + " has " + bytes(c.avail_bytes) + " available of " +
+                        bytes(c.size_bytes) + " (" + alert_percent(v) + " used, threshold " +
+                        alert_percent(r.tier_almost_full.used_ratio) +
+                        "). Checkpoints still needed: " + bytes(c.still_needed_bytes) + "."};
               });
     }
     if (c.has_stats) {
@@ -396,7 +382,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
                        count(c.still_needed_files) +
                        " by the sizing rule (files per checkpoint x retained versions, plus the "
                        "next checkpoints), and the floor is " +
-                       percent(rule.min_free_ratio) +
+                       alert_percent(rule.min_free_ratio) +
                        " of the inodes. Saves fail with ENOSPC while bytes are still free."};
     });
   }
@@ -468,7 +454,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
               rate(b.observed_bytes_per_second) + ", but " + std::to_string(b.concurrent_writers) +
               " concurrent writers of " + bytes(b.bytes_per_checkpoint) + " each need " +
               rate(b.required_bytes_per_second) + " to finish within the allowed window (ratio " +
-              number(ratio) + ", threshold " + number(rule.min_ratio) + ")."};
+              alert_number(ratio) + ", threshold " + alert_number(rule.min_ratio) + ")."};
     });
   }
 
@@ -504,11 +490,11 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
       out.add(AlertId::kStallingGpus, "", g.job, s, v, [&] {
         return Texts{"Checkpoints of job " + g.job + " stall its GPUs",
                      "GPU utilisation of job " + g.job + " (" + std::to_string(g.gpus) +
-                         " GPUs) dropped by " + percent(v) +
+                         " GPUs) dropped by " + alert_percent(v) +
                          " of its baseline during its last checkpoint (" +
-                         number(std::round(lost)) + " GPU-seconds lost), and by more than " +
-                         percent(rule.min_drop_ratio) + " with at least " +
-                         number(rule.min_lost_gpu_seconds) +
+                         alert_number(std::round(lost)) + " GPU-seconds lost), and by more than " +
+                         alert_percent(rule.min_drop_ratio) + " with at least " +
+                         alert_number(rule.min_lost_gpu_seconds) +
                          " GPU-seconds lost in each of the last " + std::to_string(n) +
                          " checkpoints: the ranks wait on the save instead of training."};
       });
@@ -520,12 +506,13 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
       out.add(AlertId::kGoodputLow, "", g.job, above(v, rule.max_lost_ratio, rule.clear_lost_ratio),
               v, [&] {
                 return Texts{
-                    "Checkpoints cost job " + g.job + " " + percent(v) + " of its GPU time",
+                    "Checkpoints cost job " + g.job + " " + alert_percent(v) + " of its GPU time",
                     "Checkpoints of job " + g.job + " left its " + std::to_string(g.gpus) +
-                        " GPUs idle for " + number(std::round(g.lost_in_window)) +
+                        " GPUs idle for " + alert_number(std::round(g.lost_in_window)) +
                         " GPU-seconds over the last " + human_seconds(rule.window_seconds) + " (" +
-                        percent(v) + " of " + number(std::round(g.gpu_seconds_in_window)) +
-                        " GPU-seconds, threshold " + percent(rule.max_lost_ratio) + ")."};
+                        alert_percent(v) + " of " +
+                        alert_number(std::round(g.gpu_seconds_in_window)) +
+                        " GPU-seconds, threshold " + alert_percent(rule.max_lost_ratio) + ")."};
               });
     }
   }
@@ -567,7 +554,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
                        human_seconds(f.objective_seconds),
                    "The newest restorable checkpoint of job " + f.job + " on tier " + f.tier +
                        " (step " + std::to_string(f.step) + ", " + bytes(f.bytes) + " in " +
-                       number(f.files) + " files) is estimated to restore in " +
+                       alert_number(f.files) + " files) is estimated to restore in " +
                        human_seconds(e.seconds) + ": " + human_seconds(e.transfer_seconds) +
                        " reading at " + human_bytes(e.read_bytes_per_second) + "/s (" +
                        std::string(to_string(e.read_source)) + ") plus " +

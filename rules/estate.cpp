@@ -77,7 +77,6 @@ std::vector<Version> join_versions(const CheckpointView& checkpoints,
     copy.source = !tier.drains_to.empty();
     copy.durable = tier.durable && !copy.deletion;
     if (auto it = verified.find(CheckpointKey{c->tier, c->path}); it != verified.end()) {
-      copy.verified = it->second;
       copy.verify_failed = !it->second;
     }
     out.back().copies.push_back(copy);

@@ -32,7 +32,6 @@ struct EstateCopy {
   bool deletion = false;                   // its tier is a deletion queue (role: deletion)
   bool source = false;                     // its tier drains to another (drains_to)
   bool verify_failed = false;              // the integrity verifier found it broken
-  bool verified = false;                   // ... or found every checksum matching
   // A complete copy whose size differs from the version's first complete
   // copy (the earliest commit; on a tie, the one on a drain source, as a
   // copy keeps its source's times): flagged, not merged (it is not a copy of

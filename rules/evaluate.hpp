@@ -64,7 +64,7 @@ struct SaveFailureFigures {
 struct AccessFigures {
   std::string tier;
   bool known = false;
-  std::array<std::uint64_t, kFindingKindCount> by_kind{};
+  FindingCounts by_kind{};
 };
 
 struct RuleFigures {

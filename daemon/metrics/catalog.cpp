@@ -182,13 +182,10 @@ void add_tier_samples(const std::string& tier, const TierCatalog& cat, TierFamil
     f.scan_ok.add(t, cat.scan.last_finished);
   }
   if (!cat.scanned) return;
-  std::array<double, kFindingKindCount> by_kind{};
-  if (cat.findings) {
-    for (const auto& x : *cat.findings) by_kind[static_cast<std::size_t>(x.kind)] += 1;
-  }
+  const FindingCounts by_kind = cat.findings ? count_by_kind(*cat.findings) : FindingCounts{};
   for (int k = 0; k < kFindingKindCount; ++k) {
     f.findings.add({{"tier", tier}, {"kind", std::string(to_string(static_cast<FindingKind>(k)))}},
-                   by_kind[static_cast<std::size_t>(k)]);
+                   static_cast<double>(by_kind[static_cast<std::size_t>(k)]));
   }
 }
 
