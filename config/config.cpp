@@ -112,6 +112,30 @@ void read_integrity(YamlMap& m, IntegrityConfig& c, ErrorSink& sink) {
   m.finish();
 }
 
+void read_audit(YamlMap& m, AuditConfig& c, YAML::Mark* file_mark, ErrorSink& sink) {
+  if (auto f = m.get("log_file"); f.present()) {
+    *file_mark = f.mark();
+    if (auto v = read_abs_path(f, sink)) c.log_file = *v;
+  }
+  if (auto f = m.get("max_size"); f.present()) {
+    if (auto v = read_byte_size(f, sink, std::uint64_t{64} * 1024, 1024ull * 1024 * 1024 * 1024))
+      c.max_bytes = *v;
+  }
+  if (auto f = m.get("max_files"); f.present()) {
+    if (auto v = read_int(f, sink, 1, 100)) c.max_files = static_cast<unsigned>(*v);
+  }
+  if (auto f = m.get("http_access_log"); f.present()) {
+    if (auto v = read_bool(f, sink)) c.http_access = *v;
+  }
+  m.finish();
+}
+
+// Whether `path` is `root` or below it, comparing path components.
+bool path_within(const std::string& path, const std::string& root) {
+  if (root.empty() || !path.starts_with(root)) return false;
+  return path.size() == root.size() || root.back() == '/' || path[root.size()] == '/';
+}
+
 void read_jobs(const YamlField& f, JobRule& rule, ErrorSink& sink) {
   YamlMap m(f.value, f.path, sink);
   if (!m.ok()) return;
@@ -433,6 +457,11 @@ Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& s
       YamlMap nm(network.value, network.path, sink);
       if (nm.ok()) read_network(nm, cfg.network, sink);
     }
+    YAML::Mark audit_mark;
+    if (YamlField audit = top.get("audit"); audit.present()) {
+      YamlMap am(audit.value, audit.path, sink);
+      if (am.ok()) read_audit(am, cfg.audit, &audit_mark, sink);
+    }
     top.finish();
 
     // Cross-references, once every tier is known.
@@ -481,6 +510,14 @@ Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& s
         sink.add(marks[i].path, "tiers[" + std::to_string(i) + "].path",
                  "tiers " + json_quote(cfg.tiers[it->second].name) + " and " + json_quote(t.name) +
                      " have the same path " + json_quote(t.path));
+      }
+    }
+    // ckptmon never writes under a monitored tier; its audit log neither.
+    for (const auto& t : cfg.tiers) {
+      if (cfg.audit.enabled() && path_within(cfg.audit.log_file, t.path)) {
+        sink.add(audit_mark, "audit.log_file",
+                 json_quote(cfg.audit.log_file) + " is inside tier " + json_quote(t.name) + " (" +
+                     json_quote(t.path) + "); ckptmon never writes under a monitored tier");
       }
     }
     std::map<std::string, std::size_t> globs;

@@ -81,6 +81,14 @@ bool parse_basic_authorization(std::string_view header, std::string* user, std::
   return true;
 }
 
+std::string basic_auth_user(std::string_view header) {
+  std::string user;
+  std::string password;
+  if (!parse_basic_authorization(header, &user, &password)) return {};
+  wipe(password);
+  return user;
+}
+
 bool bcrypt_verify(const std::string& password, const std::string& hash) {
   // crypt_r takes C strings: a NUL inside the password would cut it short.
   if (password.find('\0') != std::string::npos) return false;

@@ -29,6 +29,9 @@ namespace ckptmon {
 // when the scheme is not Basic or the credentials are not valid base64 with a
 // colon.
 bool parse_basic_authorization(std::string_view header, std::string* user, std::string* password);
+// The user name of a Basic Authorization header value; empty when there is
+// none. The password is decoded and wiped at once.
+std::string basic_auth_user(std::string_view header);
 
 // True when `password` hashes to `hash` with crypt_r (libxcrypt; $2a$, $2b$,
 // $2y$). Compares in constant time. Blocking (that is bcrypt); thread-safe.

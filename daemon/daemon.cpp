@@ -22,6 +22,7 @@
 #include "store/event_journal.hpp"
 #include "store/verification_ledger.hpp"
 
+#include "util/label.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 
@@ -109,12 +110,26 @@ Daemon::Daemon(ServeOptions opts, std::shared_ptr<const Clock> clock)
       watchdog_timer_(io_),
       config_watch_timer_(io_),
       registry_(std::make_shared<prometheus::Registry>()) {
+  audit_ = std::make_unique<AuditLog>(clock_);
   const RegistryMetrics m = register_self_metrics(*registry_);
   reload_ok_ = m.reload_ok;
   reload_ts_ = m.reload_ts;
   http_requests_ = m.http_requests;
   server_.set_observer([this](const std::string& route, unsigned status) {
     http_requests_->Add({{"handler", route}, {"code", std::to_string(status)}}).Increment();
+  });
+  server_.set_access_observer([this](const HttpAccess& a) {
+    if (!audit_->http_access()) return;
+    // The path without its query string: a query may carry a token.
+    std::string path = display_name(a.request.path);
+    if (path.size() > kMaxAuditPathBytes) path.resize(kMaxAuditPathBytes);
+    audit_->record("http_request", {{"peer", a.request.remote},
+                                    {"user", a.request.user},
+                                    {"method", a.request.method},
+                                    {"path", path},
+                                    {"status", a.status},
+                                    {"bytes", a.bytes},
+                                    {"duration_seconds", a.seconds}});
   });
 }
 
@@ -213,6 +228,8 @@ bool Daemon::start(std::string* error) {
   if (opts_.on_listening) opts_.on_listening(bound);
 
   apply_config(cfg);
+  audit_config_load({ReloadWaiter{ReloadTrigger{"start", {}, {}}, {}}},
+                    ReloadOutcome{true, "configuration loaded\n"}, 0);
   load_catalog();
   rules_->load();
   reload_ok_->Set(1);
@@ -319,21 +336,42 @@ void Daemon::apply_config(const std::shared_ptr<const Config>& cfg) {
 
 std::string Daemon::self_url() const { return (tls_ ? "https://" : "http://") + self_authority_; }
 
-void Daemon::reload(std::function<void(ReloadOutcome)> done) {
+void Daemon::reload(std::function<void(ReloadOutcome)> done, ReloadTrigger trigger) {
   if (reloading_) {
     // Coalesced: every request that comes while a reload runs joins the one
     // reload that follows it (which reads the files as they are after the
     // request came), and gets its outcome.
     reload_again_ = true;
-    if (done) reload_waiters_.push_back(std::move(done));
+    reload_waiters_.push_back(ReloadWaiter{std::move(trigger), std::move(done)});
     return;
   }
-  std::vector<std::function<void(ReloadOutcome)>> waiters;
-  if (done) waiters.push_back(std::move(done));
+  std::vector<ReloadWaiter> waiters;
+  waiters.push_back(ReloadWaiter{std::move(trigger), std::move(done)});
   start_reload(std::move(waiters));
 }
 
-void Daemon::start_reload(std::vector<std::function<void(ReloadOutcome)>> waiters) {
+void Daemon::audit_config_load(const std::vector<ReloadWaiter>& waiters, const ReloadOutcome& out,
+                               std::size_t errors) {
+  // Which settings are in force after this load: a rejected reload keeps
+  // the running ones, so the record goes to the file they name.
+  audit_->configure(state_.config ? state_.config->audit : AuditConfig{});
+  for (const auto& w : waiters) {
+    nlohmann::json j = {{"source", w.trigger.source},
+                        {"outcome", out.ok ? "applied" : "rejected"},
+                        {"config_file", opts_.config_file},
+                        {"web_config_file", opts_.web_config_file},
+                        {"errors", errors},
+                        {"coalesced", waiters.size() > 1}};
+    if (state_.config) j["generation"] = state_.config->generation;
+    if (w.trigger.source == "http") {
+      j["peer"] = w.trigger.peer;
+      j["user"] = w.trigger.user;
+    }
+    audit_->record("config_load", std::move(j));
+  }
+}
+
+void Daemon::start_reload(std::vector<ReloadWaiter> waiters) {
   reloading_ = true;
   systemd::reloading();
   // Certificates rotated on disk are re-read too.
@@ -341,15 +379,21 @@ void Daemon::start_reload(std::vector<std::function<void(ReloadOutcome)>> waiter
       [c = opts_.config_file, w = opts_.web_config_file] { return read_configs(c, w); },
       [this, waiters = std::move(waiters)](std::optional<LoadedConfig> loaded,
                                            const std::string& error) mutable {
+        const std::size_t errors = !loaded ? 1 : loaded->config.errors.size();
         auto out = finish_reload(std::move(loaded), error);
         reloading_ = false;
-        for (auto& w : waiters) w(out);
+        if (!stopping_) audit_config_load(waiters, out, errors);
+        for (auto& w : waiters) {
+          if (w.done) w.done(out);
+        }
         if (!reload_again_) return;
         reload_again_ = false;
         auto next = std::move(reload_waiters_);
         reload_waiters_.clear();
         if (stopping_) {
-          for (auto& w : next) w(ReloadOutcome{false, "stopping\n"});
+          for (auto& w : next) {
+            if (w.done) w.done(ReloadOutcome{false, "stopping\n"});
+          }
           return;
         }
         start_reload(std::move(next));
@@ -439,7 +483,7 @@ void Daemon::schedule_config_watch() {
         if (id != config_identity_) {
           config_identity_ = id;
           log::info("configuration file changed, reloading", {{"file", opts_.config_file}});
-          reload({});
+          reload({}, ReloadTrigger{"file_watch", {}, {}});
         }
         schedule_config_watch();
       });
@@ -455,7 +499,7 @@ void Daemon::wait_signals() {
     if (ec) return;
     if (sig == SIGHUP) {
       log::info("SIGHUP received, reloading configuration");
-      reload({});
+      reload({}, ReloadTrigger{"sighup", {}, {}});
       wait_signals();
       return;
     }
@@ -491,6 +535,7 @@ void Daemon::publish() {
     release_free_heap();
   }
   persist_changes();
+  audit_findings();
   snapshot_ = publisher_.publish(state_, rules_ ? rules_->output() : nullptr, clock_->now());
   {
     std::lock_guard lock(served_mu_);
@@ -503,6 +548,19 @@ void Daemon::publish() {
     // The first figures as soon as there is something to judge; then every interval.
     if (rules_) rules_->trigger();
   }
+}
+
+void Daemon::audit_findings() {
+  if (!audit_->enabled()) {
+    findings_audit_ = FindingsAudit{};  // enabled later: what is open then is news
+    return;
+  }
+  std::map<std::string, std::shared_ptr<const std::vector<AccessFinding>>> findings;
+  for (const auto& [name, cat] : state_.catalogs) {
+    if (!state_.tiers.contains(name)) continue;
+    findings[name] = cat->scanned ? cat->findings : nullptr;
+  }
+  findings_audit_.update(findings, *audit_);
 }
 
 std::string Daemon::render_live(const Snapshot* snap) const {
@@ -520,6 +578,17 @@ std::string Daemon::render_live(const Snapshot* snap) const {
   web_->add_figures(&http);
   http_connection_families(http, live);
   http_security_families(http, live);
+  {
+    const AuditLog::Stats a = audit_->stats();
+    AuditFigures af;
+    af.enabled = audit_->enabled();
+    af.written = a.written;
+    af.dropped_queue_full = a.dropped_queue_full;
+    af.dropped_write_error = a.dropped_write_error;
+    af.write_errors = a.write_errors;
+    af.rotations = a.rotations;
+    audit_families(af, live);
+  }
   if (store_) {
     StoreFigures st;
     st.errors = store_->errors();
@@ -602,10 +671,12 @@ void Daemon::add_routes() {
     }
     return HttpResponse::text(200, "ckptmon is Ready.\n");
   });
-  route_on_loop("/-/reload", {"POST", "PUT"}, [this](const HttpRequest&, HttpRespond reply) {
-    reload([reply = std::move(reply)](const ReloadOutcome& out) mutable {
-      reply(HttpResponse::text(out.ok ? 200 : 500, out.message));
-    });
+  route_on_loop("/-/reload", {"POST", "PUT"}, [this](const HttpRequest& req, HttpRespond reply) {
+    reload(
+        [reply = std::move(reply)](const ReloadOutcome& out) mutable {
+          reply(HttpResponse::text(out.ok ? 200 : 500, out.message));
+        },
+        ReloadTrigger{"http", req.remote, req.user});
   });
   server_.route("/", {"GET"}, [this](const HttpRequest&) {
     HttpResponse r;

@@ -31,6 +31,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/config.hpp"
+#include "daemon/audit_log.hpp"
 #include "daemon/collector_runner.hpp"
 #include "daemon/config_loader.hpp"
 #include "daemon/http_server.hpp"
@@ -90,12 +91,22 @@ class Daemon {
     bool ok = false;
     std::string message;
   };
+  // Who asked for a reload, for the audit log: "sighup", "file_watch",
+  // "http" (with the client's address and its basic-auth user), "start".
+  struct ReloadTrigger {
+    std::string source = "internal";
+    std::string peer;
+    std::string user;
+  };
   // Re-reads both configuration files on a thread of their own (see
   // DeadlineReader) and calls `done` on the loop with the outcome; the loop
   // keeps serving meanwhile. A refused file keeps the running configuration.
   // Calls while a reload runs are coalesced into one reload after it, whose
   // outcome each of them gets. Loop thread.
-  void reload(std::function<void(ReloadOutcome)> done = {});
+  void reload(std::function<void(ReloadOutcome)> done, ReloadTrigger trigger);
+  void reload(std::function<void(ReloadOutcome)> done = {}) {
+    reload(std::move(done), ReloadTrigger{});
+  }
 
   boost::asio::io_context& io() { return io_; }
   // The last published snapshot; thread-safe.
@@ -121,11 +132,21 @@ class Daemon {
   };
   static LoadedConfig read_configs(const std::string& config_file,
                                    const std::string& web_config_file);
-  void start_reload(std::vector<std::function<void(ReloadOutcome)>> waiters);
+  struct ReloadWaiter {
+    ReloadTrigger trigger;
+    std::function<void(ReloadOutcome)> done;  // may be empty
+  };
+  void start_reload(std::vector<ReloadWaiter> waiters);
   ReloadOutcome finish_reload(std::optional<LoadedConfig> loaded, const std::string& error);
+  // One audit record per trigger of a load (a start or a reload).
+  void audit_config_load(const std::vector<ReloadWaiter>& waiters, const ReloadOutcome& out,
+                         std::size_t errors);
   void apply_config(const std::shared_ptr<const Config>& cfg);
   void load_catalog();
   void persist_changes();
+  // Findings opened and closed since the last publish, to the audit log.
+  void audit_findings();
+  static constexpr std::size_t kMaxAuditPathBytes = 1024;
   void schedule_watchdog();
   void schedule_config_watch();
   void wait_signals();
@@ -146,6 +167,9 @@ class Daemon {
 
   ServeOptions opts_;
   std::shared_ptr<const Clock> clock_;
+  // The audit log (audit: in the configuration); any thread may record.
+  std::unique_ptr<AuditLog> audit_;
+  FindingsAudit findings_audit_;  // loop thread
   // Declared before io_ so that it outlives it: answers queued on the loop
   // hold connections whose sockets belong to http_io_.
   boost::asio::io_context http_io_;
@@ -179,7 +203,7 @@ class Daemon {
   // one reload that follows it (reload_again_).
   bool reloading_ = false;
   bool reload_again_ = false;
-  std::vector<std::function<void(ReloadOutcome)>> reload_waiters_;
+  std::vector<ReloadWaiter> reload_waiters_;
   // Where work that returns late from a worker posts its result (a
   // config-watch stat() to the loop; a GET /api/v1/report or
   // /api/v1/history answer to the HTTP thread, report_inbox_); closed at

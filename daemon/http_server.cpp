@@ -281,6 +281,7 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   void on_header(beast::error_code ec) {
     idle_ = false;
     in_head_ = false;
+    request_started_ = std::chrono::steady_clock::now();
     if (ec || !*server_alive_ || parser_->is_done()) {
       on_read(ec);
       return;
@@ -296,6 +297,14 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
 
   void on_read(beast::error_code ec) {
     if (!*server_alive_) return;
+    // What the access log names, errors included (a 413 has a parsed head).
+    req_ = HttpRequest{};
+    req_.remote = remote_;
+    if (parser_->is_header_done()) {
+      req_.method = std::string(parser_->get().method_string());
+      std::string_view target = parser_->get().target();
+      req_.path = std::string(target.substr(0, target.find('?')));
+    }
     if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
         ec == asio::error::connection_reset || ec == asio::error::eof ||
         ec == ssl::error::stream_truncated) {
@@ -319,13 +328,9 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
       return;
     }
     auto& msg = parser_->get();
-    req_ = HttpRequest{};
-    req_.method = std::string(msg.method_string());
-    req_.remote = remote_;
     req_.accepts_gzip = accepts_gzip(msg[http::field::accept_encoding]);
     std::string_view target = msg.target();
     auto q = target.find('?');
-    req_.path = std::string(target.substr(0, q));
     if (q != std::string_view::npos) {
       for (auto part : split(target.substr(q + 1), '&')) {
         if (part.empty()) continue;
@@ -337,15 +342,18 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
     req_.body = std::move(msg.body());
     if (server_.authenticator()) {
       server_.authenticator()(msg[http::field::authorization],
-                              [self = shared_from_this()](AuthDecision d) { self->on_auth(d); });
+                              [self = shared_from_this()](AuthDecision d, std::string user) {
+                                self->on_auth(d, std::move(user));
+                              });
       return;
     }
     serve();
   }
 
-  void on_auth(AuthDecision decision) {
+  void on_auth(AuthDecision decision, std::string user) {
     if (!*server_alive_) return;
     if (decision == AuthDecision::kAllow) {
+      req_.user = std::move(user);
       serve();
       return;
     }
@@ -392,11 +400,17 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
     res->set(http::field::content_type, resp.content_type);
     for (const auto& [k, v] : resp.headers) res->set(k, v);
     res->keep_alive(keep_alive);
+    const std::uint64_t bytes =
+        head ? 0 : (resp.shared_body ? resp.shared_body->size() : 0) + resp.body.size();
     res->body().prefix = std::move(resp.shared_body);
     res->body().rest = std::move(resp.body);
     res->prepare_payload();
     if (head) res->body() = {};  // Content-Length stays that of the GET body
     server_.observe(route, resp.status);
+    server_.observe_access(HttpAccess{
+        req_, resp.status, bytes,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - request_started_)
+            .count()});
     tcp_stream().expires_after(server_.limits().read_timeout);
     with_stream([&](auto& s) {
       http::async_write(
@@ -434,6 +448,8 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpRequest req_;
+  // When the current request's head was read (its access log duration).
+  std::chrono::steady_clock::time_point request_started_ = std::chrono::steady_clock::now();
   std::string peer_;    // client address
   std::string remote_;  // address:port
   std::uint64_t served_ = 0;

@@ -34,7 +34,8 @@ struct HttpRequest {
   std::string path;                          // without the query string
   std::map<std::string, std::string> query;  // decoded
   std::string body;
-  std::string remote;
+  std::string remote;         // client address:port
+  std::string user;           // the basic-auth user the request was allowed as; empty: none
   bool accepts_gzip = false;  // Accept-Encoding admits gzip
 };
 
@@ -101,15 +102,26 @@ using HttpRespond = std::function<void(HttpResponse)>;
 using AsyncHttpHandler = std::function<void(const HttpRequest&, HttpRespond reply)>;
 
 enum class AuthDecision { kAllow, kDeny, kBusy };
+// What an authenticator says: the decision and, when allowed, as whom
+// (HttpRequest::user).
+using HttpAuthDone = std::function<void(AuthDecision, std::string user)>;
 // Decides from the Authorization header value (empty when absent) whether a
 // request may be served. Must call `done` once, on the server's thread, at once or
 // later; the connection waits meanwhile.
-using HttpAuthenticator =
-    std::function<void(std::string_view authorization, std::function<void(AuthDecision)> done)>;
+using HttpAuthenticator = std::function<void(std::string_view authorization, HttpAuthDone done)>;
 // Sent with 401 answers.
 inline constexpr const char* kAuthRealm = "ckptmon";
 // Called after every response: route path (or "other"), status code.
 using HttpObserver = std::function<void(const std::string& route, unsigned status)>;
+// One answered request, for an access log. `request` has no path or method
+// when the head could not be parsed; its query is never what to log.
+struct HttpAccess {
+  const HttpRequest& request;
+  unsigned status = 0;
+  std::uint64_t bytes = 0;  // the body sent (0 for HEAD)
+  double seconds = 0;  // from the end of the request's head to the response handed to the socket
+};
+using HttpAccessObserver = std::function<void(const HttpAccess&)>;
 
 // "host:port", "[v6]:port" or ":port" (all interfaces). Port 0 picks a free one.
 bool parse_listen_address(const std::string& text, std::string* host, std::uint16_t* port,
@@ -130,6 +142,8 @@ class HttpServer {
   void route(std::string path, std::vector<std::string> methods, HttpHandler handler);
   void route_async(std::string path, std::vector<std::string> methods, AsyncHttpHandler handler);
   void set_observer(HttpObserver observer) { observer_ = std::move(observer); }
+  // Called with every answered request, after the observer; empty: none.
+  void set_access_observer(HttpAccessObserver o) { access_observer_ = std::move(o); }
   // TLS for connections accepted from now on; null serves plain HTTP. Open
   // connections keep the context they started with, so certificates can be
   // swapped without dropping anyone.
@@ -164,6 +178,9 @@ class HttpServer {
   void observe(const std::string& route, unsigned status) const {
     if (observer_) observer_(route, status);
   }
+  void observe_access(const HttpAccess& a) const {
+    if (access_observer_) access_observer_(a);
+  }
   const HttpLimits& limits() const { return limits_; }
   const HttpAuthenticator& authenticator() const { return authenticator_; }
   // The route label for `path`: the path when it is routed, else "other".
@@ -197,6 +214,7 @@ class HttpServer {
   std::uint64_t slow_heads_closed_ = 0;
   std::uint64_t tls_handshake_failures_ = 0;
   HttpObserver observer_;
+  HttpAccessObserver access_observer_;
   HttpAuthenticator authenticator_;
   std::shared_ptr<boost::asio::ssl::context> tls_;
   bool closed_ = false;

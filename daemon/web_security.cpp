@@ -178,10 +178,12 @@ void WebSecurity::apply(Prepared p) {
   const std::size_t users = p.config.basic_auth_users.size();
   auth_.set_users(std::move(p.config.basic_auth_users));
   if (auth_.enabled()) {
-    server_.set_authenticator(
-        [this](std::string_view authorization, std::function<void(AuthDecision)> done) {
-          auth_.check(authorization, std::move(done));
-        });
+    server_.set_authenticator([this](std::string_view authorization, HttpAuthDone done) {
+      auth_.check(authorization,
+                  [done = std::move(done), user = basic_auth_user(authorization)](AuthDecision d) {
+                    done(d, d == AuthDecision::kAllow ? user : "");
+                  });
+    });
   } else {
     server_.set_authenticator({});
   }

@@ -103,6 +103,20 @@ struct IntegrityConfig {
   Duration read_deadline = std::chrono::hours(1);
 };
 
+// The top-level `audit` section: an opt-in JSON-lines log of security-relevant
+// events (docs/operations.md, "Audit log"): findings opened and closed,
+// configuration loads and who asked for them, and optionally every HTTP
+// request. Never secrets; never a query string.
+struct AuditConfig {
+  std::string log_file;  // empty: no audit log
+  // Past this size the file is rotated: file -> file.1 -> ... -> file.<max_files>.
+  std::uint64_t max_bytes = std::uint64_t{100} * 1024 * 1024;
+  unsigned max_files = 5;    // rotated files kept
+  bool http_access = false;  // one line per HTTP request (peer, user, method, path, status...)
+
+  bool enabled() const { return !log_file.empty(); }
+};
+
 struct Config {
   std::string source;  // file the config was read from, for messages
   GlobalConfig global;
@@ -114,6 +128,7 @@ struct Config {
   IntegrityConfig integrity;
   GpuConfig gpu;  // top-level `gpu`: utilisation source and job mapping
   NetworkConfig network;
+  AuditConfig audit;  // top-level `audit`
   // Which successful load this is (1 for the first one of a daemon, +1 per
   // reload); 0 when never stamped. See stamp_generation.
   std::uint64_t generation = 0;

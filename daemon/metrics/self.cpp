@@ -151,6 +151,33 @@ void http_security_families(const HttpFigures& f, std::vector<prometheus::Metric
   append(out, std::move(handshakes));
 }
 
+void audit_families(const AuditFigures& f, std::vector<prometheus::MetricFamily>& out) {
+  FamilyBuilder enabled("ckptmon_audit_log_enabled",
+                        "1 when audit.log_file is set (the audit log is on), else 0.",
+                        prometheus::MetricType::Gauge);
+  enabled.add({}, f.enabled ? 1 : 0);
+  append(out, std::move(enabled));
+  FamilyBuilder records("ckptmon_audit_log_records_total",
+                        "Audit records by outcome: written (and fsynced), dropped_queue_full "
+                        "(more were waiting than the writer's queue holds), dropped_write_error "
+                        "(lost with a write that failed: disk full, I/O error).",
+                        prometheus::MetricType::Counter);
+  records.add({{"outcome", "written"}}, static_cast<double>(f.written));
+  records.add({{"outcome", "dropped_queue_full"}}, static_cast<double>(f.dropped_queue_full));
+  records.add({{"outcome", "dropped_write_error"}}, static_cast<double>(f.dropped_write_error));
+  append(out, std::move(records));
+  FamilyBuilder errors("ckptmon_audit_log_write_errors_total",
+                       "open, write, fsync or rename calls on the audit log that failed.",
+                       prometheus::MetricType::Counter);
+  errors.add({}, static_cast<double>(f.write_errors));
+  append(out, std::move(errors));
+  FamilyBuilder rotations("ckptmon_audit_log_rotations_total",
+                          "Times the audit log reached audit.max_size and was rotated.",
+                          prometheus::MetricType::Counter);
+  rotations.add({}, static_cast<double>(f.rotations));
+  append(out, std::move(rotations));
+}
+
 void store_families(const StoreFigures& f, std::vector<prometheus::MetricFamily>& out) {
   FamilyBuilder errs("ckptmon_store_errors_total",
                      "Writes to the state database that failed (disk full, I/O error).",

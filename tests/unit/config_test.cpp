@@ -143,7 +143,7 @@ INSTANTIATE_TEST_SUITE_P(
             "unknown_top_level_key",
             "tierz: []\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
             {"bad.yml:1:1: tierz: unknown key (expected one of: global, tiers, history, estate, "
-             "alerting, manifests, integrity, gpu, network)"}},
+             "alerting, manifests, integrity, gpu, network, audit)"}},
         BadCase{"unknown_global_key",
                 "global:\n  scan_intervall: 15s\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 {"bad.yml:2:3: global.scan_intervall: unknown key (expected one of: state_dir, "
@@ -574,6 +574,53 @@ TEST(Config, OnlyARegularFileIsRead) {
   ASSERT_EQ(w.errors.size(), 1u);
   EXPECT_EQ(w.errors[0].to_string(),
             fifo + ": is a FIFO, not a regular file; a configuration must be a regular file");
+}
+
+TEST(Config, ReadsTheAuditSection) {
+  LoadResult r = parse_config(R"(tiers:
+  - {name: a, path: /data/a, role: rapid}
+audit:
+  log_file: /var/log/ckptmon/audit.log
+  max_size: 10MiB
+  max_files: 3
+  http_access_log: true
+)",
+                              "ok.yml");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors[0].to_string());
+  EXPECT_EQ(r.config->audit.log_file, "/var/log/ckptmon/audit.log");
+  EXPECT_EQ(r.config->audit.max_bytes, 10u * 1024 * 1024);
+  EXPECT_EQ(r.config->audit.max_files, 3u);
+  EXPECT_TRUE(r.config->audit.http_access);
+  // Absent: off.
+  LoadResult none = parse_config("tiers:\n  - {name: a, path: /a, role: capacity}\n", "ok.yml");
+  ASSERT_TRUE(none.config);
+  EXPECT_FALSE(none.config->audit.enabled());
+  EXPECT_FALSE(none.config->audit.http_access);
+}
+
+TEST(Config, AuditLogInsideATierIsAnError) {
+  const auto errors = errors_of(R"(tiers:
+  - {name: rapid, path: /data/rapid, role: rapid}
+audit:
+  log_file: /data/rapid/audit.log
+)");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0],
+            "bad.yml:4:13: audit.log_file: \"/data/rapid/audit.log\" is inside tier \"rapid\" "
+            "(\"/data/rapid\"); ckptmon never writes under a monitored tier");
+  // A sibling whose name merely starts like the tier is not inside it.
+  EXPECT_TRUE(errors_of(R"(tiers:
+  - {name: rapid, path: /data/rapid, role: rapid}
+audit: {log_file: /data/rapid-audit.log}
+)")
+                  .empty());
+  EXPECT_EQ(
+      errors_of("tiers:\n  - {name: a, path: /a, role: rapid}\naudit: {log_file: relative.log}\n")
+          .size(),
+      1u);
+  EXPECT_EQ(
+      errors_of("tiers:\n  - {name: a, path: /a, role: rapid}\naudit: {max_files: 0}\n").size(),
+      1u);
 }
 
 }  // namespace
