@@ -212,6 +212,10 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
             });
   read_rule(m, alert_name(AlertId::kAccessFinding), r.access_finding, sink,
             [&](YamlMap& rm, auto& o, std::size_t) { read_finding_kinds(rm, o.kinds, sink); });
+  read_rule(m, alert_name(AlertId::kDeletionStalled), r.deletion_stalled, sink,
+            [&](YamlMap& rm, auto& o, std::size_t) {
+              seconds_key(rm, "deletion_within", o.deletion_within_seconds, sink, 1);
+            });
   m.finish();
 }
 
@@ -222,6 +226,7 @@ void read_retention(YamlMap& m, RetentionPolicy& out, ErrorSink& sink) {
   int_key(m, "keep_every", out.keep_every, sink, 0, 1'000'000'000'000);
   seconds_key(m, "max_age", out.max_age_seconds, sink, 0);
   seconds_key(m, "partial_window", out.partial_window_seconds, sink, 0);
+  seconds_key(m, "cleanup_verify_after", out.cleanup_verify_after_seconds, sink, 1);
   m.finish();
 }
 

@@ -44,7 +44,13 @@ bool same_options(const AlertmanagerOptions& a, const AlertmanagerOptions& b) {
 
 RulesPolicy rules_policy(const Config& cfg) {
   RulesPolicy p;
-  for (const TierConfig& t : cfg.tiers) p.tiers[t.name] = t.policy;
+  for (const TierConfig& t : cfg.tiers) {
+    TierPolicy& tp = p.tiers[t.name] = t.policy;
+    if (tp.retention.cleanup_verify_after_seconds <= 0) {
+      tp.retention.cleanup_verify_after_seconds =
+          std::max(60.0, 2 * to_seconds(cfg.global.scan_interval));
+    }
+  }
   p.alerting = cfg.alerting;
   p.history = cfg.history;
   p.estate = cfg.estate;

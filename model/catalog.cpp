@@ -99,6 +99,8 @@ void merge_from(TierCatalog& cat, const std::vector<Checkpoint>& previous, ScanO
                     [&](const UnreadableDir& u) { return paths_overlap(u.path, path); });
     if (!unknown) {
       cat.removed.push_back(path);
+      ++cat.removed_checkpoints_total;
+      sat_add_to(cat.removed_bytes_total, old->bytes);
       continue;
     }
     Checkpoint kept = *old;  // as last seen: no new last_seen, no recount
@@ -139,6 +141,8 @@ void merge_scan(CopyOnWrite<TierCatalog>& cat, ScanOutcome scan, double now) {
   next.skew_by_job = b.skew_by_job;
   next.changed = b.changed;
   next.removed = b.removed;
+  next.removed_checkpoints_total = b.removed_checkpoints_total;
+  next.removed_bytes_total = b.removed_bytes_total;
   merge_from(next, b.checkpoints, std::move(scan), now);
   cat = CopyOnWrite<TierCatalog>(std::move(next));
 }

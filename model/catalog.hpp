@@ -87,6 +87,10 @@ struct TierCatalog {
   // paths that disappeared; the daemon hands these to the store.
   std::vector<Checkpoint> changed;
   std::vector<std::string> removed;
+  // Verified removals since the daemon started: checkpoints a complete walk
+  // no longer found where nothing was unreadable (ckpt_removed_*_total).
+  std::uint64_t removed_checkpoints_total = 0;
+  std::uint64_t removed_bytes_total = 0;
 };
 
 // What a completed scan found.

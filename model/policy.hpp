@@ -29,6 +29,10 @@ struct RetentionPolicy {
   // A partial checkpoint whose last write is older than this is failed-run
   // residue waiting for cleanup (it is residue for capacity from the start).
   double partial_window_seconds = 3600;
+  // A `cleanup` event whose checkpoint the walk still finds this long after
+  // it is unverified (ckpt_cleanup_unverified_checkpoints). 0: two scan
+  // intervals, at least a minute (resolved by rules_policy).
+  double cleanup_verify_after_seconds = 0;
 };
 
 // The sizing rule's knobs (YAML `tiers[].sizing`).
@@ -270,6 +274,11 @@ struct AlertRules {
     std::vector<FindingKind> kinds = {
         FindingKind::kWorldWritable, FindingKind::kReadableOutsideProject, FindingKind::kResidency};
   } access_finding;
+  // The oldest checkpoint on a role: deletion tier has been there (since the
+  // walk first saw it) longer than deletion_within.
+  struct DeletionStalled : AlertDefaults<900, Severity::kWarning> {
+    double deletion_within_seconds = 24 * 3600;
+  } deletion_stalled;
 };
 
 // YAML `alerting`.

@@ -24,7 +24,7 @@ constexpr std::string_view kInstance = "instance, job";
 // Order: AlertId's. The Prometheus texts are Go templates ({{ $labels.x }},
 // {{ $value }}); ${param} is filled from the policy (alert_params), ${for}
 // with the rule's `for:`.
-const std::array<AlertSpec, 27> kTable = {{
+const std::array<AlertSpec, 28> kTable = {{
     {AlertId::kDrainBacklogGrowing, "CheckpointDrainBacklogGrowing", G::kCheckpoints, true, 0,
      kWarn, kDrain,
      "At least ${min_overlapping} checkpoint(s) of the job committed on the tier before the "
@@ -326,6 +326,15 @@ const std::array<AlertSpec, 27> kTable = {{
      "of the kinds ${kinds_list} (seen by {{ $labels.instance }}); /api/v1/findings lists the "
      "paths and who can read them.",
      "", "", "", ""},
+    {AlertId::kDeletionStalled, "CheckpointDeletionStalled", G::kCheckpoints, true, 0, kWarn, kTier,
+     "The oldest checkpoint on the role: deletion tier (by when the walk first saw it there) has "
+     "waited longer than ${deletion_within} to be removed; clears once it is gone.",
+     "ckpt_deletion_queue_oldest_age_seconds > ${deletion_within_seconds}", "",
+     "Deletion queue on tier {{ $labels.tier }} is not draining",
+     "The oldest checkpoint on deletion tier {{ $labels.tier }} has waited "
+     "{{ $value | humanizeDuration }} to be removed (deletion_within ${deletion_within}, seen by "
+     "{{ $labels.instance }}); ckpt_deletion_queue_bytes says how much is held there.",
+     "", "", "", ""},
 
     // Prometheus only.
     {AlertId::kCkptmonDown, "CkptmonDown", G::kDaemon, false, 300, kCrit, kInstance,
@@ -531,6 +540,8 @@ const AlertRuleCommon* alert_rule(const AlertRules& r, AlertId id) {
       return &r.partial;
     case AlertId::kCleanupStalled:
       return &r.cleanup_stalled;
+    case AlertId::kDeletionStalled:
+      return &r.deletion_stalled;
     case AlertId::kRecoveryPointStale:
       return &r.recovery_point_stale;
     case AlertId::kCompletionSkewHigh:
@@ -604,6 +615,9 @@ std::vector<std::pair<std::string, std::string>> alert_params(const AlertRules& 
       break;
     case AlertId::kCleanupStalled:
       secs(p, "max_age", r.cleanup_stalled.max_age_seconds);
+      break;
+    case AlertId::kDeletionStalled:
+      secs(p, "deletion_within", r.deletion_stalled.deletion_within_seconds);
       break;
     case AlertId::kRecoveryPointStale:
       secs(p, "max_age", r.recovery_point_stale.max_age_seconds);

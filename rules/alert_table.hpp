@@ -56,6 +56,7 @@ enum class AlertId : std::uint8_t {
   kTierInodesLow,
   kSavesFailing,
   kAccessFinding,
+  kDeletionStalled,
   // In PromQL only: about ckptmon itself, which a dead or blind daemon cannot report.
   kCkptmonDown,
   kCollectorFailing,

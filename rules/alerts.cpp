@@ -284,6 +284,20 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
             });
   }
 
+  for (const DeletionQueueFigures& d : figures.deletion_queue) {
+    const double within = r.deletion_stalled.deletion_within_seconds;
+    out.add(AlertId::kDeletionStalled, d.tier, "",
+            d.oldest_age_seconds > within ? Signal::kFire : Signal::kClear, d.oldest_age_seconds,
+            [&] {
+              return Texts{"Deletion queue on tier " + d.tier + " is not draining",
+                           std::to_string(d.checkpoints) + " checkpoints (" +
+                               bytes(static_cast<double>(d.bytes)) + ") wait on deletion tier " +
+                               d.tier + "; the oldest has been there " +
+                               human_seconds(d.oldest_age_seconds) + " (deletion_within " +
+                               human_seconds(within) + ")."};
+            });
+  }
+
   for (const RecoveryPoint& p : figures.recovery) {
     const auto& rule = r.recovery_point_stale;
     const bool active = p.last_activity > 0 && now - p.last_activity <= rule.active_window_seconds;

@@ -28,13 +28,22 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
       for (auto& f : d) out.drain.push_back(std::move(f));
     }
     auto h = history.tiers.find(name);
-    out.capacity.push_back(evaluate_capacity(
-        checkpoints, tier, h == history.tiers.end() ? kNoSamples : h->second, p, now));
+    const bool deletion = tier.config.role == TierRole::kDeletion;
+    // A deletion queue holds no versions: the sizing rule asks nothing of it
+    // (its statfs figures and trend stay), and no retention policy applies.
+    static const CheckpointView kNone;
+    out.capacity.push_back(evaluate_capacity(deletion ? kNone : checkpoints, tier,
+                                             h == history.tiers.end() ? kNoSamples : h->second, p,
+                                             now));
     out.bandwidth.push_back(evaluate_bandwidth(checkpoints, name, p.bandwidth, now));
 
-    auto r = evaluate_retention(checkpoints, name, p.retention, now);
-    out.cleanup_oldest_age_seconds[name] = cleanup_oldest_age(r, now);
-    for (auto& f : r) out.retention.push_back(std::move(f));
+    if (deletion) {
+      out.deletion_queue.push_back(evaluate_deletion_queue(checkpoints, name, now));
+    } else {
+      auto r = evaluate_retention(checkpoints, name, p.retention, now);
+      out.cleanup_oldest_age_seconds[name] = cleanup_oldest_age(r, now);
+      for (auto& f : r) out.retention.push_back(std::move(f));
+    }
 
     for (const auto& [job, mine] : group_by_job(checkpoints, name)) {
       JobTierFigures j;
@@ -99,6 +108,13 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
     known_view = CheckpointView(known);
     view = &known_view;
   }
+  out.unverified_cleanups = evaluate_cleanup_verification(
+      *view, events,
+      [&](const std::string& tier) {
+        const double v = policy.for_tier(tier).retention.cleanup_verify_after_seconds;
+        return v > 0 ? v : 60.0;
+      },
+      now);
   out.recovery = evaluate_recovery(*view, verified, deletion_tiers);
   out.durability = evaluate_durability(join_versions(*view, tiers, verified), out.recovery, *view,
                                        tiers, verified, policy.estate, now);

@@ -69,14 +69,16 @@ struct AccessFigures {
 
 struct RuleFigures {
   double now = 0;
-  std::vector<DrainFigures> drain;                           // tiers with drains_to
-  std::vector<CapacityFigures> capacity;                     // every tier
-  std::vector<BandwidthFigures> bandwidth;                   // every tier
-  std::vector<RetentionFigures> retention;                   // every (tier, job)
-  std::map<std::string, double> cleanup_oldest_age_seconds;  // every tier
-  std::vector<RecoveryPoint> recovery;                       // every job
-  std::vector<DurabilityFigures> durability;                 // every job, as recovery
-  std::vector<JobTierFigures> job_tiers;                     // every (tier, job)
+  std::vector<DrainFigures> drain;                            // tiers with drains_to
+  std::vector<CapacityFigures> capacity;                      // every tier
+  std::vector<BandwidthFigures> bandwidth;                    // every tier
+  std::vector<RetentionFigures> retention;                    // every (tier, job)
+  std::map<std::string, double> cleanup_oldest_age_seconds;   // every tier but deletion tiers
+  std::vector<DeletionQueueFigures> deletion_queue;           // role: deletion tiers
+  std::vector<UnverifiedCleanupFigures> unverified_cleanups;  // (tier, job) with any
+  std::vector<RecoveryPoint> recovery;                        // every job
+  std::vector<DurabilityFigures> durability;                  // every job, as recovery
+  std::vector<JobTierFigures> job_tiers;                      // every (tier, job)
   // The integrity verifier runs: job_tiers' integrity_failed are facts, not
   // zeros for want of a verifier (set by the rules cycle).
   bool integrity_known = false;

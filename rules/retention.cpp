@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <set>
 #include <tuple>
 
 #include "rules/inputs.hpp"
@@ -130,6 +132,54 @@ std::vector<RetentionFigures> evaluate_retention(const CheckpointView& all, cons
     for (auto& [due, path] : pending) f.pending_paths.push_back(std::move(path));
     out.push_back(std::move(f));
   }
+  return out;
+}
+
+DeletionQueueFigures evaluate_deletion_queue(const CheckpointView& all, const std::string& tier,
+                                             double now) {
+  DeletionQueueFigures f;
+  f.tier = tier;
+  double oldest = 0;
+  for (const Checkpoint& c : all) {
+    if (c.tier != tier) continue;
+    ++f.checkpoints;
+    sat_add_to(f.bytes, c.bytes);
+    if (c.first_seen > 0 && (oldest == 0 || c.first_seen < oldest)) {
+      oldest = c.first_seen;
+      f.oldest_path = c.path;
+    }
+  }
+  if (oldest > 0) f.oldest_age_seconds = std::max(0.0, now - oldest);
+  return f;
+}
+
+std::vector<UnverifiedCleanupFigures> evaluate_cleanup_verification(
+    const CheckpointView& all, const EventCatalog* events,
+    const std::function<double(const std::string&)>& verify_after_seconds, double now) {
+  std::vector<UnverifiedCleanupFigures> out;
+  if (events == nullptr) return out;
+  // The steps whose cleanup is old enough to be judged: usually few.
+  std::set<StepKey, StepKeyLess> due;
+  for (const auto& [key, step] : events->steps) {
+    if (step.cleanups == 0 || step.last_event_ts <= 0) continue;
+    if (now - step.last_event_ts < verify_after_seconds(key.tier)) continue;
+    due.insert(key);
+  }
+  if (due.empty()) return out;
+  std::map<std::pair<std::string_view, std::string_view>, UnverifiedCleanupFigures> by_job;
+  for (const Checkpoint& c : all) {
+    if (c.step < 0 || !due.contains(StepKeyLess::View{c.tier, c.job, c.step})) continue;
+    auto [it, inserted] = by_job.try_emplace({c.tier, c.job});
+    UnverifiedCleanupFigures& f = it->second;
+    if (inserted) {
+      f.tier = c.tier;
+      f.job = c.job;
+    }
+    ++f.checkpoints;
+    sat_add_to(f.bytes, c.bytes);
+    f.paths.push_back(c.path);
+  }
+  for (auto& [key, f] : by_job) out.push_back(std::move(f));
   return out;
 }
 

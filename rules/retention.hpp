@@ -4,6 +4,7 @@
 // nothing here deletes. Pure functions; thread-safe.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 
 #include "model/checkpoint.hpp"
 #include "model/checkpoint_view.hpp"
+#include "model/events.hpp"
 #include "model/policy.hpp"
 #include "util/saturating.hpp"
 
@@ -69,5 +71,36 @@ std::vector<RetentionFigures> evaluate_retention(const CheckpointView& all, cons
 // (ckpt_cleanup_oldest_age_seconds{tier}); 0 when the queue is empty, never
 // negative (a clock that jumped back makes it 0, not a negative age).
 double cleanup_oldest_age(std::span<const RetentionFigures> tier_figures, double now);
+
+// A role: deletion tier is a deletion queue: everything on it is on its way
+// out, whatever its state, and no retention policy applies.
+struct DeletionQueueFigures {
+  std::string tier;
+  std::uint64_t checkpoints = 0;
+  std::uint64_t bytes = 0;
+  // How long the entry the walk first saw earliest has been there; 0 when
+  // the queue is empty, never negative (a clock stepped back gives 0).
+  double oldest_age_seconds = 0;
+  std::string oldest_path;  // tier-relative; empty when the queue is empty
+};
+DeletionQueueFigures evaluate_deletion_queue(const CheckpointView& all, const std::string& tier,
+                                             double now);
+
+// `cleanup` events whose checkpoint the walk still finds on their tier
+// cleanup_verify_after later: a removal the job reported that did not
+// happen (or not yet). One entry per (tier, job) with any, sorted.
+struct UnverifiedCleanupFigures {
+  std::string tier;
+  std::string job;
+  std::uint64_t checkpoints = 0;
+  std::uint64_t bytes = 0;         // the catalog's bytes of those checkpoints
+  std::vector<std::string> paths;  // tier-relative, by step
+};
+// `events`: the event log's steps (a step's cleanup time is its last event,
+// which is the cleanup unless an event for that step followed it); null: none.
+// `verify_after_seconds(tier)`: the tier's cleanup_verify_after.
+std::vector<UnverifiedCleanupFigures> evaluate_cleanup_verification(
+    const CheckpointView& all, const EventCatalog* events,
+    const std::function<double(const std::string&)>& verify_after_seconds, double now);
 
 }  // namespace ckptmon

@@ -114,10 +114,19 @@ struct TierFamilies {
                       "1 while the tier's walk is past its deadline: its catalog figures are "
                       "from an older walk.",
                       MetricType::Gauge};
+  FamilyBuilder removed{"ckpt_removed_checkpoints_total",
+                        "Checkpoints a complete walk of the tier no longer found, where nothing "
+                        "was unreadable: verified removals since ckptmon started.",
+                        MetricType::Counter};
+  FamilyBuilder removed_bytes{"ckpt_removed_bytes_total",
+                              "Bytes of the verified removals (ckpt_removed_checkpoints_total), "
+                              "as the catalog last saw them.",
+                              MetricType::Counter};
 
-  std::array<FamilyBuilder*, 12> all() {
-    return {&scan_dur,   &scan_dirs,     &scan_stats, &scan_perm, &scan_gone, &scan_inflight,
-            &scan_slots, &scan_call_dur, &scan_rate,  &scan_ok,   &findings,  &stale};
+  std::array<FamilyBuilder*, 14> all() {
+    return {&scan_dur,      &scan_dirs,  &scan_stats,    &scan_perm,    &scan_gone,
+            &scan_inflight, &scan_slots, &scan_call_dur, &scan_rate,    &scan_ok,
+            &findings,      &stale,      &removed,       &removed_bytes};
   }
 };
 
@@ -182,6 +191,8 @@ void add_tier_samples(const std::string& tier, const TierCatalog& cat, TierFamil
     f.scan_ok.add(t, cat.scan.last_finished);
   }
   if (!cat.scanned) return;
+  f.removed.add(t, static_cast<double>(cat.removed_checkpoints_total));
+  f.removed_bytes.add(t, static_cast<double>(cat.removed_bytes_total));
   const FindingCounts by_kind = cat.findings ? count_by_kind(*cat.findings) : FindingCounts{};
   for (int k = 0; k < kFindingKindCount; ++k) {
     f.findings.add({{"tier", tier}, {"kind", std::string(to_string(static_cast<FindingKind>(k)))}},

@@ -236,6 +236,30 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
     cl_age.add({{"tier", tier}}, age);
   append(out, {&cl_bytes, &cl_count, &cl_age});
 
+  FamilyBuilder dq_bytes = gauge("ckpt_deletion_queue_bytes",
+                                 "Bytes on a role: deletion tier: everything there is pending "
+                                 "removal.");
+  FamilyBuilder dq_count = gauge("ckpt_deletion_queue_checkpoints",
+                                 "Checkpoints on a role: deletion tier, pending removal.");
+  FamilyBuilder dq_age = gauge("ckpt_deletion_queue_oldest_age_seconds",
+                               "How long the checkpoint the walk first saw earliest on the "
+                               "deletion tier has been there; 0 when the queue is empty.");
+  for (const DeletionQueueFigures& d : figures.deletion_queue) {
+    const Labels l{{"tier", d.tier}};
+    dq_bytes.add(l, static_cast<double>(d.bytes));
+    dq_count.add(l, static_cast<double>(d.checkpoints));
+    dq_age.add(l, d.oldest_age_seconds);
+  }
+  append(out, {&dq_bytes, &dq_count, &dq_age});
+  FamilyBuilder unverified = gauge("ckpt_cleanup_unverified_checkpoints",
+                                   "Checkpoints a cleanup event said were removed that the walk "
+                                   "still finds on the tier cleanup_verify_after later.");
+  for (const UnverifiedCleanupFigures& u : figures.unverified_cleanups) {
+    unverified.add({{"tier", u.tier}, {kTrainingJobLabel, u.job}},
+                   static_cast<double>(u.checkpoints));
+  }
+  append(out, std::move(unverified));
+
   FamilyBuilder rts = gauge("ckpt_restorable_timestamp_seconds",
                             "Commit time of the job's newest restorable checkpoint on any tier.");
   FamilyBuilder rstep =

@@ -85,6 +85,13 @@ TEST(Catalog, ReportsChangedAndRemoved) {
   std::sort(cat.removed.begin(), cat.removed.end());
   EXPECT_EQ(cat.removed, (std::vector<std::string>{"job/a", "job/b"}));
   EXPECT_EQ(cat.checkpoints.size(), 1u);
+  // Verified removals, counted (100 bytes each) and kept across the store's hand-off.
+  EXPECT_EQ(cat.removed_checkpoints_total, 2u);
+  EXPECT_EQ(cat.removed_bytes_total, 200u);
+  cat.removed.clear();
+  merge_scan(cat, outcome({}), 40);
+  EXPECT_EQ(cat.removed_checkpoints_total, 3u);
+  EXPECT_EQ(cat.removed_bytes_total, 300u);
 }
 
 TEST(Catalog, UnreachableRootKeepsTheCatalog) {
@@ -96,6 +103,7 @@ TEST(Catalog, UnreachableRootKeepsTheCatalog) {
   merge_scan(cat, failed, 20);
   EXPECT_EQ(cat.checkpoints.size(), 1u);
   EXPECT_TRUE(cat.removed.empty());
+  EXPECT_EQ(cat.removed_checkpoints_total, 0u);  // not seen is not removed
   EXPECT_EQ(cat.scan.last_error, failed.error);
   EXPECT_EQ(cat.scan.scans, 2u);
 }
@@ -185,10 +193,13 @@ TEST(Catalog, UnreadableIsNotDeleted) {
     EXPECT_FALSE(summarize_jobs(cat)["job"].unreadable);
     EXPECT_TRUE(cat.unreadable.empty());
   }
-  EXPECT_TRUE(cat.changed.empty());  // the store has nothing new to write
+  EXPECT_TRUE(cat.changed.empty());              // the store has nothing new to write
+  EXPECT_EQ(cat.removed_checkpoints_total, 0u);  // unreadable three times: nothing removed
   // Gone for real (no unreadable directory covers it): removed.
   merge_scan(cat, outcome({all[0], all[2]}), 400);
   EXPECT_EQ(cat.removed, std::vector<std::string>{"job/b"});
+  EXPECT_EQ(cat.removed_checkpoints_total, 1u);
+  EXPECT_EQ(cat.removed_bytes_total, 100u);
 }
 
 // The daemon merges into a catalog its published snapshots share (the

@@ -305,7 +305,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointGoodputLow, CheckpointWindowMissed, "
                  "CheckpointRecoveryTimeObjectiveAtRisk, CheckpointRecoveryPointNotDurable, "
                  "CheckpointUnderCopied, CheckpointIntegrityFailed, CheckpointTierInodesLow, "
-                 "CheckpointSavesFailing, CheckpointAccessFinding)"}},
+                 "CheckpointSavesFailing, CheckpointAccessFinding, CheckpointDeletionStalled)"}},
         BadCase{"invalid_yaml",
                 "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},

@@ -300,6 +300,13 @@ struct Scene {
     af.by_kind[static_cast<std::size_t>(FindingKind::kWorldWritable)] = 2;
     af.by_kind[static_cast<std::size_t>(FindingKind::kWorldReadable)] = 5;  // not a default kind
     figs.access.push_back(af);
+    // 3 checkpoints have waited 2 days on a deletion tier (deletion_within 24h).
+    DeletionQueueFigures dq;
+    dq.tier = "trash";
+    dq.checkpoints = 3;
+    dq.bytes = 6 * GiB;
+    dq.oldest_age_seconds = 2 * 86400;
+    figs.deletion_queue.push_back(dq);
   }
   std::vector<AlertCondition> conditions() const {
     return alert_conditions(figs, tiers, cfg, self);
@@ -358,6 +365,9 @@ TEST(AlertConditions, EveryAlertFiresOnItsFigureWithTheFiguresInItsText) {
        "writing __0_0.distcp."},
       {"CheckpointAccessFinding", "staging", "", "warning",
        "The access audit of tier staging found 2 world_writable; /api/v1/findings?tier=staging"},
+      {"CheckpointDeletionStalled", "trash", "", "warning",
+       "3 checkpoints (6.0 GiB) wait on deletion tier trash; the oldest has been there 2d "
+       "(deletion_within 1d)."},
   };
   EXPECT_EQ(find(cs, "CheckpointRecoveryPointNotDurable", "", "gpt"), nullptr);
   EXPECT_EQ(find(cs, "CheckpointUnderCopied", "", "gpt"), nullptr);

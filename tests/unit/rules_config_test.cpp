@@ -227,7 +227,7 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"unknown_retention_key",
             "retention:\n  keep_lats: 3\n",
             {"r.yml:2:3: tiers[0].retention.keep_lats: unknown key (expected one of: keep_last, "
-             "keep_every, max_age, partial_window)"}},
+             "keep_every, max_age, partial_window, cleanup_verify_after)"}},
         Bad{"fractional_duration",
             "retention:\n  max_age: 1.5h\n",
             {"r.yml:2:12: tiers[0].retention.max_age: expected a duration such as 500ms, 15s, "
@@ -304,7 +304,8 @@ INSTANTIATE_TEST_SUITE_P(
              "CkptmonStateWriteFailing, CheckpointStallingGPUs, CheckpointGoodputLow, "
              "CheckpointWindowMissed, CheckpointRecoveryTimeObjectiveAtRisk, "
              "CheckpointRecoveryPointNotDurable, CheckpointUnderCopied, CheckpointIntegrityFailed, "
-             "CheckpointTierInodesLow, CheckpointSavesFailing, CheckpointAccessFinding)"}},
+             "CheckpointTierInodesLow, CheckpointSavesFailing, CheckpointAccessFinding, "
+             "CheckpointDeletionStalled)"}},
         Bad{"unknown_finding_kind",
             "rules:\n  CheckpointAccessFinding: {kinds: [world_writable, world_peekable]}\n",
             {"r.yml:2:53: alerting.rules.CheckpointAccessFinding.kinds[1]: unknown finding kind "
