@@ -3,8 +3,13 @@
 
 #include <benchmark/benchmark.h>
 
+#include <memory>
+#include <regex>
+
 #include "rules/alerts.hpp"
+#include "rules/estate.hpp"
 #include "rules/evaluate.hpp"
+#include "rules/recovery.hpp"
 #include "rules/storage_path.hpp"
 
 namespace ckptmon {
@@ -70,6 +75,51 @@ BENCHMARK(BM_EvaluateRules)
     ->Args({10, 25})
     ->Args({100, 25})
     ->Args({100, 250})
+    ->Args({100, 1000})
+    ->Unit(benchmark::kMillisecond);
+
+// The estate's share of the cycle above (docs/performance.md "The estate"):
+// the versions joined from the same catalog (every step has a copy on each
+// of the 4 tiers, so jobs x per_job versions), then the durable recovery
+// point, lifecycle and residency over them, with staging node-local, a
+// move_after on staging and a residency rule that every job matches.
+// `held_bytes`: the heap the joined versions hold while the cycle runs
+// (vector capacities; the pointer array the join sorts is freed before it
+// returns, and the figures are per job).
+void BM_EstateJoin(benchmark::State& state) {
+  Catalog c = make(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  c.tiers["staging"].config.durable = false;
+  c.tiers["rapid"].config.residency = "eu-west";
+  NamespaceRule ns;
+  ns.job_regex = "^job-";
+  ns.regex = std::make_shared<const std::regex>(ns.job_regex);
+  ns.residency = {"eu-west"};
+  c.tiers["rapid"].config.namespaces = {ns};
+  RulesPolicy policy;
+  policy.tiers["staging"].drain.move_after_seconds = 3600;
+  const CheckpointView view(c.checkpoints);
+  const double now = 1e6 + 86400;
+  const std::vector<RecoveryPoint> recovery = evaluate_recovery(view, {}, {});
+  std::size_t versions = 0, held = 0;
+  for (auto _ : state) {
+    const std::vector<Version> v = join_versions(view, c.tiers, {});
+    auto d = evaluate_durability(v, recovery, view, c.tiers, {}, policy.estate, now);
+    auto l = evaluate_lifecycle(v, c.tiers, policy, now);
+    auto r = evaluate_residency(v, c.tiers);
+    benchmark::DoNotOptimize(d);
+    benchmark::DoNotOptimize(l);
+    benchmark::DoNotOptimize(r);
+    versions = v.size();
+    held = v.capacity() * sizeof(Version);
+    for (const Version& x : v) held += x.copies.capacity() * sizeof(EstateCopy);
+  }
+  state.counters["versions"] = static_cast<double>(versions);
+  state.counters["held_bytes"] = static_cast<double>(held);
+}
+BENCHMARK(BM_EstateJoin)
+    ->Args({10, 25})
+    ->Args({100, 250})
+    ->Args({100, 1000})
     ->Unit(benchmark::kMillisecond);
 
 // The storage-path tracker's cycle on the same catalog, in its steady state

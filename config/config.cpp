@@ -270,6 +270,7 @@ struct TierMarks {
   YAML::Mark name;
   YAML::Mark path;
   YAML::Mark drains_to;
+  YAML::Mark drain;  // the `drain` section, where move_after is
 };
 
 void read_tier(YamlMap& m, TierConfig& t, TierMarks& marks, ErrorSink& sink) {
@@ -357,6 +358,8 @@ void read_tier(YamlMap& m, TierConfig& t, TierMarks& marks, ErrorSink& sink) {
       t.layout = g;
     }
   }
+  // Read without m.get(): read_tier_policy asks for the key itself.
+  if (const YAML::Node d = m.node()["drain"]; d.IsDefined()) marks.drain = d.Mark();
   read_tier_policy(m, t.policy, sink);
   m.finish();
 }
@@ -485,7 +488,16 @@ Config read_config(const YAML::Node& root, const std::string& file, ErrorSink& s
     };
     for (std::size_t i = 0; i < cfg.tiers.size(); ++i) {
       const auto& t = cfg.tiers[i];
-      if (t.drains_to.empty()) continue;
+      if (t.drains_to.empty()) {
+        // Moved to where? The lifecycle rule counts versions with no copy on
+        // the tier this one drains to.
+        if (t.policy.drain.move_after_seconds > 0) {
+          sink.add(marks[i].drain, "tiers[" + std::to_string(i) + "].drain.move_after",
+                   "tier " + json_quote(t.name) +
+                       " has a move_after but no drains_to: name the tier its versions move to");
+        }
+        continue;
+      }
       const std::string key = "tiers[" + std::to_string(i) + "].drains_to";
       if (!first.contains(t.drains_to)) {
         no_such_tier(marks[i].drains_to, key, t.drains_to);

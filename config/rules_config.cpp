@@ -216,6 +216,8 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
             [&](YamlMap& rm, auto& o, std::size_t) {
               seconds_key(rm, "deletion_within", o.deletion_within_seconds, sink, 1);
             });
+  read_rule(m, alert_name(AlertId::kOutsideAllowedResidency), r.outside_allowed_residency, sink,
+            [](YamlMap&, auto&, std::size_t) {});
   m.finish();
 }
 
@@ -303,6 +305,7 @@ void read_storage_path(YamlMap& m, StoragePathPolicy& out,
 
 void read_drain(YamlMap& m, DrainPolicy& out, ErrorSink& sink) {
   seconds_key(m, "rate_window", out.rate_window_seconds, sink, 1);
+  seconds_key(m, "move_after", out.move_after_seconds, sink, 0);
   m.finish();
 }
 

@@ -81,14 +81,6 @@ bool parse_basic_authorization(std::string_view header, std::string* user, std::
   return true;
 }
 
-std::string basic_auth_user(std::string_view header) {
-  std::string user;
-  std::string password;
-  if (!parse_basic_authorization(header, &user, &password)) return {};
-  wipe(password);
-  return user;
-}
-
 bool bcrypt_verify(const std::string& password, const std::string& hash) {
   // crypt_r takes C strings: a NUL inside the password would cut it short.
   if (password.find('\0') != std::string::npos) return false;
@@ -139,10 +131,10 @@ void BasicAuth::set_users(std::map<std::string, std::string> users) {
   dummy_hash_ = "$2b$" + cost + "$pi50YzIRJ8iFPBJShr0zM.93xi.MsCkGeyi/29Mhmh0K/BMT/TNue";
 }
 
-void BasicAuth::check(std::string_view authorization, std::function<void(AuthDecision)> done) {
+void BasicAuth::check(std::string_view authorization, HttpAuthDone done) {
   if (!is_basic_scheme(authorization)) {
     ++stats_.missing;
-    done(AuthDecision::kDeny);
+    done(AuthDecision::kDeny, {});
     return;
   }
   std::string user;
@@ -151,7 +143,7 @@ void BasicAuth::check(std::string_view authorization, std::function<void(AuthDec
       password.find('\0') != std::string::npos) {
     wipe(password);
     ++stats_.invalid;
-    done(AuthDecision::kDeny);
+    done(AuthDecision::kDeny, {});
     return;
   }
   check_credentials(std::move(user), std::move(password), std::move(done));
@@ -165,8 +157,7 @@ BasicAuth::Digest BasicAuth::digest_of(const std::string& password) const {
   return d;
 }
 
-void BasicAuth::check_credentials(std::string user, std::string password,
-                                  std::function<void(AuthDecision)> done) {
+void BasicAuth::check_credentials(std::string user, std::string password, HttpAuthDone done) {
   const Digest d = digest_of(password);
   const auto user_it = users_.find(user);
   if (user_it != users_.end()) {
@@ -180,7 +171,7 @@ void BasicAuth::check_credentials(std::string user, std::string password,
     if (hit) {
       ++stats_.cache_hits;
       wipe(password);
-      done(AuthDecision::kAllow);
+      done(AuthDecision::kAllow, user);
       return;
     }
   }
@@ -195,7 +186,7 @@ void BasicAuth::check_credentials(std::string user, std::string password,
   if (pending_.size() >= max_pending_) {
     ++stats_.busy;
     wipe(password);
-    done(AuthDecision::kBusy);
+    done(AuthDecision::kBusy, {});
     return;
   }
   const bool known = user_it != users_.end();
@@ -244,7 +235,13 @@ void BasicAuth::finished(std::uint64_t id, std::uint64_t generation, bool ok) {
   } else {
     stats_.invalid += p.waiters.size();
   }
-  for (auto& w : p.waiters) w(ok ? AuthDecision::kAllow : AuthDecision::kDeny);
+  for (auto& w : p.waiters) {
+    if (ok) {
+      w(AuthDecision::kAllow, p.user);
+    } else {
+      w(AuthDecision::kDeny, {});
+    }
+  }
 }
 
 }  // namespace ckptmon

@@ -29,9 +29,6 @@ namespace ckptmon {
 // when the scheme is not Basic or the credentials are not valid base64 with a
 // colon.
 bool parse_basic_authorization(std::string_view header, std::string* user, std::string* password);
-// The user name of a Basic Authorization header value; empty when there is
-// none. The password is decoded and wiped at once.
-std::string basic_auth_user(std::string_view header);
 
 // True when `password` hashes to `hash` with crypt_r (libxcrypt; $2a$, $2b$,
 // $2y$). Compares in constant time. Blocking (that is bcrypt); thread-safe.
@@ -63,8 +60,9 @@ class BasicAuth {
 
   // Decides on an Authorization header value (empty when absent). `done` runs
   // on the thread of its io_context: at once when the outcome is cached or the header is
-  // unusable, after bcrypt otherwise.
-  void check(std::string_view authorization, std::function<void(AuthDecision)> done);
+  // unusable, after bcrypt otherwise. It is handed the user name when the
+  // decision is kAllow, an empty one otherwise.
+  void check(std::string_view authorization, HttpAuthDone done);
 
   const Stats& stats() const { return stats_; }
   std::size_t pending() const { return pending_.size(); }
@@ -76,7 +74,7 @@ class BasicAuth {
     std::string user;
     std::string password;  // wiped when the check ends
     Digest digest{};
-    std::vector<std::function<void(AuthDecision)>> waiters;
+    std::vector<HttpAuthDone> waiters;
   };
   // Where bcrypt threads post their results; cut off when this object goes,
   // so a thread that finishes late never touches a dead io_context.
@@ -86,8 +84,7 @@ class BasicAuth {
     BasicAuth* owner = nullptr;
   };
 
-  void check_credentials(std::string user, std::string password,
-                         std::function<void(AuthDecision)> done);
+  void check_credentials(std::string user, std::string password, HttpAuthDone done);
   Digest digest_of(const std::string& password) const;
   void finished(std::uint64_t id, std::uint64_t generation, bool ok);
 

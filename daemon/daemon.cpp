@@ -553,6 +553,7 @@ void Daemon::publish() {
 void Daemon::audit_findings() {
   if (!audit_->enabled()) {
     findings_audit_ = FindingsAudit{};  // enabled later: what is open then is news
+    estate_findings_audit_ = FindingsAudit{};
     return;
   }
   std::map<std::string, std::shared_ptr<const std::vector<AccessFinding>>> findings;
@@ -561,6 +562,14 @@ void Daemon::audit_findings() {
     findings[name] = cat->scanned ? cat->findings : nullptr;
   }
   findings_audit_.update(findings, *audit_);
+  // The estate's findings, from the last rules cycle (a list seen before costs nothing).
+  if (const auto out = rules_ ? rules_->output() : nullptr) {
+    std::map<std::string, std::shared_ptr<const std::vector<AccessFinding>>> estate;
+    for (const auto& [name, list] : out->estate_findings) {
+      if (state_.tiers.contains(name)) estate[name] = list;
+    }
+    estate_findings_audit_.update(estate, *audit_);
+  }
 }
 
 std::string Daemon::render_live(const Snapshot* snap) const {
@@ -578,17 +587,7 @@ std::string Daemon::render_live(const Snapshot* snap) const {
   web_->add_figures(&http);
   http_connection_families(http, live);
   http_security_families(http, live);
-  {
-    const AuditLog::Stats a = audit_->stats();
-    AuditFigures af;
-    af.enabled = audit_->enabled();
-    af.written = a.written;
-    af.dropped_queue_full = a.dropped_queue_full;
-    af.dropped_write_error = a.dropped_write_error;
-    af.write_errors = a.write_errors;
-    af.rotations = a.rotations;
-    audit_families(af, live);
-  }
+  audit_families(audit_->stats(), audit_->enabled(), live);
   if (store_) {
     StoreFigures st;
     st.errors = store_->errors();
@@ -689,6 +688,9 @@ void Daemon::add_routes() {
   });
   server_.route("/api/v1/checkpoints", {"GET"}, [this](const HttpRequest& req) {
     return query_response(render_checkpoints_json, *snapshot(), req);
+  });
+  server_.route("/api/v1/versions", {"GET"}, [this](const HttpRequest& req) {
+    return query_response(render_versions_json, *snapshot(), req);
   });
   server_.route("/api/v1/findings", {"GET"}, [this](const HttpRequest& req) {
     return query_response(render_findings_json, *snapshot(), req);

@@ -169,7 +169,8 @@ class Daemon {
   std::shared_ptr<const Clock> clock_;
   // The audit log (audit: in the configuration); any thread may record.
   std::unique_ptr<AuditLog> audit_;
-  FindingsAudit findings_audit_;  // loop thread
+  FindingsAudit findings_audit_;         // loop thread: the walks' findings
+  FindingsAudit estate_findings_audit_;  // loop thread: the rules' (residency of copies)
   // Declared before io_ so that it outlives it: answers queued on the loop
   // hold connections whose sockets belong to http_io_.
   boost::asio::io_context http_io_;

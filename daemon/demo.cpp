@@ -52,6 +52,11 @@ struct Timeline {
   double rate_window = at(20);
   double trend_window = at(120);
   double min_trend_span = at(20);
+  // The estate: a commit should be on a durable tier (rapid) this soon, and
+  // off staging (a copy on rapid) this long after it.
+  double durable_within = at(10);
+  double not_durable_for = at(5);
+  double move_after = at(12);
   double dcp_interval = at(4);
   double hf_interval = at(6);
   double megatron_interval = at(3);
@@ -176,20 +181,28 @@ int run_demo(const DemoOptions& opts) {
         << "  probe_timeout: 1s\n"
         << "  tail_interval: " << dur(std::min(1.0, t.scan_interval / 2)) << "\n"
         << "tiers:\n"
+        // Node-local staging (role staging: durable false), draining slowly
+        // to the shared rapid tier: steps at risk grow.
         << "  - name: staging\n    path: " << (base / "staging").string()
         << "\n    role: staging\n    drains_to: rapid\n    partial_after: " << dur(t.partial_after)
         << "\n    retention: {keep_last: 4, partial_window: 10m}\n"
         << "    sizing: " << sizing << "\n"
         << "    drain: {rate_window: " << dur(t.rate_window)
+        << ", move_after: " << dur(t.move_after)
         << "}\n"
+        // Every tier in one residency that every job may live in: the
+        // residency of each copy is checked (and found allowed).
+        << "    residency: eu-west\n"
+        << "    namespaces:\n      '.': {residency: [eu-west]}\n"
         // Slow-checkpoint verdicts and a restore estimate (docs/rules.md#the-storage-path).
         << "    storage_path: {checkpoint_window: 1m, read_bandwidth: 1GiB, "
            "recovery_time_objective: 10m}\n"
         << "  - {name: rapid, path: " << (base / "rapid").string()
-        << ", role: rapid, partial_after: " << dur(t.partial_after) << "}\n"
+        << ", role: rapid, residency: eu-west, partial_after: " << dur(t.partial_after) << "}\n"
         << "  - {name: capacity, path: " << (base / "capacity").string()
-        << ", role: capacity, partial_after: " << dur(t.partial_after) << ", sizing: " << sizing
-        << "}\n"
+        << ", role: capacity, residency: eu-west, partial_after: " << dur(t.partial_after)
+        << ", sizing: " << sizing << "}\n"
+        << "estate: {durable_within: " << dur(t.durable_within) << "}\n"
         << "manifests:\n"
         << "  - {glob: \"" << (base / "events/staging").string() << "/*.jsonl\", tier: staging}\n"
         << "  - {glob: \"" << (base / "events/capacity").string() << "/*.jsonl\", tier: capacity}\n"
@@ -201,6 +214,7 @@ int run_demo(const DemoOptions& opts) {
         << ", max_pending_age: " << dur(t.too_slow_pending_age)
         << ", max_time_to_empty: " << dur(t.too_slow_pending_age) << "}\n"
         << "    CheckpointNextWontFit: {for: " << dur(t.fill_for) << "}\n"
+        << "    CheckpointRecoveryPointNotDurable: {for: " << dur(t.not_durable_for) << "}\n"
         << "    CheckpointTierAlmostFull: {for: " << dur(t.fill_for)
         << ", used_ratio: 0.9, clear_used_ratio: 0.85}\n"
         << gpu_section(base, t.dcp_interval);
@@ -242,7 +256,8 @@ int run_demo(const DemoOptions& opts) {
   }
   std::cout << "Demo tiers under " << base.string() << ":\n"
             << "  llama-dcp     PyTorch DCP, 8 ranks, on staging every " << dur(t.dcp_interval)
-            << "; drained to rapid too slowly (the backlog grows); rank 5 of its 3rd save is "
+            << "; drained to rapid too slowly (the backlog grows, and with it the steps a "
+               "node loss would cost: staging is node-local); rank 5 of its 3rd save is "
                "killed\n"
             << "  bert-hf       Hugging Face Trainer, 2 ranks, on staging every "
             << dur(t.hf_interval) << ", drained to rapid, restored every 2nd save\n"

@@ -46,10 +46,8 @@ RulesPolicy rules_policy(const Config& cfg) {
   RulesPolicy p;
   for (const TierConfig& t : cfg.tiers) {
     TierPolicy& tp = p.tiers[t.name] = t.policy;
-    if (tp.retention.cleanup_verify_after_seconds <= 0) {
-      tp.retention.cleanup_verify_after_seconds =
-          std::max(60.0, 2 * to_seconds(cfg.global.scan_interval));
-    }
+    tp.retention.cleanup_verify_after_seconds =
+        tp.retention.cleanup_verify_after(to_seconds(cfg.global.scan_interval));
   }
   p.alerting = cfg.alerting;
   p.history = cfg.history;
@@ -440,6 +438,15 @@ void RulesCycle::render(const RuleFigures& figures, const std::vector<AlertInsta
   out->evaluated_at = now;
   for (const RecoveryPoint& p : figures.recovery) out->recovery[p.job].any = p;
   for (const DurabilityFigures& d : figures.durability) out->recovery[d.job].durability = d;
+  {
+    std::map<std::string, std::vector<AccessFinding>> by_tier;
+    for (const CapacityFigures& c : figures.capacity) by_tier[c.tier];  // every tier
+    for (const AccessFinding& f : figures.estate_findings) by_tier[f.tier].push_back(f);
+    for (auto& [tier, list] : by_tier) {
+      out->estate_findings.emplace(
+          tier, std::make_shared<const std::vector<AccessFinding>>(std::move(list)));
+    }
+  }
   if (gpu_enabled_) {
     for (const auto& [job, c] : gpu_costs_.jobs()) {
       GpuJobSummary g;

@@ -62,6 +62,10 @@ struct RulesOutput {
   std::vector<PlanInputs> plan_inputs;  // what plan_json was made from (GET /api/v1/report)
   // Window I/O and slow verdict per catalog entry, for /api/v1/checkpoints.
   std::shared_ptr<const std::map<CheckpointKey, CheckpointStoragePath>> storage_path;
+  // The estate's findings (RuleFigures::estate_findings) by tier, with an
+  // entry, empty or not, for every tier evaluated; GET /api/v1/findings and
+  // the audit log show them beside the walks' own.
+  std::map<std::string, std::shared_ptr<const std::vector<AccessFinding>>> estate_findings;
   double evaluated_at = 0;  // the injected clock's now of the cycle
 };
 

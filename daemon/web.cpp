@@ -15,6 +15,7 @@
 #include "daemon/http_server.hpp"
 #include "daemon/rules_cycle.hpp"
 #include "model/checkpoint_skew.hpp"
+#include "rules/estate.hpp"
 #include "rules/recovery.hpp"
 #include "util/duration.hpp"
 #include "util/label.hpp"
@@ -199,6 +200,8 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
        "(<code>?tier=&amp;job=&amp;state=</code>)</li>\n"
        "<li><a href=\"/api/v1/jobs\">/api/v1/jobs</a>: per job summary</li>\n"
        "<li><a href=\"/api/v1/findings\">/api/v1/findings</a>: access audit</li>\n"
+       "<li><code>/api/v1/versions?job=NAME</code>: a job's versions and their copies on every "
+       "tier</li>\n"
        "<li><a href=\"/api/v1/alerts\">/api/v1/alerts</a>: pending and firing alerts as JSON</li>\n"
        "<li><a href=\"/api/v1/plan\">/api/v1/plan</a>: the sizing rule term by term per "
        "tier (<code>ckptmon plan</code>)</li>\n"
@@ -412,6 +415,74 @@ bool render_checkpoints_json(const Snapshot& snap, const std::map<std::string, s
   return true;
 }
 
+bool render_versions_json(const Snapshot& snap, const std::map<std::string, std::string>& query,
+                          std::string* body, std::string* error) {
+  const std::string job = query_value(query, "job");
+  if (job.empty()) {
+    *error = "job is required: /api/v1/versions?job=NAME (a job of /api/v1/jobs)";
+    return false;
+  }
+  // The job's checkpoints on every configured tier, joined as the rules
+  // cycle joins them (rules/estate.hpp).
+  std::vector<Checkpoint> mine;
+  for (const auto& [name, cat] : snap.state.catalogs) {
+    if (!snap.state.tiers.contains(name)) continue;
+    for (const auto& c : cat->checkpoints) {
+      if (name_matches(c.job, job)) mine.push_back(c);
+    }
+  }
+  const CheckpointView view(mine);
+  const Verifications verified = verifications_of(snap.state, view);
+  const std::vector<Version> versions = join_versions(view, snap.state.tiers, verified);
+  const EstatePolicy* estate = snap.state.config ? &snap.state.config->estate : nullptr;
+  nlohmann::json arr = nlohmann::json::array();
+  // Newest first: by step, or by commit time where the layout gives none.
+  std::vector<const Version*> order;
+  order.reserve(versions.size());
+  for (const Version& v : versions) order.push_back(&v);
+  std::stable_sort(order.begin(), order.end(), [](const Version* a, const Version* b) {
+    if (a->job != b->job) return a->job < b->job;
+    if (a->step != b->step) return a->step > b->step;
+    return a->commit_time > b->commit_time;
+  });
+  for (const Version* v : order) {
+    const std::string job_name(v->job);
+    const std::int64_t required = estate ? estate->for_job(job_name).copies_required : 1;
+    nlohmann::json copies = nlohmann::json::array();
+    for (const EstateCopy& c : v->copies) {
+      const Checkpoint& k = *c.checkpoint;
+      auto it = verified.find(CheckpointKey{k.tier, k.path});
+      copies.push_back(
+          {{"tier", k.tier},
+           {"path", display_name(k.path)},
+           {"state", std::string(to_string(k.state))},
+           {"bytes", k.bytes},
+           {"files", k.files},
+           {"first_write", k.first_write > 0 ? nlohmann::json(k.first_write) : nlohmann::json()},
+           {"last_write", k.last_write > 0 ? nlohmann::json(k.last_write) : nlohmann::json()},
+           {"durable", c.durable},
+           {"deletion_queue", c.deletion},
+           {"restorable", c.restorable()},
+           {"mismatched", c.mismatched},
+           // true passed, false failed, null not verified
+           {"verified", it == verified.end() ? nlohmann::json() : nlohmann::json(it->second)}});
+    }
+    arr.push_back(
+        {{"job", display_name(job_name)},
+         {"job_label", label_value(job_name)},
+         {"step", v->step >= 0 ? nlohmann::json(v->step) : nlohmann::json()},
+         {"path",
+          v->step < 0 ? nlohmann::json(display_name(std::string(v->path))) : nlohmann::json()},
+         {"restorable", v->restorable},
+         {"commit_time", v->commit_time > 0 ? nlohmann::json(v->commit_time) : nlohmann::json()},
+         {"durable_copies", v->durable_copies},
+         {"copies_required", required},
+         {"copies", std::move(copies)}});
+  }
+  *body = arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return true;
+}
+
 bool render_findings_json(const Snapshot& snap, const std::map<std::string, std::string>& query,
                           std::string* body, std::string* error) {
   const std::string tier = query_value(query, "tier");
@@ -430,16 +501,27 @@ bool render_findings_json(const Snapshot& snap, const std::map<std::string, std:
     }
   }
   nlohmann::json arr = nlohmann::json::array();
-  for (const auto& [name, cat] : snap.state.catalogs) {
-    if ((!tier.empty() && name != tier) || !cat->findings) continue;
-    for (const auto& f : *cat->findings) {
+  auto add = [&](const std::vector<AccessFinding>& list, std::string_view source) {
+    for (const auto& f : list) {
       if (kind && f.kind != *kind) continue;
       arr.push_back({{"tier", f.tier},
                      {"job", display_name(f.job)},
                      {"job_label", label_value(f.job)},
                      {"path", display_name(f.path)},
                      {"kind", std::string(to_string(f.kind))},
+                     {"source", source},
                      {"detail", f.detail}});
+    }
+  };
+  for (const auto& [name, cat] : snap.state.catalogs) {
+    if ((!tier.empty() && name != tier) || !cat->findings) continue;
+    add(*cat->findings, "walk");
+  }
+  // What only the estate sees: a copy outside its job's residencies.
+  if (snap.rules) {
+    for (const auto& [name, list] : snap.rules->estate_findings) {
+      if ((!tier.empty() && name != tier) || !list) continue;
+      add(*list, "estate");
     }
   }
   *body = arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);

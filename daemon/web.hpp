@@ -26,7 +26,14 @@ nlohmann::json checkpoint_json(const Checkpoint& c, const State* state = nullptr
 bool render_checkpoints_json(const Snapshot& snap, const std::map<std::string, std::string>& query,
                              std::string* body, std::string* error);
 
-// /api/v1/findings?tier=&kind= : the access audit's findings with paths.
+// /api/v1/versions?job= : the job's versions (job, step), newest first, each
+// with its copies on every tier (rules/estate.hpp). Returns false with
+// `error` when job is missing.
+bool render_versions_json(const Snapshot& snap, const std::map<std::string, std::string>& query,
+                          std::string* body, std::string* error);
+
+// /api/v1/findings?tier=&kind= : the access audit's findings with paths, and
+// the estate's (source "estate": a copy outside its job's residencies).
 bool render_findings_json(const Snapshot& snap, const std::map<std::string, std::string>& query,
                           std::string* body, std::string* error);
 

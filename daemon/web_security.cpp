@@ -179,10 +179,7 @@ void WebSecurity::apply(Prepared p) {
   auth_.set_users(std::move(p.config.basic_auth_users));
   if (auth_.enabled()) {
     server_.set_authenticator([this](std::string_view authorization, HttpAuthDone done) {
-      auth_.check(authorization,
-                  [done = std::move(done), user = basic_auth_user(authorization)](AuthDecision d) {
-                    done(d, d == AuthDecision::kAllow ? user : "");
-                  });
+      auth_.check(authorization, std::move(done));
     });
   } else {
     server_.set_authenticator({});

@@ -5,6 +5,7 @@
 // bytes, every ratio a plain fraction (0.2 = 20 %). Plain data; immutable once
 // loaded, safe to read from several threads.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -30,9 +31,16 @@ struct RetentionPolicy {
   // residue waiting for cleanup (it is residue for capacity from the start).
   double partial_window_seconds = 3600;
   // A `cleanup` event whose checkpoint the walk still finds this long after
-  // it is unverified (ckpt_cleanup_unverified_checkpoints). 0: two scan
-  // intervals, at least a minute (resolved by rules_policy).
+  // it is unverified (ckpt_cleanup_unverified_checkpoints). 0: not set, see
+  // cleanup_verify_after().
   double cleanup_verify_after_seconds = 0;
+
+  // cleanup_verify_after_seconds where set; else two scan intervals, at least
+  // a minute (a walk must have had the chance to see the removal).
+  double cleanup_verify_after(double scan_interval_seconds) const {
+    if (cleanup_verify_after_seconds > 0) return cleanup_verify_after_seconds;
+    return std::max(60.0, 2 * scan_interval_seconds);
+  }
 };
 
 // The sizing rule's knobs (YAML `tiers[].sizing`).
@@ -70,6 +78,11 @@ struct BandwidthPolicy {
 // The drain rule's knobs (YAML `tiers[].drain`), for tiers with drains_to.
 struct DrainPolicy {
   double rate_window_seconds = 15 * 60;
+  // Lifecycle (YAML `drain.move_after`): a version on this tier should have a
+  // copy on its drains_to tier this long after its commit (milestones moving
+  // from rapid to capacity after 7d); later, it is overdue
+  // (ckpt_lifecycle_overdue_versions). 0: no lifecycle rule.
+  double move_after_seconds = 0;
 };
 
 // The storage path's knobs (YAML `tiers[].storage_path`, docs/rules.md
@@ -279,6 +292,10 @@ struct AlertRules {
   struct DeletionStalled : AlertDefaults<900, Severity::kWarning> {
     double deletion_within_seconds = 24 * 3600;
   } deletion_stalled;
+  // Copies of a job's versions on a tier whose residency the job's namespace
+  // does not allow, wherever the copy came from (a drain, a backup).
+  struct OutsideAllowedResidency : AlertDefaults<0, Severity::kWarning> {
+  } outside_allowed_residency;
 };
 
 // YAML `alerting`.

@@ -24,7 +24,7 @@ constexpr std::string_view kInstance = "instance, job";
 // Order: AlertId's. The Prometheus texts are Go templates ({{ $labels.x }},
 // {{ $value }}); ${param} is filled from the policy (alert_params), ${for}
 // with the rule's `for:`.
-const std::array<AlertSpec, 28> kTable = {{
+const std::array<AlertSpec, 29> kTable = {{
     {AlertId::kDrainBacklogGrowing, "CheckpointDrainBacklogGrowing", G::kCheckpoints, true, 0,
      kWarn, kDrain,
      "At least ${min_overlapping} checkpoint(s) of the job committed on the tier before the "
@@ -335,6 +335,21 @@ const std::array<AlertSpec, 28> kTable = {{
      "{{ $value | humanizeDuration }} to be removed (deletion_within ${deletion_within}, seen by "
      "{{ $labels.instance }}); ckpt_deletion_queue_bytes says how much is held there.",
      "", "", "", ""},
+    {AlertId::kOutsideAllowedResidency, "CheckpointOutsideAllowedResidency", G::kCheckpoints, true,
+     0, kWarn, kTierJob,
+     "Copies of the job's checkpoints lie on a tier whose residency the job's namespaces do not "
+     "allow, however they got there (a drain, a backup, the deletion queue); clears once none "
+     "is left there.",
+     "ckpt_residency_violations > 0", "",
+     "Checkpoints of job {{ $labels.training_job }} are on {{ $labels.tier }}, outside their "
+     "allowed residency",
+     "{{ $value | printf \"%.0f\" }} copies of job {{ $labels.training_job }}'s checkpoints are on "
+     "tier {{ $labels.tier }}, whose residency the job's namespaces do not allow (seen by "
+     "{{ $labels.instance }}). /api/v1/findings?kind=residency names each copy.",
+     "", "",
+     "Only for jobs some namespace rule restricts (namespaces[].residency); the\n"
+     "allowed set is the intersection of the rules that claim the job on every tier.",
+     ""},
 
     // Prometheus only.
     {AlertId::kCkptmonDown, "CkptmonDown", G::kDaemon, false, 300, kCrit, kInstance,
@@ -542,6 +557,8 @@ const AlertRuleCommon* alert_rule(const AlertRules& r, AlertId id) {
       return &r.cleanup_stalled;
     case AlertId::kDeletionStalled:
       return &r.deletion_stalled;
+    case AlertId::kOutsideAllowedResidency:
+      return &r.outside_allowed_residency;
     case AlertId::kRecoveryPointStale:
       return &r.recovery_point_stale;
     case AlertId::kCompletionSkewHigh:
@@ -687,6 +704,7 @@ std::vector<std::pair<std::string, std::string>> alert_params(const AlertRules& 
     case AlertId::kRecoveryPointNotDurable:
     case AlertId::kUnderCopied:
     case AlertId::kIntegrityFailed:
+    case AlertId::kOutsideAllowedResidency:
     case AlertId::kCkptmonDown:
     case AlertId::kCollectorFailing:
     case AlertId::kConfigReloadFailed:

@@ -57,6 +57,7 @@ enum class AlertId : std::uint8_t {
   kSavesFailing,
   kAccessFinding,
   kDeletionStalled,
+  kOutsideAllowedResidency,
   // In PromQL only: about ckptmon itself, which a dead or blind daemon cannot report.
   kCkptmonDown,
   kCollectorFailing,

@@ -355,6 +355,25 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
             });
   }
 
+  for (const ResidencyFigures& f : figures.residency) {
+    out.add(AlertId::kOutsideAllowedResidency, f.tier, f.job,
+            f.violations > 0 ? Signal::kFire : Signal::kClear, static_cast<double>(f.violations),
+            [&] {
+              std::string allowed;
+              for (const std::string& a : f.allowed) {
+                if (!allowed.empty()) allowed += ", ";
+                allowed += a;
+              }
+              return Texts{"Checkpoints of job " + f.job + " are on " + f.tier +
+                               ", outside their allowed residency",
+                           std::to_string(f.violations) + " of the " + std::to_string(f.copies) +
+                               " copies of job " + f.job + "'s checkpoints on tier " + f.tier +
+                               " lie in residency '" + f.residency +
+                               "', which the job's namespaces do not allow (allowed: " +
+                               (allowed.empty() ? std::string("none") : allowed) + ")."};
+            });
+  }
+
   if (figures.integrity_known) {
     for (const JobTierFigures& j : figures.job_tiers) {
       const double n = static_cast<double>(j.integrity_failed);

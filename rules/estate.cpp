@@ -1,8 +1,12 @@
 #include "rules/estate.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <regex>
 #include <set>
 #include <tuple>
+
+#include "model/tier.hpp"
 
 namespace ckptmon {
 
@@ -186,6 +190,165 @@ std::vector<DurabilityFigures> evaluate_durability(const std::vector<Version>& v
     }
     out.push_back(std::move(f));
   }
+  return out;
+}
+
+}  // namespace ckptmon
+
+namespace ckptmon {
+
+std::vector<LifecycleFigures> evaluate_lifecycle(const std::vector<Version>& versions,
+                                                 const std::map<std::string, TierState>& tiers,
+                                                 const RulesPolicy& policy, double now) {
+  // The tiers with a lifecycle rule whose target this instance watches.
+  std::map<std::string_view, std::pair<const TierConfig*, double>> ruled;
+  for (const auto& [name, t] : tiers) {
+    const double after = policy.for_tier(name).drain.move_after_seconds;
+    if (after <= 0 || t.config.drains_to.empty() || !tiers.contains(t.config.drains_to)) continue;
+    ruled.emplace(name, std::make_pair(&t.config, after));
+  }
+  if (ruled.empty()) return {};
+  std::map<std::pair<std::string_view, std::string_view>, LifecycleFigures> by;  // (tier, job)
+  for (const Version& v : versions) {
+    for (const EstateCopy& c : v.copies) {
+      if (!c.restorable()) continue;
+      auto r = ruled.find(c.checkpoint->tier);
+      if (r == ruled.end()) continue;
+      auto [it, fresh] = by.try_emplace({r->first, v.job});
+      LifecycleFigures& f = it->second;
+      if (fresh) {
+        f.tier = r->first;
+        f.job = v.job;
+        f.drains_to = r->second.first->drains_to;
+        f.move_after_seconds = r->second.second;
+      }
+      // A copy of unknown commit time has no age to be overdue by.
+      const double t = commit_time(*c.checkpoint);
+      if (t <= 0 || now - t <= f.move_after_seconds) continue;
+      const bool moved = std::any_of(v.copies.begin(), v.copies.end(), [&](const EstateCopy& o) {
+        return o.checkpoint->tier == f.drains_to && o.restorable() && !o.mismatched;
+      });
+      if (moved) continue;
+      ++f.overdue;
+      if (f.oldest_overdue_commit == 0 || t < f.oldest_overdue_commit) {
+        f.oldest_overdue_commit = t;
+        f.oldest_overdue_step = v.step;
+      }
+    }
+  }
+  std::vector<LifecycleFigures> out;
+  out.reserve(by.size());
+  for (auto& [key, f] : by) out.push_back(std::move(f));
+  return out;
+}
+
+namespace {
+
+// The first namespace rule of `tier` that claims `job` (the access audit's
+// choice, collectors/access_audit.cpp); null when none does.
+const NamespaceRule* namespace_of(const TierConfig& tier, const std::string& job) {
+  for (const NamespaceRule& ns : tier.namespaces) {
+    if (ns.regex && std::regex_search(job, *ns.regex)) return &ns;
+  }
+  return nullptr;
+}
+
+bool allows(const std::vector<std::string>& allowed, const std::string& residency) {
+  return std::find(allowed.begin(), allowed.end(), residency) != allowed.end();
+}
+
+}  // namespace
+
+ResidencyResult evaluate_residency(const std::vector<Version>& versions,
+                                   const std::map<std::string, TierState>& tiers) {
+  ResidencyResult out;
+  const bool any_rule = std::any_of(tiers.begin(), tiers.end(), [](const auto& t) {
+    return std::any_of(t.second.config.namespaces.begin(), t.second.config.namespaces.end(),
+                       [](const NamespaceRule& ns) { return !ns.residency.empty(); });
+  });
+  if (!any_rule) return out;
+
+  // The job's allowed residencies, once per job: nullopt when no rule
+  // restricts it.
+  std::map<std::string_view, std::optional<std::vector<std::string>>> jobs;
+  auto allowed_for = [&](std::string_view job) -> const std::optional<std::vector<std::string>>& {
+    if (auto it = jobs.find(job); it != jobs.end()) return it->second;
+    const std::string name(job);
+    std::optional<std::set<std::string>> allowed;
+    for (const auto& [tier_name, t] : tiers) {
+      const NamespaceRule* ns = namespace_of(t.config, name);
+      if (ns == nullptr || ns->residency.empty()) continue;
+      std::set<std::string> mine(ns->residency.begin(), ns->residency.end());
+      if (!allowed) {
+        allowed = std::move(mine);
+      } else {
+        std::set<std::string> both;
+        std::set_intersection(allowed->begin(), allowed->end(), mine.begin(), mine.end(),
+                              std::inserter(both, both.end()));
+        allowed = std::move(both);
+      }
+    }
+    std::optional<std::vector<std::string>> list;
+    if (allowed) list.emplace(allowed->begin(), allowed->end());
+    return jobs.emplace(job, std::move(list)).first->second;
+  };
+
+  struct Entry {
+    ResidencyFigures figures;
+    bool own_rule_forbids = false;  // the tier's own access audit reports it
+    std::size_t findings = 0;
+  };
+  std::map<std::pair<std::string_view, std::string_view>, Entry> by;  // (tier, job)
+  // Newest versions first, so the findings kept under the cap are the newest.
+  for (auto v = versions.rbegin(); v != versions.rend(); ++v) {
+    const auto& allowed = allowed_for(v->job);
+    if (!allowed) continue;
+    for (const EstateCopy& c : v->copies) {
+      const std::string& tier = c.checkpoint->tier;
+      auto t = tiers.find(tier);
+      if (t == tiers.end()) continue;
+      auto [it, fresh] = by.try_emplace({std::string_view(tier), v->job});
+      Entry& e = it->second;
+      if (fresh) {
+        e.figures.tier = tier;
+        e.figures.job = v->job;
+        e.figures.residency = t->second.config.residency;
+        e.figures.allowed = *allowed;
+        const NamespaceRule* own = namespace_of(t->second.config, e.figures.job);
+        e.own_rule_forbids = own != nullptr && !own->residency.empty() &&
+                             !allows(own->residency, e.figures.residency);
+      }
+      ++e.figures.copies;
+      if (allows(*allowed, e.figures.residency)) continue;
+      ++e.figures.violations;
+      if (e.own_rule_forbids || e.findings >= ResidencyResult::kMaxFindingsPerTierJob) continue;
+      ++e.findings;
+      std::string detail = "a copy of ";
+      if (v->step >= 0) {
+        detail += "step ";
+        detail += std::to_string(v->step);
+        detail += " of job ";
+        detail += e.figures.job;
+      } else {
+        detail += "checkpoint ";
+        detail += c.checkpoint->path;
+      }
+      detail += " is on tier ";
+      detail += tier;
+      detail += " (residency '";
+      detail += e.figures.residency;
+      detail += "'), outside the residencies the job's namespaces allow: ";
+      if (allowed->empty()) detail += "none (its namespaces' lists have nothing in common)";
+      for (std::size_t i = 0; i < allowed->size(); ++i) {
+        if (i > 0) detail += ", ";
+        detail += (*allowed)[i];
+      }
+      out.findings.push_back(
+          {tier, e.figures.job, c.checkpoint->path, FindingKind::kResidency, std::move(detail)});
+    }
+  }
+  out.figures.reserve(by.size());
+  for (auto& [key, e] : by) out.figures.push_back(std::move(e.figures));
   return out;
 }
 

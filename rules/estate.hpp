@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/access.hpp"
 #include "model/checkpoint.hpp"
 #include "model/checkpoint_view.hpp"
 #include "model/policy.hpp"
@@ -87,6 +88,54 @@ struct DurabilityFigures {
   // Complete copies whose size differs from their version's first one.
   std::uint64_t mismatched_copies = 0;
 };
+
+// Lifecycle (drain.move_after): versions with a restorable copy on `tier`
+// committed more than its move_after ago that have no restorable copy on
+// the tier it drains to. One entry per (tier, job) with a restorable copy on
+// a tier that has move_after and drains to a tier this instance watches
+// (where the target is not watched, whether a copy is there is unknown).
+struct LifecycleFigures {
+  std::string tier;
+  std::string job;
+  std::string drains_to;
+  double move_after_seconds = 0;
+  std::uint64_t overdue = 0;
+  std::int64_t oldest_overdue_step = -1;  // -1: none, or the layout gives no step
+  double oldest_overdue_commit = 0;       // 0: none
+};
+std::vector<LifecycleFigures> evaluate_lifecycle(const std::vector<Version>& versions,
+                                                 const std::map<std::string, TierState>& tiers,
+                                                 const RulesPolicy& policy, double now);
+
+// Residency follows every copy: a job's allowed residencies are those of the
+// namespace rules that claim it (on every tier whose namespaces do: the first
+// rule of a tier that matches, as the access audit picks it), intersected
+// when several restrict it. Every copy of the job's versions on a tier whose
+// `residency` is outside that set is a violation, whichever tier's rules
+// said so and however the copy got there (a drain, a backup, a deletion
+// queue).
+struct ResidencyFigures {
+  std::string tier;
+  std::string job;
+  std::string residency;             // the tier's label; empty: none configured
+  std::vector<std::string> allowed;  // the job's allowed residencies, sorted
+  std::uint64_t copies = 0;          // copies of the job's versions on the tier
+  std::uint64_t violations = 0;      // of those, copies outside `allowed`
+};
+struct ResidencyResult {
+  // One entry per (tier, job) with copies, for jobs some namespace rule
+  // restricts (a job no rule restricts has nothing to violate: no series).
+  std::vector<ResidencyFigures> figures;
+  // One finding of kind residency per violating copy, naming the version,
+  // the tier and its residency; at most kMaxFindingsPerTierJob per (tier,
+  // job), the newest versions first (figures count them all). A copy whose
+  // own tier's namespace rule already forbids the residency is left to that
+  // tier's access audit, which reports the job directory.
+  std::vector<AccessFinding> findings;
+  static constexpr std::size_t kMaxFindingsPerTierJob = 100;
+};
+ResidencyResult evaluate_residency(const std::vector<Version>& versions,
+                                   const std::map<std::string, TierState>& tiers);
 
 // One entry per job of `recovery` (evaluate_recovery's, over the same
 // checkpoints), sorted by job.

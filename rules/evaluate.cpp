@@ -20,7 +20,8 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
   static const std::vector<TierSample> kNoSamples;
   for (const auto& [name, tier] : tiers) {
     const TierPolicy& p = policy.for_tier(name);
-    if (tier.config.role == TierRole::kDeletion) deletion_tiers.insert(name);
+    const bool deletion = tier.config.role == TierRole::kDeletion;
+    if (deletion) deletion_tiers.insert(name);
 
     if (!tier.config.drains_to.empty()) {
       auto d = evaluate_drain(checkpoints, DrainRoute{tier.config.name, tier.config.drains_to},
@@ -28,7 +29,6 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
       for (auto& f : d) out.drain.push_back(std::move(f));
     }
     auto h = history.tiers.find(name);
-    const bool deletion = tier.config.role == TierRole::kDeletion;
     // A deletion queue holds no versions: the sizing rule asks nothing of it
     // (its statfs figures and trend stay), and no retention policy applies.
     static const CheckpointView kNone;
@@ -111,13 +111,19 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
   out.unverified_cleanups = evaluate_cleanup_verification(
       *view, events,
       [&](const std::string& tier) {
-        const double v = policy.for_tier(tier).retention.cleanup_verify_after_seconds;
-        return v > 0 ? v : 60.0;
+        // rules_policy resolved it against the scan interval; a policy built
+        // by hand gets the one-minute floor.
+        return policy.for_tier(tier).retention.cleanup_verify_after(0);
       },
       now);
   out.recovery = evaluate_recovery(*view, verified, deletion_tiers);
-  out.durability = evaluate_durability(join_versions(*view, tiers, verified), out.recovery, *view,
-                                       tiers, verified, policy.estate, now);
+  const std::vector<Version> versions = join_versions(*view, tiers, verified);
+  out.durability =
+      evaluate_durability(versions, out.recovery, *view, tiers, verified, policy.estate, now);
+  out.lifecycle = evaluate_lifecycle(versions, tiers, policy, now);
+  ResidencyResult residency = evaluate_residency(versions, tiers);
+  out.residency = std::move(residency.figures);
+  out.estate_findings = std::move(residency.findings);
   return out;
 }
 

@@ -78,7 +78,13 @@ struct RuleFigures {
   std::vector<UnverifiedCleanupFigures> unverified_cleanups;  // (tier, job) with any
   std::vector<RecoveryPoint> recovery;                        // every job
   std::vector<DurabilityFigures> durability;                  // every job, as recovery
-  std::vector<JobTierFigures> job_tiers;                      // every (tier, job)
+  std::vector<LifecycleFigures> lifecycle;                    // (tier, job) under move_after
+  std::vector<ResidencyFigures> residency;  // (tier, job) with copies of a restricted job
+  // Findings of the estate (a copy outside its job's residencies), which no
+  // single tier's walk can see; by tier, each list sorted by job then newest
+  // version first.
+  std::vector<AccessFinding> estate_findings;
+  std::vector<JobTierFigures> job_tiers;  // every (tier, job)
   // The integrity verifier runs: job_tiers' integrity_failed are facts, not
   // zeros for want of a verifier (set by the rules cycle).
   bool integrity_known = false;

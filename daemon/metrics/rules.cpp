@@ -1,5 +1,8 @@
 #include "daemon/metrics/rules.hpp"
 
+#include <set>
+#include <string_view>
+
 #include "daemon/metrics/family.hpp"
 #include "util/metric_labels.hpp"
 
@@ -321,6 +324,30 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
     mismatch.add(l, static_cast<double>(d.mismatched_copies));
   }
   append(out, {&dts, &dstep, &risk, &lag, &within, &versions, &under, &mismatch});
+
+  FamilyBuilder overdue = gauge("ckpt_lifecycle_overdue_versions",
+                                "Versions with a restorable copy on the tier committed more than "
+                                "its drain.move_after ago and no copy on the tier it drains to.");
+  FamilyBuilder move_after =
+      gauge("ckpt_lifecycle_move_after_seconds",
+            "The tier's drain.move_after: how soon after its commit a version should have a copy "
+            "on the tier it drains to.");
+  std::set<std::string_view> tiers_with_rule;
+  for (const LifecycleFigures& f : figures.lifecycle) {
+    overdue.add({{"tier", f.tier}, {kTrainingJobLabel, f.job}}, static_cast<double>(f.overdue));
+    if (tiers_with_rule.insert(f.tier).second) {
+      move_after.add({{"tier", f.tier}}, f.move_after_seconds);
+    }
+  }
+  FamilyBuilder residency =
+      gauge("ckpt_residency_violations",
+            "Copies of the job's versions on the tier whose residency the job's namespaces do "
+            "not allow (residency follows every copy); only jobs some namespace restricts.");
+  for (const ResidencyFigures& f : figures.residency) {
+    residency.add({{"tier", f.tier}, {kTrainingJobLabel, f.job}},
+                  static_cast<double>(f.violations));
+  }
+  append(out, {&overdue, &move_after, &residency});
   return out;
 }
 

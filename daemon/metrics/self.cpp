@@ -151,12 +151,13 @@ void http_security_families(const HttpFigures& f, std::vector<prometheus::Metric
   append(out, std::move(handshakes));
 }
 
-void audit_families(const AuditFigures& f, std::vector<prometheus::MetricFamily>& out) {
-  FamilyBuilder enabled("ckptmon_audit_log_enabled",
-                        "1 when audit.log_file is set (the audit log is on), else 0.",
-                        prometheus::MetricType::Gauge);
-  enabled.add({}, f.enabled ? 1 : 0);
-  append(out, std::move(enabled));
+void audit_families(const AuditLog::Stats& f, bool enabled,
+                    std::vector<prometheus::MetricFamily>& out) {
+  FamilyBuilder on("ckptmon_audit_log_enabled",
+                   "1 when audit.log_file is set (the audit log is on), else 0.",
+                   prometheus::MetricType::Gauge);
+  on.add({}, enabled ? 1 : 0);
+  append(out, std::move(on));
   FamilyBuilder records("ckptmon_audit_log_records_total",
                         "Audit records by outcome: written (and fsynced), dropped_queue_full "
                         "(more were waiting than the writer's queue holds), dropped_write_error "

@@ -14,6 +14,8 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
+#include "daemon/audit_log.hpp"
+
 namespace ckptmon {
 
 // process_* metrics of this process, the way every Prometheus client names
@@ -49,16 +51,9 @@ void http_connection_families(const HttpFigures& f, std::vector<prometheus::Metr
 // ckptmon_http_auth_failures_total{reason}, ckptmon_http_tls_handshake_failures_total.
 void http_security_families(const HttpFigures& f, std::vector<prometheus::MetricFamily>& out);
 
-struct AuditFigures {
-  bool enabled = false;
-  std::uint64_t written = 0;
-  std::uint64_t dropped_queue_full = 0;
-  std::uint64_t dropped_write_error = 0;
-  std::uint64_t write_errors = 0;
-  std::uint64_t rotations = 0;
-};
 // ckptmon_audit_log_{enabled,records_total,write_errors_total,rotations_total}.
-void audit_families(const AuditFigures& f, std::vector<prometheus::MetricFamily>& out);
+void audit_families(const AuditLog::Stats& f, bool enabled,
+                    std::vector<prometheus::MetricFamily>& out);
 
 struct StoreFigures {
   std::uint64_t errors = 0;

@@ -50,6 +50,7 @@ class DeletionQueue(unittest.TestCase):
         cfg = (harness.config_yaml([harness.tier_yaml("rapid", self.rapid),
                                     harness.tier_yaml("trash", self.trash, role="deletion")])
                + f"manifests:\n  - {{glob: \"{self.ws.path('events')}/*.jsonl\"}}\n")
+        self.started = time.monotonic()
         self.ck = self.ws.ckptmon(cfg)
         self.ck.wait_ready()
 
@@ -66,7 +67,11 @@ class DeletionQueue(unittest.TestCase):
         self.assertEqual(m.get("ckpt_deletion_queue_bytes", tier="trash"),
                          float(tree_bytes(self.trashed)))
         self.assertEqual(m.get("ckpt_deletion_queue_checkpoints", tier="trash"), 1.0)
-        self.assertGreaterEqual(m.get("ckpt_deletion_queue_oldest_age_seconds", tier="trash"), 0)
+        # Counted from when the walk first saw it there (this daemon's start),
+        # not from its 9000 s old mtime.
+        age = m.get("ckpt_deletion_queue_oldest_age_seconds", tier="trash")
+        self.assertGreaterEqual(age, 0)
+        self.assertLessEqual(age, time.monotonic() - self.started + 1)
         self.assertEqual(m.get("ckpt_tier_required_capacity_bytes", tier="trash"), 0.0)
         self.assertIsNone(m.get("ckpt_cleanup_oldest_age_seconds", tier="trash"))
         self.assertIsNone(m.get("ckpt_deletion_queue_bytes", tier="rapid"))

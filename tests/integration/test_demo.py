@@ -102,6 +102,8 @@ class Demo(unittest.TestCase):
                   and positive(m, "ckpt_checkpoints", state="committed")
                   and positive(m, "ckpt_checkpoints", state="partial")
                   and positive(m, "ckpt_drain_backlog_bytes", tier="staging", to_tier="rapid")
+                  # Node-local staging drained slowly: steps a node loss would cost.
+                  and positive(m, "ckpt_steps_at_risk", training_job="llama-dcp")
                   and positive(m, "ckpt_checkpoint_pause_seconds_count")
                   and positive(m, "ckpt_checkpoint_duration_seconds_count"))
             return m if ok else None
@@ -115,6 +117,13 @@ class Demo(unittest.TestCase):
         self.assertEqual(jobs, {"llama-dcp", "bert-hf", "gpt-megatron"})
         # Restores and cleanups came from the event logs too.
         self.assertTrue(positive(m, "ckpt_restore_duration_seconds_count"))
+        # Its newest steps wait on node-local staging past durable_within:
+        # CheckpointRecoveryPointNotDurable fires (the backlog only grows).
+        harness.wait_for(
+            lambda: ("CheckpointRecoveryPointNotDurable", "llama-dcp") in {
+                (l["alertname"], l.get("training_job"))
+                for l in harness.scrape(port).labels_of("ckpt_alert")},
+            timeout=60, interval=1, what="CheckpointRecoveryPointNotDurable for llama-dcp")
 
         # Every series the Grafana dashboard queries, row by row, has data
         # (some need a few cycles more: time to full needs a trend, rates

@@ -78,7 +78,10 @@ class BasicAuthTest : public ::testing::Test {
   // Starts a check; the slot is filled when the decision arrives.
   std::shared_ptr<std::optional<AuthDecision>> start(std::string_view header) {
     auto out = std::make_shared<std::optional<AuthDecision>>();
-    auth_->check(header, [out](AuthDecision d) { *out = d; });
+    auth_->check(header, [this, out](AuthDecision d, const std::string& user) {
+      *out = d;
+      users_.push_back(user);
+    });
     return out;
   }
 
@@ -111,6 +114,7 @@ class BasicAuthTest : public ::testing::Test {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_ =
       boost::asio::make_work_guard(io_);
   std::unique_ptr<BasicAuth> auth_;
+  std::vector<std::string> users_;  // handed to each decision, in order
 };
 
 TEST_F(BasicAuthTest, RightPasswordPassesAndIsThenServedFromTheCache) {
@@ -125,6 +129,8 @@ TEST_F(BasicAuthTest, RightPasswordPassesAndIsThenServedFromTheCache) {
   EXPECT_EQ(auth_->stats().bcrypt_runs, 1u);
   EXPECT_EQ(auth_->stats().cache_hits, 1u);
   EXPECT_EQ(auth_->stats().invalid, 0u);
+  // Both decisions, bcrypt's and the cache's, name the user (the access log's).
+  EXPECT_EQ(users_, (std::vector<std::string>{"prometheus", "prometheus"}));
 }
 
 TEST_F(BasicAuthTest, WrongPasswordIsDeniedEveryTimeWithBcrypt) {
@@ -135,6 +141,8 @@ TEST_F(BasicAuthTest, WrongPasswordIsDeniedEveryTimeWithBcrypt) {
   EXPECT_EQ(auth_->stats().bcrypt_runs, 2u);
   EXPECT_EQ(auth_->stats().invalid, 2u);
   EXPECT_EQ(auth_->stats().cache_hits, 0u);
+  // A denied request names nobody.
+  EXPECT_EQ(users_, (std::vector<std::string>{"", ""}));
 }
 
 TEST_F(BasicAuthTest, UnknownUserIsDeniedAfterADummyBcrypt) {

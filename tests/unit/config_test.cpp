@@ -208,6 +208,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "trash, path: /t, role: deletion}\n",
                 {"bad.yml:2:51: tiers[0].drains_to: tier \"s\" drains to \"trash\", a role: "
                  "deletion tier; drain to a tier that keeps copies"}},
+        BadCase{"move_after_without_drains_to",
+                "tiers:\n  - name: r\n    path: /r\n    role: rapid\n    drain: {move_after: "
+                "7d}\n",
+                {"bad.yml:5:12: tiers[0].drain.move_after: tier \"r\" has a move_after but no "
+                 "drains_to: name the tier its versions move to"}},
         BadCase{"two_tiers_on_one_path",
                 "tiers:\n  - {name: a, path: /ckpt, role: rapid}\n  - {name: b, path: /ckpt, "
                 "role: capacity}\n",
@@ -305,7 +310,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointGoodputLow, CheckpointWindowMissed, "
                  "CheckpointRecoveryTimeObjectiveAtRisk, CheckpointRecoveryPointNotDurable, "
                  "CheckpointUnderCopied, CheckpointIntegrityFailed, CheckpointTierInodesLow, "
-                 "CheckpointSavesFailing, CheckpointAccessFinding, CheckpointDeletionStalled)"}},
+                 "CheckpointSavesFailing, CheckpointAccessFinding, CheckpointDeletionStalled, "
+                 "CheckpointOutsideAllowedResidency)"}},
         BadCase{"invalid_yaml",
                 "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},

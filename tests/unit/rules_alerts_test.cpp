@@ -307,6 +307,21 @@ struct Scene {
     dq.bytes = 6 * GiB;
     dq.oldest_age_seconds = 2 * 86400;
     figs.deletion_queue.push_back(dq);
+    // 2 of team-a's 5 copies on tier us lie outside its allowed residency;
+    // eu's are all allowed.
+    ResidencyFigures us;
+    us.tier = "us";
+    us.job = "team-a";
+    us.residency = "us-east";
+    us.allowed = {"eu-central", "eu-west"};
+    us.copies = 5;
+    us.violations = 2;
+    figs.residency.push_back(us);
+    ResidencyFigures eu = us;
+    eu.tier = "eu";
+    eu.residency = "eu-west";
+    eu.violations = 0;
+    figs.residency.push_back(eu);
   }
   std::vector<AlertCondition> conditions() const {
     return alert_conditions(figs, tiers, cfg, self);
@@ -368,7 +383,13 @@ TEST(AlertConditions, EveryAlertFiresOnItsFigureWithTheFiguresInItsText) {
       {"CheckpointDeletionStalled", "trash", "", "warning",
        "3 checkpoints (6.0 GiB) wait on deletion tier trash; the oldest has been there 2d "
        "(deletion_within 1d)."},
+      {"CheckpointOutsideAllowedResidency", "us", "team-a", "warning",
+       "2 of the 5 copies of job team-a's checkpoints on tier us lie in residency 'us-east', "
+       "which the job's namespaces do not allow (allowed: eu-central, eu-west)."},
   };
+  const AlertCondition* allowed = find(cs, "CheckpointOutsideAllowedResidency", "eu", "team-a");
+  ASSERT_NE(allowed, nullptr);
+  EXPECT_EQ(allowed->signal, Signal::kClear);
   EXPECT_EQ(find(cs, "CheckpointRecoveryPointNotDurable", "", "gpt"), nullptr);
   EXPECT_EQ(find(cs, "CheckpointUnderCopied", "", "gpt"), nullptr);
   std::size_t daemon_alerts = 0;

@@ -63,7 +63,7 @@ retention: {keep_last: 5, keep_every: 1000, max_age: 14d, partial_window: 2h}
 sizing: {replicas: 1.25, temp_write_allowance_ratio: 0.5, growth_headroom_ratio: 0.3,
          concurrent_jobs: 4, trend_window: 12h}
 bandwidth: {allowed_window: 90s, concurrent_writers: 2, overhead_ratio: 0.15, observe_window: 2h}
-drain: {rate_window: 5m}
+drain: {rate_window: 5m, move_after: 7d}
 )",
                        &p);
   EXPECT_TRUE(e.empty()) << e[0];
@@ -81,6 +81,7 @@ drain: {rate_window: 5m}
   EXPECT_EQ(p.bandwidth.overhead_ratio, 0.15);
   EXPECT_EQ(p.bandwidth.observe_window_seconds, 7200);
   EXPECT_EQ(p.drain.rate_window_seconds, 300);
+  EXPECT_EQ(p.drain.move_after_seconds, 7 * 86400);
 }
 
 TEST(RulesConfig, ReadsStoragePathWithPerJobOverrides) {
@@ -251,7 +252,8 @@ INSTANTIATE_TEST_SUITE_P(
              "1000000, got \"-1\""}},
         Bad{"unknown_drain_key",
             "drain: {window: 5m}\n",
-            {"r.yml:1:9: tiers[0].drain.window: unknown key (expected one of: rate_window)"}}));
+            {"r.yml:1:9: tiers[0].drain.window: unknown key (expected one of: rate_window, "
+             "move_after)"}}));
 
 class AlertingRejects : public ::testing::TestWithParam<Bad> {};
 TEST_P(AlertingRejects, Exactly) { EXPECT_EQ(alerting_errors(GetParam().yaml), GetParam().errors); }
@@ -305,7 +307,7 @@ INSTANTIATE_TEST_SUITE_P(
              "CheckpointWindowMissed, CheckpointRecoveryTimeObjectiveAtRisk, "
              "CheckpointRecoveryPointNotDurable, CheckpointUnderCopied, CheckpointIntegrityFailed, "
              "CheckpointTierInodesLow, CheckpointSavesFailing, CheckpointAccessFinding, "
-             "CheckpointDeletionStalled)"}},
+             "CheckpointDeletionStalled, CheckpointOutsideAllowedResidency)"}},
         Bad{"unknown_finding_kind",
             "rules:\n  CheckpointAccessFinding: {kinds: [world_writable, world_peekable]}\n",
             {"r.yml:2:53: alerting.rules.CheckpointAccessFinding.kinds[1]: unknown finding kind "

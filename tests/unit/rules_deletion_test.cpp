@@ -53,8 +53,15 @@ TEST(DeletionQueue, ADeletionTierHasNoSizingRuleNoRetentionAndNoRecoveryPoint) {
   ASSERT_NE(rapid, nullptr);
   EXPECT_EQ(trash->required_bytes, 0);
   EXPECT_EQ(trash->size_bytes, 1e9);  // its file-system figures stay
-  // The rapid tier's 1000 B x (1 + growth 0.2) + the next checkpoint's allowance.
-  EXPECT_GT(rapid->required_bytes, 1000);
+  // The rapid tier's one 1000 B checkpoint, by the sizing rule (docs/rules.md):
+  // keep_last versions of the latest size x replicas x (1 + growth headroom)
+  // + the next checkpoint's allowance (a fraction of the latest one).
+  const SizingPolicy sizing;
+  const RetentionPolicy retention;
+  EXPECT_DOUBLE_EQ(rapid->required_bytes, static_cast<double>(retention.keep_last) * 1000 *
+                                                  sizing.replicas *
+                                                  (1 + sizing.growth_headroom_ratio) +
+                                              sizing.temp_write_allowance_ratio * 1000);
   // No retention figures and no cleanup age for it: the queue says it all.
   for (const auto& r : f.retention) EXPECT_NE(r.tier, "trash");
   EXPECT_FALSE(f.cleanup_oldest_age_seconds.contains("trash"));

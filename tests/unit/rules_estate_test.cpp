@@ -205,5 +205,139 @@ TEST(RulesEstate, OnATieTheDrainSourceIsTheReference) {
   EXPECT_EQ(v[0].durable_copies, 0u);
 }
 
+// Milestones move from rapid to capacity after 7 days (drain.move_after).
+TEST(RulesEstate, LifecycleCountsVersionsPastMoveAfterWithNoCopyOnTheTarget) {
+  constexpr double kDay = 86400;
+  std::map<std::string, TierState> tiers;
+  tiers["rapid"] = tier_state("rapid", TierRole::kRapid, "capacity");
+  tiers["capacity"] = tier_state("capacity", TierRole::kCapacity);
+  tiers["lonely"] = tier_state("lonely", TierRole::kRapid, "unwatched");  // target not watched
+  RulesPolicy policy;
+  policy.tiers["rapid"].drain.move_after_seconds = 7 * kDay;
+  policy.tiers["lonely"].drain.move_after_seconds = 7 * kDay;
+  const double now = 8 * kDay;
+  std::vector<Checkpoint> cks{
+      Ck("rapid", "a", 100).committed(10, 10, 20),  // 8 days old, only on rapid: overdue
+      Ck("rapid", "a", 200).committed(10, 10, 30),  // moved
+      Ck("capacity", "a", 200).committed(10, 40, 50),
+      Ck("rapid", "a", 300).committed(10, now - kDay, now - kDay + 5),  // young
+      Ck("rapid", "a", 400).committed(10, 40, 50),  // its move is still being written: overdue
+      Ck("capacity", "a", 400).in_progress(4, 60, 70),
+      Ck("rapid", "a", 500).committed(10, 0, 0),  // no commit time: no age to judge
+      Ck("lonely", "a", 100).committed(10, 10, 20),
+  };
+  const auto versions = join_versions(cks, tiers, {});
+  const auto f = evaluate_lifecycle(versions, tiers, policy, now);
+  // Only rapid: capacity has no move_after; lonely drains to a tier this
+  // instance does not watch (a copy there is unknown, not missing).
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].tier, "rapid");
+  EXPECT_EQ(f[0].job, "a");
+  EXPECT_EQ(f[0].drains_to, "capacity");
+  EXPECT_EQ(f[0].move_after_seconds, 7 * kDay);
+  EXPECT_EQ(f[0].overdue, 2u);
+  EXPECT_EQ(f[0].oldest_overdue_step, 100);
+  EXPECT_EQ(f[0].oldest_overdue_commit, 20);
+  // A day later than the young one's move_after, it is overdue too.
+  EXPECT_EQ(evaluate_lifecycle(versions, tiers, policy, now + 7 * kDay)[0].overdue, 3u);
+}
+
+NamespaceRule ns(const std::string& regex, std::vector<std::string> residency) {
+  NamespaceRule r;
+  r.job_regex = regex;
+  r.regex = std::make_shared<const std::regex>(regex);
+  r.residency = std::move(residency);
+  return r;
+}
+
+// team-a may live in eu-west only; its checkpoints drain from an eu-west
+// tier to a us-east one whose namespaces say nothing of team-a.
+std::map<std::string, TierState> residency_tiers() {
+  std::map<std::string, TierState> tiers;
+  tiers["eu"] = tier_state("eu", TierRole::kRapid, "us");
+  tiers["eu"].config.residency = "eu-west";
+  tiers["eu"].config.namespaces = {ns("^team-a", {"eu-west"}), ns(".", {})};
+  tiers["us"] = tier_state("us", TierRole::kCapacity);
+  tiers["us"].config.residency = "us-east";
+  return tiers;
+}
+
+TEST(RulesEstate, ResidencyFollowsEveryCopyOfTheJob) {
+  std::vector<Checkpoint> cks{
+      Ck("eu", "team-a-llama", 1).committed(10, 1, 2),
+      Ck("us", "team-a-llama", 1).committed(10, 3, 4),   // drained across residencies
+      Ck("us", "team-a-llama", 2).in_progress(4, 5, 6),  // a copy being written counts too
+      Ck("us", "team-b-gpt", 1).committed(10, 1, 2),     // no rule restricts team-b
+  };
+  const auto tiers = residency_tiers();
+  const ResidencyResult r = evaluate_residency(join_versions(cks, tiers, {}), tiers);
+  ASSERT_EQ(r.figures.size(), 2u);
+  EXPECT_EQ(r.figures[0].tier, "eu");
+  EXPECT_EQ(r.figures[0].copies, 1u);
+  EXPECT_EQ(r.figures[0].violations, 0u);
+  EXPECT_EQ(r.figures[1].tier, "us");
+  EXPECT_EQ(r.figures[1].job, "team-a-llama");
+  EXPECT_EQ(r.figures[1].residency, "us-east");
+  EXPECT_EQ(r.figures[1].allowed, std::vector<std::string>{"eu-west"});
+  EXPECT_EQ(r.figures[1].copies, 2u);
+  EXPECT_EQ(r.figures[1].violations, 2u);
+  ASSERT_EQ(r.findings.size(), 2u);
+  // Newest version first; each names the version, the tier and its residency.
+  EXPECT_EQ(r.findings[0].tier, "us");
+  EXPECT_EQ(r.findings[0].path, "team-a-llama/step-2");
+  EXPECT_EQ(r.findings[0].kind, FindingKind::kResidency);
+  EXPECT_EQ(r.findings[0].detail,
+            "a copy of step 2 of job team-a-llama is on tier us (residency 'us-east'), outside "
+            "the residencies the job's namespaces allow: eu-west");
+  EXPECT_EQ(r.findings[1].path, "team-a-llama/step-1");
+}
+
+TEST(RulesEstate, ResidencyRulesOfSeveralTiersIntersect) {
+  auto tiers = residency_tiers();
+  tiers["eu"].config.namespaces = {ns("^team-a", {"eu-west", "eu-central"})};
+  tiers["us"].config.namespaces = {ns("^team-a", {"eu-west", "us-east"})};
+  std::vector<Checkpoint> cks{Ck("us", "team-a-llama", 1).committed(10, 3, 4)};
+  const ResidencyResult r = evaluate_residency(join_versions(cks, tiers, {}), tiers);
+  ASSERT_EQ(r.figures.size(), 1u);
+  EXPECT_EQ(r.figures[0].allowed, std::vector<std::string>{"eu-west"});
+  EXPECT_EQ(r.figures[0].violations, 1u);
+  // us's own rule allows us-east, so its walk says nothing: the estate does.
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_NE(r.findings[0].detail.find("allow: eu-west"), std::string::npos);
+}
+
+TEST(RulesEstate, ACopyItsOwnTiersAuditForbidsIsCountedNotReportedTwice) {
+  auto tiers = residency_tiers();
+  tiers["us"].config.namespaces = {ns("^team-a", {"eu-west"})};
+  std::vector<Checkpoint> cks{Ck("us", "team-a-llama", 1).committed(10, 3, 4)};
+  const ResidencyResult r = evaluate_residency(join_versions(cks, tiers, {}), tiers);
+  ASSERT_EQ(r.figures.size(), 1u);
+  EXPECT_EQ(r.figures[0].violations, 1u);
+  EXPECT_TRUE(r.findings.empty());  // us's access audit reports the job directory
+}
+
+TEST(RulesEstate, NoResidencyRuleMeansNoResidencyFigures) {
+  auto tiers = residency_tiers();
+  tiers["eu"].config.namespaces.clear();
+  std::vector<Checkpoint> cks{Ck("us", "team-a-llama", 1).committed(10, 3, 4)};
+  const ResidencyResult r = evaluate_residency(join_versions(cks, tiers, {}), tiers);
+  EXPECT_TRUE(r.figures.empty());
+  EXPECT_TRUE(r.findings.empty());
+}
+
+TEST(RulesEstate, ResidencyFindingsAreCappedPerTierAndJobButAllCounted) {
+  const auto tiers = residency_tiers();
+  std::vector<Checkpoint> cks;
+  const std::size_t n = ResidencyResult::kMaxFindingsPerTierJob + 5;
+  for (std::size_t i = 0; i < n; ++i) {
+    cks.push_back(Ck("us", "team-a-llama", static_cast<std::int64_t>(i)).committed(10, 3, 4));
+  }
+  const ResidencyResult r = evaluate_residency(join_versions(cks, tiers, {}), tiers);
+  ASSERT_EQ(r.figures.size(), 1u);
+  EXPECT_EQ(r.figures[0].violations, n);
+  ASSERT_EQ(r.findings.size(), ResidencyResult::kMaxFindingsPerTierJob);
+  EXPECT_EQ(r.findings.front().path, "team-a-llama/step-" + std::to_string(n - 1));
+}
+
 }  // namespace
 }  // namespace ckptmon
