@@ -132,8 +132,12 @@ IoSource io_source_for(const MountInfo& m) {
   return IoSource::kNone;
 }
 
-std::vector<std::string> block_members(const std::string& sys, unsigned major, unsigned minor,
-                                       const std::string& source, std::string& error) {
+namespace {
+
+// The kernel name of the block device `major:minor` (or of `source`), "" with
+// `error` when sysfs does not have it.
+std::string block_name(const std::string& sys, unsigned major, unsigned minor,
+                       const std::string& source, std::string& error) {
   std::string name;
   const std::string dev = std::to_string(major) + ":" + std::to_string(minor);
   if (major != 0) {
@@ -147,9 +151,37 @@ std::vector<std::string> block_members(const std::string& sys, unsigned major, u
     error = "no block device " + dev + " (" + source + ") in " + sys + "/dev/block";
     return {};
   }
+  return name;
+}
+
+void stack_of(const std::string& sys, const std::string& name, int depth,
+              std::set<std::string>& out) {
+  if (out.size() >= kMaxMembers || !out.insert(name).second || depth >= kMaxSlaveDepth) return;
+  std::string slaves = sys;
+  slaves.append("/class/block/").append(name).append("/slaves");
+  for (const std::string& s : list_dir(slaves)) {
+    if (plain_name(s)) stack_of(sys, s, depth + 1, out);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> block_members(const std::string& sys, unsigned major, unsigned minor,
+                                       const std::string& source, std::string& error) {
+  const std::string name = block_name(sys, major, minor, source, error);
+  if (name.empty()) return {};
   std::set<std::string> members;
   members_of(sys, name, 0, members);
   return {members.begin(), members.end()};
+}
+
+std::vector<std::string> block_stack(const std::string& sys, unsigned major, unsigned minor,
+                                     const std::string& source, std::string& error) {
+  const std::string name = block_name(sys, major, minor, source, error);
+  if (name.empty()) return {};
+  std::set<std::string> stack;
+  stack_of(sys, name, 0, stack);
+  return {stack.begin(), stack.end()};
 }
 
 SourceRead read_block_source(const std::string& proc, const std::string& sys, const MountInfo& m) {

@@ -37,6 +37,13 @@ struct SourceRead {
 std::vector<std::string> block_members(const std::string& sys, unsigned major, unsigned minor,
                                        const std::string& source, std::string& error);
 
+// The device `major:minor` and every device below it (its slaves, followed
+// down as block_members does): a device-mapper or md stack whole, for
+// asking each layer what it is (a dm-crypt target). Sorted, unique. Empty
+// with `error` when unresolvable.
+std::vector<std::string> block_stack(const std::string& sys, unsigned major, unsigned minor,
+                                     const std::string& source, std::string& error);
+
 // `<proc>/diskstats` summed over block_members(): 512-byte sectors read and
 // written.
 SourceRead read_block_source(const std::string& proc, const std::string& sys, const MountInfo& m);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <sstream>
 
+#include "collectors/encryption.hpp"
 #include "collectors/mountinfo.hpp"
 #include "util/text.hpp"
 
@@ -90,7 +91,8 @@ TierMount resolve_tier_mount(const std::string& path, const std::string& proc_pa
   return r;
 }
 
-TierProbe probe_tier(const std::string& path, const std::string& proc_path) {
+TierProbe probe_tier(const std::string& path, const std::string& proc_path,
+                     const std::string& sys_path) {
   TierProbe r;
   Fd dir;
   dir.fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -141,6 +143,10 @@ TierProbe probe_tier(const std::string& path, const std::string& proc_path) {
     // which is read-only whenever ckptmon is given a read-only bind mount.
     r.stats.readonly = has_option(m->super_options, "ro");
   }
+  const EncryptionDetection enc = detect_encryption(dir.fd, m, sys_path);
+  r.stats.encryption_at_rest = enc.at_rest;
+  r.stats.encryption_in_transit = enc.in_transit;
+  r.stats.encryption_detail = enc.detail;
   r.ok = true;
   return r;
 }
@@ -148,6 +154,7 @@ TierProbe probe_tier(const std::string& path, const std::string& proc_path) {
 void TierStatsCollector::configure(const Config& cfg) {
   tiers_ = cfg.tiers;
   proc_path_ = cfg.global.proc_path;
+  sys_path_ = cfg.global.sys_path;
   timeout_ = cfg.global.probe_timeout;
   interval_ = cfg.global.scan_interval;
 }
@@ -168,35 +175,36 @@ Job TierStatsCollector::prepare(const std::string& target, const State& /*state*
       generation = t.generation;
     }
   }
-  return [path, generation, proc = proc_path_, target, clock = clock_]() -> Update {
-    TierProbe probe = probe_tier(path, proc);
-    const double now = clock->now();
-    return [probe = std::move(probe), generation, target, now](State& state) {
-      // The tier may have been removed or re-pointed by a reload meanwhile.
-      if (!state.current_tier("tier_stats", target, generation)) return;
-      auto it = state.tiers.find(target);
-      TierState& t = it->second;
-      t.last_probe = now;
-      t.not_probed_since = 0;
-      // The walk found another tree where the tier was (its mount gone, its
-      // symlink re-pointed): down, and the figures of that file system are
-      // not the tier's.
-      const std::string* changed = nullptr;
-      if (auto c = state.catalogs.find(target);
-          c != state.catalogs.end() && !c->second->root_changed.empty()) {
-        changed = &c->second->root_changed;
-      }
-      t.up = probe.ok && changed == nullptr;
-      if (t.up) {
-        t.stats = probe.stats;
-        t.has_stats = true;
-        t.last_success = now;
-        t.down_reason.clear();
-      } else {
-        t.down_reason = probe.ok ? *changed : probe.error;
-      }
-    };
-  };
+  return
+      [path, generation, proc = proc_path_, sys = sys_path_, target, clock = clock_]() -> Update {
+        TierProbe probe = probe_tier(path, proc, sys);
+        const double now = clock->now();
+        return [probe = std::move(probe), generation, target, now](State& state) {
+          // The tier may have been removed or re-pointed by a reload meanwhile.
+          if (!state.current_tier("tier_stats", target, generation)) return;
+          auto it = state.tiers.find(target);
+          TierState& t = it->second;
+          t.last_probe = now;
+          t.not_probed_since = 0;
+          // The walk found another tree where the tier was (its mount gone, its
+          // symlink re-pointed): down, and the figures of that file system are
+          // not the tier's.
+          const std::string* changed = nullptr;
+          if (auto c = state.catalogs.find(target);
+              c != state.catalogs.end() && !c->second->root_changed.empty()) {
+            changed = &c->second->root_changed;
+          }
+          t.up = probe.ok && changed == nullptr;
+          if (t.up) {
+            t.stats = probe.stats;
+            t.has_stats = true;
+            t.last_success = now;
+            t.down_reason.clear();
+          } else {
+            t.down_reason = probe.ok ? *changed : probe.error;
+          }
+        };
+      };
 }
 
 void TierStatsCollector::on_deadline(const std::string& target, State& state) {

@@ -17,10 +17,12 @@ struct TierProbe {
   TierStats stats;
 };
 
-// Blocking. Opens the tier root, statvfs()es it and finds its mount in
-// `<proc_path>/self/mountinfo`. Never creates, modifies or follows anything
-// below the root.
-TierProbe probe_tier(const std::string& path, const std::string& proc_path);
+// Blocking. Opens the tier root, statvfs()es it, finds its mount in
+// `<proc_path>/self/mountinfo` and detects its encryption
+// (collectors/encryption.hpp, device-mapper layers from `sys_path`). Never
+// creates, modifies or follows anything below the root.
+TierProbe probe_tier(const std::string& path, const std::string& proc_path,
+                     const std::string& sys_path = "/sys");
 
 struct TierMount {
   bool ok = false;
@@ -54,6 +56,7 @@ class TierStatsCollector final : public Collector {
   std::shared_ptr<const Clock> clock_;
   std::vector<TierConfig> tiers_;
   std::string proc_path_;
+  std::string sys_path_;
   Duration timeout_{};
   Duration interval_{};
 };

@@ -329,6 +329,9 @@ void read_tier(YamlMap& m, TierConfig& t, TierMarks& marks, ErrorSink& sink) {
   if (auto f = m.get("residency"); f.present()) {
     if (auto v = read_string(f, sink)) t.residency = *v;
   }
+  if (auto f = m.get("encryption_required"); f.present()) {
+    if (auto v = read_bool(f, sink)) t.encryption_required = *v;
+  }
   if (auto f = m.get("namespaces"); f.present()) read_namespaces(f, t.namespaces, sink);
   if (auto f = m.get("layout"); f.present()) {
     YamlMap lm(f.value, f.path, sink);

@@ -59,13 +59,15 @@ void read_rule(YamlMap& rules, std::string_view name, Rule& out, ErrorSink& sink
   m.finish();
 }
 
-// kinds: a list of access finding kinds (model/access.hpp), at least one.
+// kinds: a list of the kinds a tier's walk reports (model/access.hpp), at
+// least one. not_encrypted has its own alert (CheckpointTierNotEncrypted).
 void read_finding_kinds(YamlMap& m, std::vector<FindingKind>& out, ErrorSink& sink) {
   YamlField f = m.get("kinds");
   if (!f.present()) return;
   std::string known;
   for (int k = 0; k < kFindingKindCount; ++k) {
-    if (k > 0) known += ", ";
+    if (!walk_finding_kind(static_cast<FindingKind>(k))) continue;
+    if (!known.empty()) known += ", ";
     known += to_string(static_cast<FindingKind>(k));
   }
   if (!f.value.IsSequence() || f.value.size() == 0) {
@@ -80,7 +82,7 @@ void read_finding_kinds(YamlMap& m, std::vector<FindingKind>& out, ErrorSink& si
     auto v = read_string(item, sink);
     if (!v) continue;
     auto k = finding_kind_from(*v);
-    if (!k) {
+    if (!k || !walk_finding_kind(*k)) {
       sink.add(item.mark(), item.path,
                "unknown finding kind \"" + *v + "\" (expected one of: " + known + ")");
       continue;
@@ -217,6 +219,8 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
               seconds_key(rm, "deletion_within", o.deletion_within_seconds, sink, 1);
             });
   read_rule(m, alert_name(AlertId::kOutsideAllowedResidency), r.outside_allowed_residency, sink,
+            [](YamlMap&, auto&, std::size_t) {});
+  read_rule(m, alert_name(AlertId::kTierNotEncrypted), r.tier_not_encrypted, sink,
             [](YamlMap&, auto&, std::size_t) {});
   m.finish();
 }

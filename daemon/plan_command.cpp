@@ -694,7 +694,7 @@ bool from_scan(const PlanCommandOptions& o, double now, Source* src, std::string
     }
     TierState st;
     st.config = t;
-    TierProbe probe = probe_tier(t.path, cfg->global.proc_path);
+    TierProbe probe = probe_tier(t.path, cfg->global.proc_path, cfg->global.sys_path);
     if (probe.ok) {
       st.up = true;
       st.has_stats = true;

@@ -687,7 +687,12 @@ std::string render_tiers_json(const Snapshot& snap) {
       j["mountpoint"] = t.stats.mountpoint;
       j["fstype"] = t.stats.fstype;
       j["device"] = t.stats.device;
+      // Detected, never configured (collectors/encryption.hpp).
+      j["encryption"] = {{"at_rest", t.stats.encryption_at_rest},
+                         {"in_transit", t.stats.encryption_in_transit},
+                         {"detail", t.stats.encryption_detail}};
     }
+    j["encryption_required"] = t.config.encryption_required;
     // What the storage path carried (collectors/tier_io.cpp): the source,
     // the devices read and the tiers sharing them; null until first read.
     j["io_source"] = nullptr;

@@ -24,8 +24,14 @@ enum class FindingKind {
   // will let them read the checkpoints created in it.
   kReadableOutsideProject,
   kAclInvalid,  // a job directory's ACL xattr could not be decoded or read: its readers are unknown
+  // A tier with encryption_required whose data ckptmon finds unencrypted at
+  // rest or in transit (the rules', not a walk's: rules/evaluate.hpp).
+  kNotEncrypted,
 };
-inline constexpr int kFindingKindCount = 9;
+inline constexpr int kFindingKindCount = 10;
+// The kinds a tier's walk (its access audit) reports; the others come from
+// the rules cycle (RuleFigures::estate_findings).
+inline constexpr bool walk_finding_kind(FindingKind k) { return k != FindingKind::kNotEncrypted; }
 std::string_view to_string(FindingKind k);
 std::optional<FindingKind> finding_kind_from(std::string_view s);
 

@@ -69,6 +69,8 @@ std::string_view to_string(FindingKind k) {
       return "readable_outside_project";
     case FindingKind::kAclInvalid:
       return "acl_invalid";
+    case FindingKind::kNotEncrypted:
+      return "not_encrypted";
   }
   return "unknown";
 }

@@ -296,6 +296,10 @@ struct AlertRules {
   // does not allow, wherever the copy came from (a drain, a backup).
   struct OutsideAllowedResidency : AlertDefaults<0, Severity::kWarning> {
   } outside_allowed_residency;
+  // A tier with encryption_required whose probe finds it unencrypted at rest
+  // or, on a network file system, in transit.
+  struct TierNotEncrypted : AlertDefaults<0, Severity::kWarning> {
+  } tier_not_encrypted;
 };
 
 // YAML `alerting`.

@@ -29,6 +29,13 @@ struct TierStats {
   std::string mountpoint;
   std::string fstype;
   std::string device;  // mount source as mountinfo shows it
+  // Detected from the system by the probe (collectors/encryption.hpp), never
+  // taken from the configuration. At rest: fscrypt, dm-crypt, ecryptfs,
+  // gocryptfs, none or unknown; in transit: krb5p, tls, smb3-seal, none, local
+  // or unknown. A detection that fails is unknown, never none.
+  std::string encryption_at_rest = "unknown";
+  std::string encryption_in_transit = "unknown";
+  std::string encryption_detail;  // how it was told, or why it is unknown
 };
 
 struct TierState {

@@ -87,6 +87,10 @@ struct TierConfig {
   // namespaces that claim its jobs, in order (the first match wins).
   std::string residency;
   std::vector<NamespaceRule> namespaces;
+  // The tier's data must be encrypted at rest (and in transit, on a network
+  // file system): detection saying "none" is a not_encrypted finding and
+  // CheckpointTierNotEncrypted. What is detected is never taken from here.
+  bool encryption_required = false;
   // The rules' per-tier knobs: retention, sizing, bandwidth, drain (docs/rules.md).
   TierPolicy policy;
   // The tier's identity across reloads is its name plus this epoch: the

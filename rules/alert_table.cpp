@@ -24,7 +24,7 @@ constexpr std::string_view kInstance = "instance, job";
 // Order: AlertId's. The Prometheus texts are Go templates ({{ $labels.x }},
 // {{ $value }}); ${param} is filled from the policy (alert_params), ${for}
 // with the rule's `for:`.
-const std::array<AlertSpec, 29> kTable = {{
+const std::array<AlertSpec, 30> kTable = {{
     {AlertId::kDrainBacklogGrowing, "CheckpointDrainBacklogGrowing", G::kCheckpoints, true, 0,
      kWarn, kDrain,
      "At least ${min_overlapping} checkpoint(s) of the job committed on the tier before the "
@@ -350,6 +350,19 @@ const std::array<AlertSpec, 29> kTable = {{
      "Only for jobs some namespace rule restricts (namespaces[].residency); the\n"
      "allowed set is the intersection of the rules that claim the job on every tier.",
      ""},
+    {AlertId::kTierNotEncrypted, "CheckpointTierNotEncrypted", G::kCheckpoints, true, 0, kWarn,
+     kTier,
+     "The tier requires encryption (encryption_required) and its probe finds its data "
+     "unencrypted at rest, or sent in the clear on a network file system; an undetectable "
+     "state is unknown and never fires. Clears once detection says otherwise.",
+     "max by (instance, job, tier) (ckpt_tier_encryption_info{at_rest=\"none\"} or "
+     "ckpt_tier_encryption_info{in_transit=\"none\"})\n"
+     "  * on (instance, job, tier) ckpt_tier_encryption_required > 0",
+     "", "Tier {{ $labels.tier }} requires encryption but is not encrypted",
+     "Tier {{ $labels.tier }} has encryption_required, and ckptmon on {{ $labels.instance }} "
+     "finds its data unencrypted at rest or in transit (ckpt_tier_encryption_info says which; "
+     "/api/v1/tiers says how it was told).",
+     "", "", "", ""},
 
     // Prometheus only.
     {AlertId::kCkptmonDown, "CkptmonDown", G::kDaemon, false, 300, kCrit, kInstance,
@@ -559,6 +572,8 @@ const AlertRuleCommon* alert_rule(const AlertRules& r, AlertId id) {
       return &r.deletion_stalled;
     case AlertId::kOutsideAllowedResidency:
       return &r.outside_allowed_residency;
+    case AlertId::kTierNotEncrypted:
+      return &r.tier_not_encrypted;
     case AlertId::kRecoveryPointStale:
       return &r.recovery_point_stale;
     case AlertId::kCompletionSkewHigh:
@@ -705,6 +720,7 @@ std::vector<std::pair<std::string, std::string>> alert_params(const AlertRules& 
     case AlertId::kUnderCopied:
     case AlertId::kIntegrityFailed:
     case AlertId::kOutsideAllowedResidency:
+    case AlertId::kTierNotEncrypted:
     case AlertId::kCkptmonDown:
     case AlertId::kCollectorFailing:
     case AlertId::kConfigReloadFailed:

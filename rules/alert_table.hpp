@@ -58,6 +58,7 @@ enum class AlertId : std::uint8_t {
   kAccessFinding,
   kDeletionStalled,
   kOutsideAllowedResidency,
+  kTierNotEncrypted,
   // In PromQL only: about ckptmon itself, which a dead or blind daemon cannot report.
   kCkptmonDown,
   kCollectorFailing,

@@ -355,6 +355,16 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
             });
   }
 
+  for (const EncryptionFigures& e : figures.encryption) {
+    if (!e.required || !e.known) continue;  // unknown holds what it was
+    out.add(AlertId::kTierNotEncrypted, e.tier, "", e.violation ? Signal::kFire : Signal::kClear,
+            e.violation ? 1 : 0, [&] {
+              return Texts{"Tier " + e.tier + " requires encryption but is not encrypted",
+                           "Tier " + e.tier + " has encryption_required; at rest: " + e.at_rest +
+                               ", in transit: " + e.in_transit + " (" + e.detail + ")."};
+            });
+  }
+
   for (const ResidencyFigures& f : figures.residency) {
     out.add(AlertId::kOutsideAllowedResidency, f.tier, f.job,
             f.violations > 0 ? Signal::kFire : Signal::kClear, static_cast<double>(f.violations),

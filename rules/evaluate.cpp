@@ -117,13 +117,36 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
       },
       now);
   out.recovery = evaluate_recovery(*view, verified, deletion_tiers);
+  for (const auto& [name, tier] : tiers) {
+    EncryptionFigures e;
+    e.tier = name;
+    e.required = tier.config.encryption_required;
+    e.known = tier.up && tier.has_stats;
+    if (e.known) {
+      e.at_rest = tier.stats.encryption_at_rest;
+      e.in_transit = tier.stats.encryption_in_transit;
+      e.detail = tier.stats.encryption_detail;
+      e.violation = e.required && (e.at_rest == "none" || e.in_transit == "none");
+    }
+    if (e.violation) {
+      std::string detail = "tier " + name + " requires encryption (encryption_required) but is ";
+      if (e.at_rest == "none") detail += "not encrypted at rest";
+      if (e.at_rest == "none" && e.in_transit == "none") detail += " and ";
+      if (e.in_transit == "none") detail += "sent in the clear over the network";
+      detail += ": ";
+      detail += e.detail;
+      out.estate_findings.push_back({name, "", "", FindingKind::kNotEncrypted, std::move(detail)});
+    }
+    out.encryption.push_back(std::move(e));
+  }
+
   const std::vector<Version> versions = join_versions(*view, tiers, verified);
   out.durability =
       evaluate_durability(versions, out.recovery, *view, tiers, verified, policy.estate, now);
   out.lifecycle = evaluate_lifecycle(versions, tiers, policy, now);
   ResidencyResult residency = evaluate_residency(versions, tiers);
   out.residency = std::move(residency.figures);
-  out.estate_findings = std::move(residency.findings);
+  for (AccessFinding& f : residency.findings) out.estate_findings.push_back(std::move(f));
   return out;
 }
 

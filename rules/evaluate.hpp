@@ -67,6 +67,20 @@ struct AccessFigures {
   FindingCounts by_kind{};
 };
 
+// One tier's encryption as its probe detected it, against what the tier
+// requires (tiers[].encryption_required).
+struct EncryptionFigures {
+  std::string tier;
+  bool required = false;
+  bool known = false;  // the tier is up and was probed; else nothing is judged
+  std::string at_rest;
+  std::string in_transit;
+  std::string detail;
+  // Required, and found unencrypted at rest ("none") or on the wire ("none":
+  // a network file system in the clear). "unknown" is not a violation.
+  bool violation = false;
+};
+
 struct RuleFigures {
   double now = 0;
   std::vector<DrainFigures> drain;                            // tiers with drains_to
@@ -80,11 +94,12 @@ struct RuleFigures {
   std::vector<DurabilityFigures> durability;                  // every job, as recovery
   std::vector<LifecycleFigures> lifecycle;                    // (tier, job) under move_after
   std::vector<ResidencyFigures> residency;  // (tier, job) with copies of a restricted job
-  // Findings of the estate (a copy outside its job's residencies), which no
-  // single tier's walk can see; by tier, each list sorted by job then newest
-  // version first.
+  // Findings no single tier's walk can see: a tier that requires encryption
+  // found unencrypted (not_encrypted, first), then copies outside their job's
+  // residencies (by tier and job, newest version first).
   std::vector<AccessFinding> estate_findings;
-  std::vector<JobTierFigures> job_tiers;  // every (tier, job)
+  std::vector<EncryptionFigures> encryption;  // every tier
+  std::vector<JobTierFigures> job_tiers;      // every (tier, job)
   // The integrity verifier runs: job_tiers' integrity_failed are facts, not
   // zeros for want of a verifier (set by the rules cycle).
   bool integrity_known = false;

@@ -24,9 +24,11 @@ build_pkgs=(
 # curl for bench/load_test.sh (scrapes under load); chromium renders the
 # HTML report headless (tests/integration/test_report.py); clang-format and
 # clang-tidy are make lint's (scripts/lint.sh); acl's setfacl gives the ACL
-# audit's test real POSIX ACLs (tests/integration/test_acl_audit.py).
+# audit's test real POSIX ACLs (tests/integration/test_acl_audit.py); Debian's
+# fscrypt encrypts a directory on a loop-device ext4 for the encryption
+# detection's test (tests/integration/test_encryption.py).
 test_pkgs=(
-  python3 python3-fusepy fuse3 util-linux openssl acl
+  python3 python3-fusepy fuse3 util-linux openssl acl e2fsprogs fscrypt
   prometheus prometheus-alertmanager prometheus-node-exporter
   clang libclang-rt-14-dev clang-format clang-tidy
   lintian python3-yaml python3-jsonschema

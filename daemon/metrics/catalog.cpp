@@ -195,6 +195,7 @@ void add_tier_samples(const std::string& tier, const TierCatalog& cat, TierFamil
   f.removed_bytes.add(t, static_cast<double>(cat.removed_bytes_total));
   const FindingCounts by_kind = cat.findings ? count_by_kind(*cat.findings) : FindingCounts{};
   for (int k = 0; k < kFindingKindCount; ++k) {
+    if (!walk_finding_kind(static_cast<FindingKind>(k))) continue;  // the rules' (estate)
     f.findings.add({{"tier", tier}, {"kind", std::string(to_string(static_cast<FindingKind>(k)))}},
                    static_cast<double>(by_kind[static_cast<std::size_t>(k)]));
   }

@@ -38,9 +38,19 @@ void tier_families(const State& state, std::vector<prometheus::MetricFamily>& ou
             "bytes and headroom cover only its own jobs: partial figures that the "
             "fleet recording rules sum per tier.");
 
+  FamilyBuilder encryption = gauge(
+      "ckpt_tier_encryption_info",
+      "The tier's encryption as detected from the system, never from the configuration: "
+      "at_rest fscrypt, dm-crypt, ecryptfs, gocryptfs, none or unknown; in_transit krb5p, tls, "
+      "smb3-seal, none, local or unknown. Always 1; absent while the tier is down.");
+  FamilyBuilder encryption_required =
+      gauge("ckpt_tier_encryption_required",
+            "1 when the tier's configuration says encryption_required: true, else 0.");
+
   for (const auto& [name, t] : state.tiers) {
     const Labels tier{{"tier", name}};
     up.add(tier, t.up ? 1 : 0);
+    encryption_required.add(tier, t.config.encryption_required ? 1 : 0);
     info.add({{"tier", name},
               {"role", std::string(to_string(t.config.role))},
               {"mountpoint", t.has_stats ? t.stats.mountpoint : ""},
@@ -58,9 +68,13 @@ void tier_families(const State& state, std::vector<prometheus::MetricFamily>& ou
     files.add(tier, t.stats.files);
     files_free.add(tier, t.stats.files_free);
     ro.add(tier, t.stats.readonly ? 1 : 0);
+    encryption.add({{"tier", name},
+                    {"at_rest", t.stats.encryption_at_rest},
+                    {"in_transit", t.stats.encryption_in_transit}},
+                   1);
   }
   append(out, {&up, &info, &size, &avail, &free_b, &files, &files_free, &ro, &last_ok, &not_probed,
-               &shards});
+               &shards, &encryption, &encryption_required});
 }
 
 }  // namespace ckptmon

@@ -524,6 +524,30 @@ class Workspace:
         self.on_close(lambda: unmount(p))
         return p
 
+    def mount_loop_ext4(self, rel, size_mb, mkfs_options=()):
+        """An ext4 file system made on a loop device over an image in the
+        workspace and mounted at `rel` (as root); (device, mount point).
+        Skips where loop devices are impossible; the tools missing is a
+        missing peer (make test installs them)."""
+        for tool, pkg in (("losetup", "mount"), ("mkfs.ext4", "e2fsprogs")):
+            if shutil.which(tool) is None:
+                skip_peer(f"{tool} is missing (Debian package {pkg})")
+        if not os.path.exists("/dev/loop-control"):
+            skip_machine("loop devices are impossible here: /dev/loop-control is missing")
+        image = self.path(rel + ".img")
+        with open(image, "wb") as f:
+            f.truncate(size_mb * 1024 * 1024)
+        r = run(["losetup", "--find", "--show", image], check=False)
+        if r.returncode != 0:
+            skip_machine(f"loop devices are impossible here: losetup: {r.stderr.strip()}")
+        loop = r.stdout.strip()
+        self.on_close(lambda: run(["losetup", "-d", loop], check=False))
+        run(["mkfs.ext4", "-q", "-F", *mkfs_options, loop])
+        mnt = self.mkdir(rel)
+        run(["mount", "-t", "ext4", loop, mnt])
+        self.on_close(lambda: unmount(mnt))
+        return loop, mnt
+
     def bind_readonly(self, src, rel):
         p = self.mkdir(rel)
         run(["mount", "--bind", src, p])

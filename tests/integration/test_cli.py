@@ -63,7 +63,8 @@ class CheckConfig(unittest.TestCase):
                 "tiers:\n  - name: a\n    path: /a\n    role: rapid\n    drain_to: b\n",
                 lambda t: [f"{position(t, 5, 'drain_to')}: tiers[0].drain_to: unknown key "
                            "(expected one of: name, path, role, durable, drains_to, partial_after, "
-                           "jobs, shard, watch, walk_concurrency, walk_max_depth, residency, namespaces, "
+                           "jobs, shard, watch, walk_concurrency, walk_max_depth, residency, "
+                           "encryption_required, namespaces, "
                            "layout, retention, sizing, bandwidth, drain, storage_path)"]),
             "bad_duration": (
                 "global:\n  scan_interval: 15 s\ntiers:\n  - {name: a, path: /a, role: rapid}\n",

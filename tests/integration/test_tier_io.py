@@ -25,25 +25,9 @@ class TierIoOnALoopDevice(unittest.TestCase):
         harness.require_binary()
         harness.require_root("making a loop device and mounting ext4")
         harness.require_executable(PROMTOOL, "prometheus")
-        for tool, pkg in (("losetup", "mount"), ("mkfs.ext4", "e2fsprogs")):
-            if shutil.which(tool) is None:
-                harness.skip_peer(f"{tool} is missing (Debian package {pkg})")
-        if not os.path.exists("/dev/loop-control"):
-            harness.skip_machine("loop devices are impossible here: /dev/loop-control is missing")
         self.ws = harness.Workspace()
         self.addCleanup(self.ws.close)
-        image = self.ws.path("disk.img")
-        with open(image, "wb") as f:
-            f.truncate(96 * 1024 * 1024)
-        r = harness.run(["losetup", "--find", "--show", image], check=False)
-        if r.returncode != 0:
-            harness.skip_machine(f"loop devices are impossible here: losetup: {r.stderr.strip()}")
-        self.loop = r.stdout.strip()
-        self.ws.on_close(lambda: harness.run(["losetup", "-d", self.loop], check=False))
-        harness.run(["mkfs.ext4", "-q", "-F", self.loop])
-        self.mnt = self.ws.mkdir("mnt")
-        harness.run(["mount", "-t", "ext4", self.loop, self.mnt])
-        self.ws.on_close(lambda: harness.unmount(self.mnt))
+        self.loop, self.mnt = self.ws.mount_loop_ext4("mnt", 96)
         self.tier = os.path.join(self.mnt, "ckpt")
         os.makedirs(self.tier)
         self.shm = self.ws.mount_tmpfs("shm", "size=4m")

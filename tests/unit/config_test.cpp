@@ -155,7 +155,7 @@ INSTANTIATE_TEST_SUITE_P(
                 {"bad.yml:5:5: tiers[0].drain_to: unknown key (expected one of: name, path, role, "
                  "durable, "
                  "drains_to, partial_after, jobs, shard, watch, walk_concurrency, walk_max_depth, "
-                 "residency, "
+                 "residency, encryption_required, "
                  "namespaces, layout, retention, sizing, bandwidth, drain, storage_path)"}},
         BadCase{"walk_max_depth_zero",
                 "tiers:\n  - {name: a, path: /a, role: rapid, walk_max_depth: 0}\n",
@@ -311,7 +311,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointRecoveryTimeObjectiveAtRisk, CheckpointRecoveryPointNotDurable, "
                  "CheckpointUnderCopied, CheckpointIntegrityFailed, CheckpointTierInodesLow, "
                  "CheckpointSavesFailing, CheckpointAccessFinding, CheckpointDeletionStalled, "
-                 "CheckpointOutsideAllowedResidency)"}},
+                 "CheckpointOutsideAllowedResidency, CheckpointTierNotEncrypted)"}},
         BadCase{"invalid_yaml",
                 "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},

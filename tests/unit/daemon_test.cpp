@@ -374,8 +374,8 @@ TEST_F(DaemonTest, AQueryValueThatIsNotUtf8IsA400WithAJsonError) {
             "unknown state \"x\"; expected in_progress, committed or partial");
   EXPECT_EQ(error_of("/api/v1/findings?kind=x"),
             "unknown kind \"x\"; expected world_readable, world_writable, foreign_owner, "
-            "outside_namespace, residency, unreadable, too_deep, readable_outside_project or "
-            "acl_invalid");
+            "outside_namespace, residency, unreadable, too_deep, readable_outside_project, "
+            "acl_invalid or not_encrypted");
 }
 
 TEST_F(DaemonTest, ServesTheStoredHistoryFromTheStoreThread) {

@@ -322,6 +322,22 @@ struct Scene {
     eu.residency = "eu-west";
     eu.violations = 0;
     figs.residency.push_back(eu);
+    // plain requires encryption and is detected unencrypted at rest;
+    // vault requires it and cannot be told (unknown): it holds, never fires.
+    EncryptionFigures plain;
+    plain.tier = "plain";
+    plain.required = true;
+    plain.known = true;
+    plain.at_rest = "none";
+    plain.in_transit = "local";
+    plain.detail = "no fscrypt policy on the tier root and no dm-crypt target under /dev/sdb1";
+    plain.violation = true;
+    figs.encryption.push_back(plain);
+    EncryptionFigures vault = plain;
+    vault.tier = "vault";
+    vault.at_rest = "unknown";
+    vault.violation = false;
+    figs.encryption.push_back(vault);
   }
   std::vector<AlertCondition> conditions() const {
     return alert_conditions(figs, tiers, cfg, self);
@@ -383,10 +399,16 @@ TEST(AlertConditions, EveryAlertFiresOnItsFigureWithTheFiguresInItsText) {
       {"CheckpointDeletionStalled", "trash", "", "warning",
        "3 checkpoints (6.0 GiB) wait on deletion tier trash; the oldest has been there 2d "
        "(deletion_within 1d)."},
+      {"CheckpointTierNotEncrypted", "plain", "", "warning",
+       "Tier plain has encryption_required; at rest: none, in transit: local (no fscrypt policy "
+       "on the tier root and no dm-crypt target under /dev/sdb1)."},
       {"CheckpointOutsideAllowedResidency", "us", "team-a", "warning",
        "2 of the 5 copies of job team-a's checkpoints on tier us lie in residency 'us-east', "
        "which the job's namespaces do not allow (allowed: eu-central, eu-west)."},
   };
+  const AlertCondition* vault = find(cs, "CheckpointTierNotEncrypted", "vault", "");
+  ASSERT_NE(vault, nullptr);
+  EXPECT_EQ(vault->signal, Signal::kClear);  // unknown is not none
   const AlertCondition* allowed = find(cs, "CheckpointOutsideAllowedResidency", "eu", "team-a");
   ASSERT_NE(allowed, nullptr);
   EXPECT_EQ(allowed->signal, Signal::kClear);

@@ -307,7 +307,8 @@ INSTANTIATE_TEST_SUITE_P(
              "CheckpointWindowMissed, CheckpointRecoveryTimeObjectiveAtRisk, "
              "CheckpointRecoveryPointNotDurable, CheckpointUnderCopied, CheckpointIntegrityFailed, "
              "CheckpointTierInodesLow, CheckpointSavesFailing, CheckpointAccessFinding, "
-             "CheckpointDeletionStalled, CheckpointOutsideAllowedResidency)"}},
+             "CheckpointDeletionStalled, CheckpointOutsideAllowedResidency, "
+             "CheckpointTierNotEncrypted)"}},
         Bad{"unknown_finding_kind",
             "rules:\n  CheckpointAccessFinding: {kinds: [world_writable, world_peekable]}\n",
             {"r.yml:2:53: alerting.rules.CheckpointAccessFinding.kinds[1]: unknown finding kind "

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "rules/evaluate.hpp"
 #include "rules/recovery.hpp"
 #include "tests/unit/rules_fixtures.hpp"
 
@@ -337,6 +338,45 @@ TEST(RulesEstate, ResidencyFindingsAreCappedPerTierAndJobButAllCounted) {
   EXPECT_EQ(r.figures[0].violations, n);
   ASSERT_EQ(r.findings.size(), ResidencyResult::kMaxFindingsPerTierJob);
   EXPECT_EQ(r.findings.front().path, "team-a-llama/step-" + std::to_string(n - 1));
+}
+
+TEST(RulesEstate, EncryptionRequiredAndDetectedNoneIsAFindingUnknownIsNot) {
+  std::map<std::string, TierState> tiers;
+  auto tier = [&](const std::string& name, bool required, const std::string& at_rest,
+                  const std::string& in_transit, bool up = true) {
+    TierState t = tier_state(name, TierRole::kRapid, "", 1e9, 5e8);
+    t.config.encryption_required = required;
+    t.up = up;
+    t.stats.encryption_at_rest = at_rest;
+    t.stats.encryption_in_transit = in_transit;
+    t.stats.encryption_detail = "detail of " + name;
+    tiers[name] = t;
+  };
+  tier("plain", true, "none", "local");
+  tier("wire", true, "unknown", "none");       // NFS in the clear: the server's disks unknown
+  tier("vault", true, "unknown", "krb5p");     // cannot be told: not a violation
+  tier("down", true, "none", "local", false);  // its last detection is not a fact about now
+  tier("scratch", false, "none", "none");      // requires nothing
+  const RuleFigures f = evaluate_rules(tiers, {}, {}, {}, RulesPolicy{}, 1000);
+  std::map<std::string, EncryptionFigures> by;
+  for (const EncryptionFigures& e : f.encryption) by[e.tier] = e;
+  ASSERT_EQ(by.size(), 5u);
+  EXPECT_TRUE(by["plain"].violation);
+  EXPECT_TRUE(by["wire"].violation);
+  EXPECT_FALSE(by["vault"].violation);
+  EXPECT_FALSE(by["down"].known);
+  EXPECT_FALSE(by["down"].violation);
+  EXPECT_FALSE(by["scratch"].violation);
+  ASSERT_EQ(f.estate_findings.size(), 2u);
+  EXPECT_EQ(f.estate_findings[0].tier, "plain");
+  EXPECT_EQ(f.estate_findings[0].kind, FindingKind::kNotEncrypted);
+  EXPECT_EQ(f.estate_findings[0].detail,
+            "tier plain requires encryption (encryption_required) but is not encrypted at rest: "
+            "detail of plain");
+  EXPECT_EQ(f.estate_findings[1].tier, "wire");
+  EXPECT_EQ(f.estate_findings[1].detail,
+            "tier wire requires encryption (encryption_required) but is sent in the clear over "
+            "the network: detail of wire");
 }
 
 }  // namespace
