@@ -1,4 +1,5 @@
 #include "collectors/access_audit.hpp"
+#include "model/namespace_rule.hpp"
 #include "util/text.hpp"
 
 #include <grp.h>
@@ -149,10 +150,8 @@ AccessAuditor::AccessAuditor(const TierConfig& cfg)
 }
 
 const AccessAuditor::Ns* AccessAuditor::namespace_of(const std::string& job) const {
-  for (const auto& ns : namespaces_) {
-    if (std::regex_search(job, *ns.rule->regex)) return &ns;
-  }
-  return nullptr;
+  const NamespaceRule* rule = first_namespace(rules_, job);  // namespaces_ is one per rule
+  return rule == nullptr ? nullptr : &namespaces_[static_cast<std::size_t>(rule - rules_.data())];
 }
 
 void AccessAuditor::audit_job(const std::string& job, const std::string& job_rel,
@@ -164,8 +163,8 @@ void AccessAuditor::audit_job(const std::string& job, const std::string& job_rel
                    "no namespace of tier " + tier_ + " claims job " + job});
     return;
   }
-  const auto& allowed = ns->rule->residency;
-  if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), residency_) == allowed.end()) {
+  if (!residency_allowed(*ns->rule, residency_)) {
+    const auto& allowed = ns->rule->residency;
     std::string list;
     for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
     out.push_back({tier_, job, job_rel, FindingKind::kResidency,

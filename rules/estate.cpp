@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <iterator>
-#include <regex>
 #include <set>
 #include <tuple>
 #include <unordered_map>
 
+#include "model/namespace_rule.hpp"
 #include "model/tier.hpp"
 
 namespace ckptmon {
@@ -281,15 +281,8 @@ std::vector<LifecycleFigures> evaluate_lifecycle(const std::vector<Version>& ver
 
 namespace {
 
-// The first namespace rule of `tier` that claims `job` (the access audit's
-// choice, collectors/access_audit.cpp); null when none does.
-const NamespaceRule* namespace_of(const TierConfig& tier, const std::string& job) {
-  for (const NamespaceRule& ns : tier.namespaces) {
-    if (ns.regex && std::regex_search(job, *ns.regex)) return &ns;
-  }
-  return nullptr;
-}
-
+// Whether the job's allowed set (an intersection of rules' lists: empty
+// allows nothing) holds `residency`.
 bool allows(const std::vector<std::string>& allowed, const std::string& residency) {
   return std::find(allowed.begin(), allowed.end(), residency) != allowed.end();
 }
@@ -313,7 +306,7 @@ ResidencyResult evaluate_residency(const std::vector<Version>& versions,
     const std::string name(job);
     std::optional<std::set<std::string>> allowed;
     for (const auto& [tier_name, t] : tiers) {
-      const NamespaceRule* ns = namespace_of(t.config, name);
+      const NamespaceRule* ns = first_namespace(t.config.namespaces, name);
       if (ns == nullptr || ns->residency.empty()) continue;
       std::set<std::string> mine(ns->residency.begin(), ns->residency.end());
       if (!allowed) {
@@ -368,9 +361,8 @@ ResidencyResult evaluate_residency(const std::vector<Version>& versions,
           e->figures.residency = t->second.config.residency;
           e->figures.allowed = **allowed;
           e->allowed = allows(**allowed, e->figures.residency);
-          const NamespaceRule* own = namespace_of(t->second.config, e->figures.job);
-          e->own_rule_forbids = own != nullptr && !own->residency.empty() &&
-                                !allows(own->residency, e->figures.residency);
+          const NamespaceRule* own = first_namespace(t->second.config.namespaces, e->figures.job);
+          e->own_rule_forbids = own != nullptr && !residency_allowed(*own, e->figures.residency);
         }
       }
       ++e->figures.copies;
