@@ -129,10 +129,10 @@ AccessAuditor::AccessAuditor(const TierConfig& cfg)
       rules_(cfg.namespaces) {
   for (const auto& r : rules_) {
     Ns ns{&r, resolve_user(r.owner), resolve_group(r.group), {}, {}, {}};
+    ns.project_text = join(r.project_groups, ", ");
     for (std::size_t i = 0; i < r.project_gids.size(); ++i) {
       const gid_t gid = r.project_gids[i];
       ns.project_gids.insert(gid);
-      ns.project_text += (i == 0 ? "" : ", ") + r.project_groups[i];
       // Members listed by name: their uids, as the user database knows them now.
       struct group gr {};
       std::vector<char> buf;
@@ -165,8 +165,7 @@ void AccessAuditor::audit_job(const std::string& job, const std::string& job_rel
   }
   if (!residency_allowed(*ns->rule, residency_)) {
     const auto& allowed = ns->rule->residency;
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    const std::string list = join(allowed, ", ");
     out.push_back({tier_, job, job_rel, FindingKind::kResidency,
                    "tier " + tier_ + " has residency '" + residency_ + "', namespace " +
                        ns->rule->job_regex + " allows only: " + list});

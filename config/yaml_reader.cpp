@@ -317,8 +317,7 @@ std::optional<bool> read_bool(const YamlField& f, ErrorSink& sink) {
 
 std::optional<std::string> read_enum(const YamlField& f, ErrorSink& sink,
                                      std::initializer_list<std::string_view> allowed) {
-  std::string list;
-  for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+  const std::string list = join(allowed, ", ");
   if (f.value.IsScalar()) {
     for (auto a : allowed) {
       if (f.value.Scalar() == a) return f.value.Scalar();

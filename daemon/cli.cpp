@@ -14,6 +14,7 @@
 #pragma GCC diagnostic pop
 
 #include "config/config.hpp"
+#include "config/config_warnings.hpp"
 #include "daemon/burst_command.hpp"
 #include "daemon/daemon.hpp"
 #include "daemon/demo.hpp"
@@ -67,8 +68,14 @@ int cmd_check_config(const std::string& file) {
               << "\n";
     return 1;
   }
+  const std::vector<std::string> warnings = config_warnings(*r.config);
+  for (const std::string& w : warnings) std::cerr << file << ": warning: " << w << "\n";
   std::cout << file << ": OK (" << r.config->tiers.size()
-            << (r.config->tiers.size() == 1 ? " tier" : " tiers") << ")\n";
+            << (r.config->tiers.size() == 1 ? " tier" : " tiers");
+  if (!warnings.empty()) {
+    std::cout << ", " << warnings.size() << (warnings.size() == 1 ? " warning" : " warnings");
+  }
+  std::cout << ")\n";
   return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
+#include "config/config_warnings.hpp"
 #include "daemon/alerts_wire.hpp"
 #include "daemon/gzip.hpp"
 #include "daemon/http_get.hpp"
@@ -38,6 +39,11 @@ std::string config_file_identity(const std::string& path) {
   return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
          std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
          std::to_string(st.st_mtim.tv_nsec);
+}
+
+// config_warnings(), at start and on each reload: they do not stop either.
+void log_config_warnings(const Config& cfg) {
+  for (const std::string& w : config_warnings(cfg)) log::warn("configuration", {{"warning", w}});
 }
 
 }  // namespace
@@ -182,6 +188,7 @@ bool Daemon::start(std::string* error) {
   tls_ = web->tls != nullptr;
   stamp_generation(*loaded->config.config, nullptr);
   auto cfg = std::make_shared<const Config>(std::move(*loaded->config.config));
+  log_config_warnings(*cfg);
   state_lock_ = StateDirLock::acquire(cfg->global.state_dir, error);
   if (!state_lock_) return false;
   store_ = Store::open(cfg->global.state_dir, error);
@@ -431,6 +438,7 @@ Daemon::ReloadOutcome Daemon::finish_reload(std::optional<LoadedConfig> read,
   // re-points are dropped (TierConfig::generation).
   stamp_generation(*loaded.config, state_.config.get());
   auto cfg = std::make_shared<const Config>(std::move(*loaded.config));
+  log_config_warnings(*cfg);
   if (cfg->global.state_dir != state_.config->global.state_dir ||
       cfg->global.worker_threads != state_.config->global.worker_threads) {
     log::warn("state_dir and worker_threads take effect at the next restart");
@@ -772,12 +780,12 @@ void Daemon::add_routes() {
         // The connection waits here, on the HTTP thread, never on the worker.
         report_respond_ = std::move(respond);
         query_pool_->post([this, inbox = report_inbox_, q = std::move(q), plan = rules->plan_inputs,
-                           dir = snap->state.config->global.state_dir,
+                           dir = snap->state.config->global.state_dir, cfg = snap->state.config,
                            source = "ckptmon " + self_url()]() mutable {
           ReportApiAnswer a;
           std::string err;
           if (auto db = open_state_readonly(dir, &err)) {
-            a = report_api_answer(*db, q, plan, source);
+            a = report_api_answer(*db, q, plan, source, &cfg->tiers);
           } else {
             a = {500, "{\"error\":" + json_quote(err) + "}"};
           }

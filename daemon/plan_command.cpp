@@ -600,18 +600,6 @@ bool from_daemon(const PlanCommandOptions& o, Source* src, std::string* error) {
   return true;
 }
 
-bool load_policy(const std::string& file, std::optional<Config>* cfg, std::string* error) {
-  LoadResult loaded = load_config_file(file);
-  if (!loaded.config) {
-    std::string msg;
-    for (const auto& e : loaded.errors) msg += "\n  " + e.to_string();
-    *error = "--config.file " + file + ":" + msg;
-    return false;
-  }
-  *cfg = std::move(*loaded.config);
-  return true;
-}
-
 void evaluate_into(const std::map<std::string, TierState>& tiers,
                    const std::vector<Checkpoint>& checkpoints, const RulesHistory& history,
                    const RulesPolicy& policy, double now, Source* src) {
@@ -737,6 +725,18 @@ bool from_prometheus(const PlanCommandOptions& o, double now, Source* src, std::
 }
 
 }  // namespace
+
+bool load_policy(const std::string& file, std::optional<Config>* cfg, std::string* error) {
+  LoadResult loaded = load_config_file(file);
+  if (!loaded.config) {
+    std::string msg;
+    for (const auto& e : loaded.errors) msg += "\n  " + e.to_string();
+    *error = "--config.file " + file + ":" + msg;
+    return false;
+  }
+  *cfg = std::move(*loaded.config);
+  return true;
+}
 
 std::optional<std::vector<PlanInputs>> plan_inputs_from_state_dir(const std::string& state_dir,
                                                                   const std::string& config_file,

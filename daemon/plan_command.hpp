@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/checkpoint_view.hpp"
+#include "model/settings.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -58,6 +59,11 @@ struct PlanCommandOptions {
   std::optional<double> now;
   double timeout_seconds = 30;  // --from
 };
+
+// The configuration `file` as a one-shot command's policy: false with
+// `error` ("--config.file FILE:", then each error on a line of its own) when
+// it does not load.
+bool load_policy(const std::string& file, std::optional<Config>* cfg, std::string* error);
 
 // The plan inputs of a state directory (read-only) as of `now`, with the
 // policy of `config_file` when not empty. nullopt with `error` naming the

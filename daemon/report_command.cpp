@@ -20,6 +20,7 @@
 #include "daemon/time_range.hpp"
 #include "daemon/web.hpp"
 #include "model/checkpoint.hpp"
+#include "model/namespace_rule.hpp"
 #include "rules/alerts.hpp"
 #include "rules/capacity.hpp"
 #include "rules/series.hpp"
@@ -150,12 +151,32 @@ struct AlertFired {
   std::string summary;
 };
 
+// Copies that lay outside their job's allowed residency in the period: the
+// committed checkpoints of the period (deleted ones included) on tiers whose
+// `residency` the job's namespaces do not allow (model/namespace_rule.hpp),
+// one row per (tier, job). Known only with the checkpoint history and the
+// configuration that says where tiers live and what namespaces allow.
+struct ComplianceReport {
+  bool known = false;
+  std::string unknown_reason;
+  struct Row {
+    std::string tier, job, residency;
+    std::vector<std::string> allowed;
+    std::size_t copies = 0;
+    double bytes = 0;
+    std::int64_t first_step = -1, last_step = -1;
+    double first_at = 0, last_at = 0;  // commit times
+  };
+  std::vector<Row> rows;
+};
+
 struct Report {
   double since = 0, until = 0;
   std::string source;
   std::vector<TierReport> tiers;
   std::vector<AlertFired> alerts;
   std::vector<std::string> findings;
+  ComplianceReport compliance;
 };
 
 std::string days_text(double seconds) {
@@ -204,6 +225,11 @@ void add_findings(Report& r) {
                            human_bytes(*t.required_bytes - *t.size_bytes) + " more on " + t.tier +
                            (t.partial ? " (this shard's jobs alone)" : ""));
     }
+  }
+  for (const ComplianceReport::Row& c : r.compliance.rows) {
+    r.findings.push_back(std::to_string(c.copies) + (c.copies == 1 ? " copy" : " copies") +
+                         " of job " + c.job + " lay on tier " + c.tier + " (residency '" +
+                         c.residency + "'), outside the residencies its namespaces allow");
   }
   std::map<std::string, int> fired;
   for (const AlertFired& a : r.alerts) ++fired[a.labels.alertname];
@@ -417,6 +443,59 @@ void fill_alerts(Report& r, const std::vector<AlertTransition>& transitions,
   }
 }
 
+// `tiers`: the configuration's (null: not known, and the section says so).
+void fill_compliance(Report& r, const std::vector<Checkpoint>& history,
+                     const std::vector<TierConfig>* tiers, const ReportCommandOptions& o) {
+  if (tiers == nullptr) {
+    r.compliance.unknown_reason =
+        "needs the configuration (where tiers live, what namespaces allow): give --config.file";
+    return;
+  }
+  r.compliance.known = true;
+  std::map<std::string, std::optional<std::vector<std::string>>> allowed;  // by job
+  std::map<std::pair<std::string, std::string>, ComplianceReport::Row> rows;
+  for (const Checkpoint& c : history) {
+    if (!wanted(o.tiers, c.tier) || !wanted(o.jobs, c.job)) continue;
+    auto t = std::find_if(tiers->begin(), tiers->end(),
+                          [&](const TierConfig& x) { return x.name == c.tier; });
+    if (t == tiers->end()) continue;  // a tier no longer configured: where it lay is unknown
+    auto a = allowed.find(c.job);
+    if (a == allowed.end()) {
+      a = allowed
+              .emplace(
+                  c.job,
+                  allowed_residencies(
+                      *tiers, [](const TierConfig& x) -> const TierConfig& { return x; }, c.job))
+              .first;
+    }
+    if (!a->second ||
+        std::find(a->second->begin(), a->second->end(), t->residency) != a->second->end()) {
+      continue;
+    }
+    ComplianceReport::Row& row = rows[{c.tier, c.job}];
+    const double at = committed_at(c);
+    if (row.copies == 0) {
+      row.tier = c.tier;
+      row.job = c.job;
+      row.residency = t->residency;
+      row.allowed = *a->second;
+      row.first_step = row.last_step = c.step;
+      row.first_at = row.last_at = at;
+    }
+    ++row.copies;
+    row.bytes += static_cast<double>(c.bytes);
+    if (at < row.first_at) {
+      row.first_at = at;
+      row.first_step = c.step;
+    }
+    if (at >= row.last_at) {
+      row.last_at = at;
+      row.last_step = c.step;
+    }
+  }
+  for (auto& [key, row] : rows) r.compliance.rows.push_back(std::move(row));
+}
+
 void fill_required(Report& r, const std::vector<PlanInputs>& inputs) {
   for (TierReport& t : r.tiers) {
     for (const PlanInputs& in : inputs) {
@@ -452,14 +531,17 @@ bool check_enough(const Report& r, double min_span, std::string* error) {
 // Everything the state database keeps of the period: tier samples (and the
 // rules' figures kept with them), the checkpoint history, drain peaks, GPU
 // costs and alert transitions. Throws sql::Error.
-void fill_from_db(sql::Db& db, const ReportCommandOptions& o, Report& r, double now) {
+void fill_from_db(sql::Db& db, const ReportCommandOptions& o, Report& r, double now,
+                  const std::vector<TierConfig>* tiers) {
   HistoryQuery q;
   q.since = r.since;
   q.until = r.until;
   q.max_points = std::numeric_limits<std::size_t>::max();
   const HistoryResult h = query_history(db, q);
   fill_tiers(r, h.series, now, o);
-  fill_checkpoints(r, read_committed_history(db, r.since, r.until), now, o);
+  const std::vector<Checkpoint> history = read_committed_history(db, r.since, r.until);
+  fill_checkpoints(r, history, now, o);
+  fill_compliance(r, history, tiers, o);
   if (auto peaks = load_drain_peaks(db, r.since, r.until)) fill_drain_peaks(r, *peaks, o);
   if (auto costs = load_gpu_costs(db, r.since, r.until)) fill_gpu_costs(r, *costs, o);
   fill_alerts(r, load_alert_transitions(db, r.since), o);
@@ -471,8 +553,10 @@ bool from_state_dir(const ReportCommandOptions& o, Report& r, double now, std::s
     *error = "--state-dir: " + *error;
     return false;
   }
+  std::optional<Config> cfg;
+  if (!o.config_file.empty() && !load_policy(o.config_file, &cfg, error)) return false;
   try {
-    fill_from_db(*db, o, r, now);
+    fill_from_db(*db, o, r, now, cfg ? &cfg->tiers : nullptr);
   } catch (const std::exception& e) {
     *error = "--state-dir " + o.state_dir + ": " + e.what();
     return false;
@@ -558,6 +642,7 @@ bool from_daemon_history(const ReportCommandOptions& o, Report& r, double now, s
   if (!get_json(*url, o, "/api/v1/plan", &plan, error)) return false;
   fill_required(r, plan_inputs_of_plan(plan));
   // Alert history is in the state database only: --from has none.
+  r.compliance.unknown_reason = "not known from a daemon without GET /api/v1/report";
   return true;
 }
 
@@ -578,6 +663,9 @@ bool from_prometheus(const ReportCommandOptions& o, Report& r, double now, std::
   }
   fill_tiers(r, h.series, now, o);
   fill_alerts(r, h.transitions, o);
+  r.compliance.unknown_reason =
+      "needs the checkpoint history: --state-dir or --from has it, --prometheus not "
+      "(ckpt_residency_violations has the counts as they were scraped)";
   for (TierReport& t : r.tiers) {
     auto it = h.required_bytes.find(t.tier);
     if (it == h.required_bytes.end()) continue;
@@ -710,8 +798,32 @@ json to_json(const Report& r, bool with_series = false) {
                                                 : std::optional<double>(r.until - a.fired_at))},
          {"summary", a.summary}});
   }
-  return {{"since", r.since}, {"until", r.until}, {"source", r.source},
-          {"tiers", tiers},   {"alerts", alerts}, {"findings", r.findings}};
+  json compliance = {{"known", r.compliance.known}};
+  if (r.compliance.known) {
+    json rows = json::array();
+    for (const ComplianceReport::Row& c : r.compliance.rows) {
+      rows.push_back({{"tier", c.tier},
+                      {"job", c.job},
+                      {"residency", c.residency},
+                      {"allowed", c.allowed},
+                      {"copies", c.copies},
+                      {"bytes", c.bytes},
+                      {"first_step", c.first_step},
+                      {"first_committed_at", c.first_at},
+                      {"last_step", c.last_step},
+                      {"last_committed_at", c.last_at}});
+    }
+    compliance["outside_residency"] = std::move(rows);
+  } else {
+    compliance["reason"] = r.compliance.unknown_reason;
+  }
+  return {{"since", r.since},
+          {"until", r.until},
+          {"source", r.source},
+          {"tiers", tiers},
+          {"alerts", alerts},
+          {"findings", r.findings},
+          {"compliance", std::move(compliance)}};
 }
 
 // Numbers as JSON writes them, so markdown and CSV carry the same values.
@@ -761,6 +873,15 @@ std::string to_csv(const json& j) {
         a["duration_seconds"]);
   }
   for (const json& f : j["findings"]) row("finding", "", "", "text", f);
+  if (j.contains("compliance") && j["compliance"].contains("outside_residency")) {
+    for (const json& c : j["compliance"]["outside_residency"]) {
+      for (const auto& [k, v] : c.items()) {
+        if (k == "tier" || k == "job") continue;
+        row("compliance", c["tier"], c["job"], k,
+            v.is_array() ? json(join(v.get<std::vector<std::string>>(), " ")) : v);
+      }
+    }
+  }
   return out;
 }
 
@@ -945,6 +1066,28 @@ std::string to_markdown(const json& j) {
            " | " + duration_words(a["duration_seconds"].get<double>()) +
            (a["resolved_at"].is_null() ? " (still firing)" : "") + " |\n";
   }
+  out += "\n## Compliance: copies outside their allowed residency\n\n";
+  const json c = j.value("compliance", json::object());
+  if (!c.value("known", false)) {
+    out +=
+        "Not known: " + md_cell(c.value("reason", std::string("the source does not say"))) + ".\n";
+  } else if (c["outside_residency"].empty()) {
+    out += "None: every checkpoint committed in the period lay where its job's namespaces allow.\n";
+  } else {
+    out +=
+        "Committed in the period, deleted ones included, on tiers whose residency the job's "
+        "namespaces do not allow.\n\n| tier | residency | job | allowed | copies | bytes | "
+        "first (step, committed) | last (step, committed) |\n| --- | --- | --- | --- | ---: | "
+        "---: | --- | --- |\n";
+    for (const json& x : c["outside_residency"]) {
+      out += "| " + md_cell(x["tier"]) + " | " + md_cell(x["residency"]) + " | " +
+             md_cell(x["job"]) + " | " +
+             md_cell(join(x["allowed"].get<std::vector<std::string>>(), ", ")) + " | " +
+             num(x["copies"]) + " | " + bytes_or_dash(x["bytes"]) + " | " + num(x["first_step"]) +
+             ", " + format_rfc3339(x["first_committed_at"]) + " | " + num(x["last_step"]) + ", " +
+             format_rfc3339(x["last_committed_at"]) + " |\n";
+    }
+  }
   return out;
 }
 
@@ -1073,7 +1216,8 @@ bool parse_report_query(const std::map<std::string, std::string>& query, double 
 }
 
 ReportApiAnswer report_api_answer(sql::Db& db, const ReportApiRequest& q,
-                                  const std::vector<PlanInputs>& plan, const std::string& source) {
+                                  const std::vector<PlanInputs>& plan, const std::string& source,
+                                  const std::vector<TierConfig>* tiers) {
   // The report's end is its now (as --now makes it for the CLI): fits and
   // "still firing" are judged there, whenever the daemon answers.
   const double at = q.until;
@@ -1086,7 +1230,7 @@ ReportApiAnswer report_api_answer(sql::Db& db, const ReportApiRequest& q,
   r.until = q.until;
   r.source = source;
   try {
-    fill_from_db(db, o, r, at);
+    fill_from_db(db, o, r, at, tiers);
   } catch (const std::exception& e) {
     return {500, "{\"error\":" + json_quote(std::string("state database: ") + e.what()) + "}"};
   }

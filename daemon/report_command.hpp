@@ -20,6 +20,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "model/tier.hpp"
 #include "rules/plan.hpp"
 #include "util/clock.hpp"
 
@@ -71,8 +72,11 @@ struct ReportApiAnswer {
 std::vector<PlanInputs> plan_inputs_of_plan(const nlohmann::json& plan);
 // On the caller's thread (a worker: it reads the database). The report is
 // judged as of q.until (fits, alerts still firing), as `--now` does.
+// `tiers`: the daemon's configured tiers, for the compliance section (where
+// each tier lives, what its namespaces allow); null: that section unknown.
 ReportApiAnswer report_api_answer(sql::Db& db, const ReportApiRequest& q,
-                                  const std::vector<PlanInputs>& plan, const std::string& source);
+                                  const std::vector<PlanInputs>& plan, const std::string& source,
+                                  const std::vector<TierConfig>* tiers);
 
 // Exit code 0, or 2 for a bad flag, an unusable source or too little history.
 int run_report_command(const ReportCommandOptions& opts, const Clock& clock, std::ostream& out,

@@ -421,6 +421,32 @@ std::string report_html(const json& j) {
     }
     out += "</table>\n";
   }
+  out += "<h2>Compliance: copies outside their allowed residency</h2>\n";
+  const json c = j.value("compliance", json::object());
+  if (!c.value("known", false)) {
+    out += "<p class=\"note\">Not known: " +
+           html_escape(c.value("reason", std::string("the source does not say"))) + ".</p>\n";
+  } else if (c["outside_residency"].empty()) {
+    out +=
+        "<p>None: every checkpoint committed in the period lay where its job's namespaces "
+        "allow.</p>\n";
+  } else {
+    out +=
+        "<table><tr><th>tier</th><th>residency</th><th>job</th><th>allowed</th><th>copies</th>"
+        "<th>bytes</th><th>first step</th><th>last step</th><th>last committed</th></tr>\n";
+    for (const json& x : c["outside_residency"]) {
+      std::vector<std::string> allowed;
+      for (const json& a : x["allowed"]) allowed.push_back(h(a));
+      out += "<tr><td>" + h(x["tier"]) + "</td><td>" + h(x["residency"]) + "</td><td>" +
+             h(x["job"]) + "</td><td>" + join(allowed, ", ") + "</td><td class=\"n\">" +
+             x["copies"].dump() + "</td><td class=\"n\">" +
+             html_escape(human_bytes(x["bytes"].get<double>())) + "</td><td class=\"n\">" +
+             x["first_step"].dump() + "</td><td class=\"n\">" + x["last_step"].dump() +
+             "</td><td>" + html_escape(format_rfc3339(x["last_committed_at"].get<double>())) +
+             "</td></tr>\n";
+    }
+    out += "</table>\n";
+  }
   out +=
       "<p class=\"note\">Drawn by ckptmon report; exact figures: <code>--format json</code>."
       "</p>\n</body></html>\n";

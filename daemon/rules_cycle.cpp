@@ -303,6 +303,8 @@ void RulesCycle::evaluate() {
                                          now, drained_totals_of(state_), state_.events.get());
     apply_monotonic_ages(figures.drain, pending_anchors_, now, mono);
     figures.integrity_known = state_.integrity != nullptr;
+    cleanup_counter_.observe(figures.unverified_cleanups);
+    figures.unverified_cleanup_totals = cleanup_counter_.totals();
     for (const auto& [name, t] : state_.tiers) {
       AccessFigures a;
       a.tier = name;

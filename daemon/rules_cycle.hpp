@@ -152,8 +152,9 @@ class RulesCycle {
   RulesHistory history_;
   std::map<std::string, double> sampled_probe_;  // tier -> last_success already sampled
   AlertEvaluator evaluator_;
-  PendingAnchors pending_anchors_;  // drain ages on the monotonic clock
-  bool saved_active_ = false;       // the store holds a non-empty active set
+  PendingAnchors pending_anchors_;            // drain ages on the monotonic clock
+  UnverifiedCleanupCounter cleanup_counter_;  // ckpt_cleanup_unverified_total
+  bool saved_active_ = false;                 // the store holds a non-empty active set
   double last_prune_ = 0;
   std::optional<AlertmanagerOptions> alertmanager_options_;
   std::unique_ptr<AlertmanagerClient> alertmanager_;

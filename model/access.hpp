@@ -27,11 +27,16 @@ enum class FindingKind {
   // A tier with encryption_required whose data ckptmon finds unencrypted at
   // rest or in transit (the rules', not a walk's: rules/evaluate.hpp).
   kNotEncrypted,
+  // A checkpoint a `cleanup` event said was removed that the walk still finds
+  // on its tier cleanup_verify_after later (the rules', rules/retention.hpp).
+  kCleanupUnverified,
 };
-inline constexpr int kFindingKindCount = 10;
+inline constexpr int kFindingKindCount = 11;
 // The kinds a tier's walk (its access audit) reports; the others come from
 // the rules cycle (RuleFigures::estate_findings).
-inline constexpr bool walk_finding_kind(FindingKind k) { return k != FindingKind::kNotEncrypted; }
+inline constexpr bool walk_finding_kind(FindingKind k) {
+  return k != FindingKind::kNotEncrypted && k != FindingKind::kCleanupUnverified;
+}
 std::string_view to_string(FindingKind k);
 std::optional<FindingKind> finding_kind_from(std::string_view s);
 

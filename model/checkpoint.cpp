@@ -71,6 +71,8 @@ std::string_view to_string(FindingKind k) {
       return "acl_invalid";
     case FindingKind::kNotEncrypted:
       return "not_encrypted";
+    case FindingKind::kCleanupUnverified:
+      return "cleanup_unverified";
   }
   return "unknown";
 }

@@ -369,11 +369,7 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
     out.add(AlertId::kOutsideAllowedResidency, f.tier, f.job,
             f.violations > 0 ? Signal::kFire : Signal::kClear, static_cast<double>(f.violations),
             [&] {
-              std::string allowed;
-              for (const std::string& a : f.allowed) {
-                if (!allowed.empty()) allowed += ", ";
-                allowed += a;
-              }
+              const std::string allowed = join(f.allowed, ", ");
               return Texts{"Checkpoints of job " + f.job + " are on " + f.tier +
                                ", outside their allowed residency",
                            std::to_string(f.violations) + " of the " + std::to_string(f.copies) +

@@ -8,6 +8,7 @@
 
 #include "model/namespace_rule.hpp"
 #include "model/tier.hpp"
+#include "util/text.hpp"
 
 namespace ckptmon {
 
@@ -303,23 +304,9 @@ ResidencyResult evaluate_residency(const std::vector<Version>& versions,
   std::map<std::string_view, std::optional<std::vector<std::string>>> jobs;
   auto allowed_for = [&](std::string_view job) -> const std::optional<std::vector<std::string>>& {
     if (auto it = jobs.find(job); it != jobs.end()) return it->second;
-    const std::string name(job);
-    std::optional<std::set<std::string>> allowed;
-    for (const auto& [tier_name, t] : tiers) {
-      const NamespaceRule* ns = first_namespace(t.config.namespaces, name);
-      if (ns == nullptr || ns->residency.empty()) continue;
-      std::set<std::string> mine(ns->residency.begin(), ns->residency.end());
-      if (!allowed) {
-        allowed = std::move(mine);
-      } else {
-        std::set<std::string> both;
-        std::set_intersection(allowed->begin(), allowed->end(), mine.begin(), mine.end(),
-                              std::inserter(both, both.end()));
-        allowed = std::move(both);
-      }
-    }
-    std::optional<std::vector<std::string>> list;
-    if (allowed) list.emplace(allowed->begin(), allowed->end());
+    auto list = allowed_residencies(
+        tiers, [](const auto& entry) -> const TierConfig& { return entry.second.config; },
+        std::string(job));
     return jobs.emplace(job, std::move(list)).first->second;
   };
 
@@ -387,10 +374,7 @@ ResidencyResult evaluate_residency(const std::vector<Version>& versions,
       detail += e->figures.residency;
       detail += "'), outside the residencies the job's namespaces allow: ";
       if (list.empty()) detail += "none (its namespaces' lists have nothing in common)";
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        if (i > 0) detail += ", ";
-        detail += list[i];
-      }
+      detail += join(list, ", ");
       out.findings.push_back(
           {tier, e->figures.job, c.checkpoint->path, FindingKind::kResidency, std::move(detail)});
     }

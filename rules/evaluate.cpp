@@ -5,7 +5,10 @@
 
 #include "model/checkpoint_skew.hpp"
 #include "model/events.hpp"
+#include "util/duration.hpp"
 #include "util/saturating.hpp"
+#include "util/text.hpp"
+#include "util/time_format.hpp"
 
 namespace ckptmon {
 
@@ -147,6 +150,28 @@ RuleFigures evaluate_rules(const std::map<std::string, TierState>& tiers,
   ResidencyResult residency = evaluate_residency(versions, tiers);
   out.residency = std::move(residency.figures);
   for (AccessFinding& f : residency.findings) out.estate_findings.push_back(std::move(f));
+  for (const UnverifiedCleanupFigures& u : out.unverified_cleanups) {
+    std::size_t n = 0;
+    for (const UnverifiedCleanup& e : u.entries) {
+      if (n++ == RuleFigures::kMaxCleanupFindingsPerTierJob) break;
+      std::string detail = "a cleanup event said step ";
+      detail += std::to_string(e.step);
+      detail += " of job ";
+      detail += u.job;
+      detail += " was removed from tier ";
+      detail += u.tier;
+      detail += " (the step's last event: ";
+      detail += format_rfc3339(e.cleaned_at);
+      detail += "), but the walk still finds it (";
+      detail += human_bytes(static_cast<double>(e.bytes));
+      detail += ") ";
+      detail += format_duration(
+          std::chrono::seconds(static_cast<std::int64_t>(std::max(0.0, now - e.cleaned_at))));
+      detail += " later";
+      out.estate_findings.push_back(
+          {u.tier, u.job, e.path, FindingKind::kCleanupUnverified, std::move(detail)});
+    }
+  }
   return out;
 }
 

@@ -90,14 +90,21 @@ struct RuleFigures {
   std::map<std::string, double> cleanup_oldest_age_seconds;   // every tier but deletion tiers
   std::vector<DeletionQueueFigures> deletion_queue;           // role: deletion tiers
   std::vector<UnverifiedCleanupFigures> unverified_cleanups;  // (tier, job) with any
-  std::vector<RecoveryPoint> recovery;                        // every job
-  std::vector<DurabilityFigures> durability;                  // every job, as recovery
-  std::vector<LifecycleFigures> lifecycle;                    // (tier, job) under move_after
-  std::vector<ResidencyFigures> residency;  // (tier, job) with copies of a restricted job
+  // ckpt_cleanup_unverified_total, kept across cycles (set by the rules cycle
+  // from its UnverifiedCleanupCounter).
+  std::map<std::pair<std::string, std::string>, std::uint64_t> unverified_cleanup_totals;
+  std::vector<RecoveryPoint> recovery;        // every job
+  std::vector<DurabilityFigures> durability;  // every job, as recovery
+  std::vector<LifecycleFigures> lifecycle;    // (tier, job) under move_after
+  std::vector<ResidencyFigures> residency;    // (tier, job) with copies of a restricted job
   // Findings no single tier's walk can see: a tier that requires encryption
   // found unencrypted (not_encrypted, first), then copies outside their job's
-  // residencies (by tier and job, newest version first).
+  // residencies (by tier and job, newest version first), then checkpoints a
+  // cleanup event said were removed and the walk still finds
+  // (cleanup_unverified, by tier, job and step; at most
+  // kMaxCleanupFindingsPerTierJob each).
   std::vector<AccessFinding> estate_findings;
+  static constexpr std::size_t kMaxCleanupFindingsPerTierJob = 100;
   std::vector<EncryptionFigures> encryption;  // every tier
   std::vector<JobTierFigures> job_tiers;      // every (tier, job)
   // The integrity verifier runs: job_tiers' integrity_failed are facts, not

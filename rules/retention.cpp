@@ -159,16 +159,18 @@ std::vector<UnverifiedCleanupFigures> evaluate_cleanup_verification(
   std::vector<UnverifiedCleanupFigures> out;
   if (events == nullptr) return out;
   // The steps whose cleanup is old enough to be judged: usually few.
-  std::set<StepKey, StepKeyLess> due;
+  std::map<StepKey, double, StepKeyLess> due;  // -> the step's last event
   for (const auto& [key, step] : events->steps) {
     if (step.cleanups == 0 || step.last_event_ts <= 0) continue;
     if (now - step.last_event_ts < verify_after_seconds(key.tier)) continue;
-    due.insert(key);
+    due.emplace(key, step.last_event_ts);
   }
   if (due.empty()) return out;
   std::map<std::pair<std::string_view, std::string_view>, UnverifiedCleanupFigures> by_job;
   for (const Checkpoint& c : all) {
-    if (c.step < 0 || !due.contains(StepKeyLess::View{c.tier, c.job, c.step})) continue;
+    if (c.step < 0) continue;
+    auto d = due.find(StepKeyLess::View{c.tier, c.job, c.step});
+    if (d == due.end()) continue;
     auto [it, inserted] = by_job.try_emplace({c.tier, c.job});
     UnverifiedCleanupFigures& f = it->second;
     if (inserted) {
@@ -177,10 +179,29 @@ std::vector<UnverifiedCleanupFigures> evaluate_cleanup_verification(
     }
     ++f.checkpoints;
     sat_add_to(f.bytes, c.bytes);
-    f.paths.push_back(c.path);
+    f.entries.push_back({c.path, c.step, c.bytes, d->second});
   }
-  for (auto& [key, f] : by_job) out.push_back(std::move(f));
+  for (auto& [key, f] : by_job) {
+    std::sort(f.entries.begin(), f.entries.end(),
+              [](const UnverifiedCleanup& a, const UnverifiedCleanup& b) {
+                return std::tie(a.step, a.path) < std::tie(b.step, b.path);
+              });
+    out.push_back(std::move(f));
+  }
   return out;
+}
+
+void UnverifiedCleanupCounter::observe(const std::vector<UnverifiedCleanupFigures>& now) {
+  std::set<std::tuple<std::string, std::string, std::string>> open;
+  for (const UnverifiedCleanupFigures& f : now) {
+    std::uint64_t& total = totals_[{f.tier, f.job}];
+    for (const UnverifiedCleanup& e : f.entries) {
+      auto key = std::make_tuple(f.tier, f.job, e.path);
+      if (!open_.contains(key)) ++total;
+      open.insert(std::move(key));
+    }
+  }
+  open_ = std::move(open);
 }
 
 double cleanup_oldest_age(std::span<const RetentionFigures> tier_figures, double now) {

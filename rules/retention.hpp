@@ -5,9 +5,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "model/checkpoint.hpp"
@@ -89,12 +93,18 @@ DeletionQueueFigures evaluate_deletion_queue(const CheckpointView& all, const st
 // `cleanup` events whose checkpoint the walk still finds on their tier
 // cleanup_verify_after later: a removal the job reported that did not
 // happen (or not yet). One entry per (tier, job) with any, sorted.
+struct UnverifiedCleanup {
+  std::string path;  // tier-relative
+  std::int64_t step = 0;
+  std::uint64_t bytes = 0;  // the catalog's
+  double cleaned_at = 0;    // the step's last event in the log (the cleanup, or later)
+};
 struct UnverifiedCleanupFigures {
   std::string tier;
   std::string job;
   std::uint64_t checkpoints = 0;
-  std::uint64_t bytes = 0;         // the catalog's bytes of those checkpoints
-  std::vector<std::string> paths;  // tier-relative, by step
+  std::uint64_t bytes = 0;                 // the catalog's bytes of those checkpoints
+  std::vector<UnverifiedCleanup> entries;  // by step
 };
 // `events`: the event log's steps (a step's cleanup time is its last event,
 // which is the cleanup unless an event for that step followed it); null: none.
@@ -102,5 +112,23 @@ struct UnverifiedCleanupFigures {
 std::vector<UnverifiedCleanupFigures> evaluate_cleanup_verification(
     const CheckpointView& all, const EventCatalog* events,
     const std::function<double(const std::string&)>& verify_after_seconds, double now);
+
+// ckpt_cleanup_unverified_total: each checkpoint counts once when it is first
+// judged unverified, and again only after a cycle where it was not (the walk
+// no longer found it, or a later event for its step made its cleanup too
+// recent to judge). Kept by the rules cycle across cycles; bounded by the
+// checkpoints judged unverified now plus one total per (tier, job) ever seen.
+class UnverifiedCleanupCounter {
+ public:
+  void observe(const std::vector<UnverifiedCleanupFigures>& now);
+  // Per (tier, job) that ever had one, sorted.
+  const std::map<std::pair<std::string, std::string>, std::uint64_t>& totals() const {
+    return totals_;
+  }
+
+ private:
+  std::set<std::tuple<std::string, std::string, std::string>> open_;  // (tier, job, path)
+  std::map<std::pair<std::string, std::string>, std::uint64_t> totals_;
+};
 
 }  // namespace ckptmon

@@ -9,6 +9,19 @@
 
 namespace ckptmon {
 
+// `parts` (strings, views or C strings) with `sep` between them: "a, b, c".
+template <class Range>
+std::string join(const Range& parts, std::string_view sep) {
+  std::string out;
+  bool first = true;
+  for (const auto& p : parts) {
+    if (!first) out += sep;
+    first = false;
+    out += p;
+  }
+  return out;
+}
+
 // Escapes for an HTML text node or attribute value.
 // HTML-escaped, and valid UTF-8: ill-formed bytes become \xNN (display_name).
 // The text of an errno value, as strerror() gives it but thread-safe

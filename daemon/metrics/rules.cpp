@@ -261,7 +261,15 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
     unverified.add({{"tier", u.tier}, {kTrainingJobLabel, u.job}},
                    static_cast<double>(u.checkpoints));
   }
-  append(out, std::move(unverified));
+  FamilyBuilder unverified_total =
+      counter("ckpt_cleanup_unverified_total",
+              "Checkpoints judged unverified (ckpt_cleanup_unverified_checkpoints), each counted "
+              "once when first judged, since the daemon started.");
+  for (const auto& [key, n] : figures.unverified_cleanup_totals) {
+    unverified_total.add({{"tier", key.first}, {kTrainingJobLabel, key.second}},
+                         static_cast<double>(n));
+  }
+  append(out, {&unverified, &unverified_total});
 
   FamilyBuilder rts = gauge("ckpt_restorable_timestamp_seconds",
                             "Commit time of the job's newest restorable checkpoint on any tier.");

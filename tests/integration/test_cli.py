@@ -42,6 +42,22 @@ class CheckConfig(unittest.TestCase):
         self.assertEqual(r.stdout, f"{cfg}: OK (2 tiers)\n")
         self.assertEqual(r.stderr, "")
 
+    def test_a_drain_across_residencies_is_a_warning_not_an_error(self):
+        cfg = self.ws.write("drain.yml", harness.config_yaml([
+            "  - name: staging\n    path: /mnt/nvme/ckpt\n    role: staging\n"
+            "    drains_to: archive\n    residency: eu-west\n"
+            "    namespaces: {'^team-a-': {residency: [eu-west]}}\n",
+            "  - {name: archive, path: /s3/ckpt, role: capacity, residency: us-east}\n",
+        ]))
+        r = ckptmon("check-config", cfg)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, f"{cfg}: OK (2 tiers, 1 warning)\n")
+        self.assertEqual(
+            r.stderr,
+            f"{cfg}: warning: tiers[0].drains_to: tier staging drains to archive (residency "
+            "'us-east'), which namespace ^team-a- (tiers[0].namespaces) does not allow "
+            "(allowed: eu-west): every drained copy of its jobs would be a residency finding\n")
+
     def test_the_documented_example_is_ok(self):
         cfg = self.ws.write("doc.yml", (
             "global: {state_dir: /var/lib/ckptmon, scan_interval: 15s}\n"

@@ -4,7 +4,10 @@
 Two tiers: `rapid` holding PyTorch DCP checkpoints, and `trash`, a
 `role: deletion` tier holding one checkpoint. An event log (written with
 `ckptmon emit`) says step 100 on rapid was cleaned up two minutes ago, and it
-is still on disk: ckpt_cleanup_unverified_checkpoints{tier="rapid"} is 1.
+is still on disk: ckpt_cleanup_unverified_checkpoints{tier="rapid"} is 1,
+ckpt_cleanup_unverified_total counts it once (not once per cycle), and
+/api/v1/findings lists a cleanup_unverified finding (source estate) naming
+its path.
 Everything on trash is pending removal (ckpt_deletion_queue_bytes is its
 bytes, counted by Python here), trash exports no cleanup series and the
 sizing rule asks nothing of it. Then the cleanup really happens (the test
@@ -13,6 +16,7 @@ and ckpt_removed_bytes_total{tier="rapid"} count it.
 """
 
 import os
+import json
 import shutil
 import sys
 import time
@@ -76,6 +80,26 @@ class DeletionQueue(unittest.TestCase):
         self.assertIsNone(m.get("ckpt_cleanup_oldest_age_seconds", tier="trash"))
         self.assertIsNone(m.get("ckpt_deletion_queue_bytes", tier="rapid"))
         self.assertEqual(m.get("ckpt_removed_checkpoints_total", tier="rapid"), 0.0)
+        # The counter: once, however many cycles it stays unverified.
+        self.assertEqual(m.get("ckpt_cleanup_unverified_total", tier="rapid",
+                               training_job="llama"), 1.0)
+        cycles = m.get("ckptmon_rules_evaluations_total")
+        m = self.scrape_when(
+            lambda m: m.get("ckptmon_rules_evaluations_total") >= cycles + 2,
+            "two more rules cycles")
+        self.assertEqual(m.get("ckpt_cleanup_unverified_total", tier="rapid",
+                               training_job="llama"), 1.0)
+        self.assertEqual(m.get("ckpt_cleanup_unverified_checkpoints", tier="rapid",
+                               training_job="llama"), 1.0)
+        found = json.loads(self.ck.get("/api/v1/findings?kind=cleanup_unverified").body)
+        self.assertEqual(len(found), 1, found)
+        self.assertEqual(found[0]["tier"], "rapid")
+        self.assertEqual(found[0]["source"], "estate")
+        self.assertEqual(found[0]["path"], os.path.relpath(self.old, self.rapid))
+        self.assertIn("a cleanup event said step 100 of job llama was removed from tier rapid",
+                      found[0]["detail"])
+        # Not a walk's finding: the access-findings gauge has no such kind.
+        self.assertIsNone(m.get("ckpt_access_findings", tier="rapid", kind="cleanup_unverified"))
 
         size = tree_bytes(self.old)
         shutil.rmtree(self.old)
@@ -86,6 +110,9 @@ class DeletionQueue(unittest.TestCase):
             "the removal to be verified")
         self.assertEqual(m.get("ckpt_removed_bytes_total", tier="rapid"), float(size))
         self.assertEqual(m.get("ckpt_removed_checkpoints_total", tier="trash"), 0.0)
+        # The counter stays: it counted a removal that was late, not undone.
+        self.assertEqual(m.get("ckpt_cleanup_unverified_total", tier="rapid",
+                               training_job="llama"), 1.0)
 
 
 if __name__ == "__main__":

@@ -284,6 +284,42 @@ class Report(unittest.TestCase):
         self.assertEqual(self.job(doc5, "llama")["completion_skew_seconds"],
                          {"samples": 2, "p50": 50, "p90": 600, "max": 600})
 
+    def test_compliance_lists_copies_outside_their_residency_over_the_period(self):
+        # The same tier, now labelled us-east, with a namespace that keeps
+        # llama's jobs in eu-west: all six of llama's checkpoints committed
+        # in the period (the deleted one included) lay outside it; mixed is
+        # claimed by no rule.
+        cfg = self.ws.write("residency.yml", harness.config_yaml(
+            [f"  - name: rapid\n    path: {json.dumps(self.tier)}\n    role: rapid\n"
+             "    residency: us-east\n    namespaces: {'^llama$': {residency: [eu-west]}}\n"],
+            state_dir=self.state))
+        r = ckptmon("report", "--state-dir", self.state, "--config.file", cfg, "--now",
+                    str(self.now), "--since", "10d", "--format", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        c = json.loads(r.stdout)["compliance"]
+        self.assertTrue(c["known"])
+        times = [t for _, t in self.commits]
+        self.assertEqual(c["outside_residency"], [{
+            "tier": "rapid", "job": "llama", "residency": "us-east", "allowed": ["eu-west"],
+            "copies": 6, "bytes": float(sum(MODEL + o + STATE_JSON for o in OPTIM)),
+            "first_step": 100, "first_committed_at": times[0],
+            "last_step": 600, "last_committed_at": times[5]}])
+        md = ckptmon("report", "--state-dir", self.state, "--config.file", cfg, "--now",
+                     str(self.now), "--since", "10d").stdout
+        self.assertIn("## Compliance: copies outside their allowed residency", md)
+        self.assertIn("| rapid | us-east | llama | eu-west | 6 |", md)
+        self.assertIn("6 copies of job llama lay on tier rapid (residency 'us-east')", md)
+        # Where every copy is allowed the list is empty: a fact, not unknown.
+        c = json.loads(self.report().stdout)["compliance"]
+        self.assertEqual(c, {"known": True, "outside_residency": []})
+        # Without the configuration where tiers live is not known: said so.
+        r = ckptmon("report", "--state-dir", self.state, "--now", str(self.now), "--since",
+                    "10d", "--format", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        c = json.loads(r.stdout)["compliance"]
+        self.assertFalse(c["known"])
+        self.assertIn("--config.file", c["reason"])
+
     def test_markdown_and_csv_carry_the_json_numbers(self):
         doc = json.loads(self.report().stdout)
         rows = list(csv.DictReader(io.StringIO(self.report(fmt="csv").stdout)))

@@ -375,7 +375,7 @@ TEST_F(DaemonTest, AQueryValueThatIsNotUtf8IsA400WithAJsonError) {
   EXPECT_EQ(error_of("/api/v1/findings?kind=x"),
             "unknown kind \"x\"; expected world_readable, world_writable, foreign_owner, "
             "outside_namespace, residency, unreadable, too_deep, readable_outside_project, "
-            "acl_invalid or not_encrypted");
+            "acl_invalid, not_encrypted or cleanup_unverified");
 }
 
 TEST_F(DaemonTest, ServesTheStoredHistoryFromTheStoreThread) {

@@ -101,7 +101,11 @@ TEST(CleanupVerification, ACleanupWhoseCheckpointIsStillFoundLaterIsUnverified) 
   EXPECT_EQ(f[0].job, "a");
   EXPECT_EQ(f[0].checkpoints, 1u);
   EXPECT_EQ(f[0].bytes, 1000u);
-  EXPECT_EQ(f[0].paths, (std::vector<std::string>{"a/step-100"}));
+  ASSERT_EQ(f[0].entries.size(), 1u);
+  EXPECT_EQ(f[0].entries[0].path, "a/step-100");
+  EXPECT_EQ(f[0].entries[0].step, 100);
+  EXPECT_EQ(f[0].entries[0].bytes, 1000u);
+  EXPECT_EQ(f[0].entries[0].cleaned_at, 1000);
   // Once verify_after has passed for step 300 as well.
   f = evaluate_cleanup_verification(cks, &ev, after, 2011);
   ASSERT_EQ(f.size(), 1u);
@@ -111,6 +115,62 @@ TEST(CleanupVerification, ACleanupWhoseCheckpointIsStillFoundLaterIsUnverified) 
   EXPECT_TRUE(evaluate_cleanup_verification(cks, &elsewhere, after, 5000).empty());
   // No event log: nothing judged (unknown), not "all verified".
   EXPECT_TRUE(evaluate_cleanup_verification(cks, nullptr, after, 5000).empty());
+}
+
+UnverifiedCleanupFigures unverified(const std::string& job, std::vector<std::string> paths) {
+  UnverifiedCleanupFigures f;
+  f.tier = "rapid";
+  f.job = job;
+  for (std::string& p : paths) f.entries.push_back({std::move(p), 0, 0, 0});
+  f.checkpoints = f.entries.size();
+  return f;
+}
+
+TEST(CleanupVerification, TheCounterCountsEachUnverifiedCleanupOnceWhileItLasts) {
+  UnverifiedCleanupCounter n;
+  using Key = std::pair<std::string, std::string>;
+  n.observe({unverified("a", {"a/1", "a/2"})});
+  EXPECT_EQ(n.totals().at(Key("rapid", "a")), 2u);
+  // Still there next cycle: the same two, not counted again.
+  n.observe({unverified("a", {"a/1", "a/2"})});
+  EXPECT_EQ(n.totals().at(Key("rapid", "a")), 2u);
+  // a/1 went (removed late); a/3 is new; job b's first.
+  n.observe({unverified("a", {"a/2", "a/3"}), unverified("b", {"b/9"})});
+  EXPECT_EQ(n.totals().at(Key("rapid", "a")), 3u);
+  EXPECT_EQ(n.totals().at(Key("rapid", "b")), 1u);
+  // Nothing unverified: the totals stay (a counter), the series too.
+  n.observe({});
+  EXPECT_EQ(n.totals().at(Key("rapid", "a")), 3u);
+  EXPECT_EQ(n.totals().size(), 2u);
+  // a/1 back (written and cleaned up again): a new unverified cleanup.
+  n.observe({unverified("a", {"a/1"})});
+  EXPECT_EQ(n.totals().at(Key("rapid", "a")), 4u);
+}
+
+TEST(CleanupVerification, EachUnverifiedCleanupIsAFindingOfTheRulesNotOfTheWalk) {
+  std::map<std::string, TierState> tiers;
+  tiers["rapid"] = tier_state("rapid");
+  const std::vector<Checkpoint> cks = {Ck("rapid", "a", 100).committed(2048, 10, 20),
+                                       Ck("rapid", "a", 200).committed(10, 10, 20)};
+  const EventCatalog ev = cleanups_at({{StepKey{"rapid", "a", 100}, 1000}});
+  // 1000 + 300: past the one-minute floor a hand-built policy gets.
+  const RuleFigures f = evaluate_rules(tiers, cks, {}, {}, RulesPolicy{}, 1300, {}, &ev);
+  ASSERT_EQ(f.estate_findings.size(), 1u);
+  const AccessFinding& x = f.estate_findings[0];
+  EXPECT_EQ(x.kind, FindingKind::kCleanupUnverified);
+  EXPECT_EQ(to_string(x.kind), "cleanup_unverified");
+  EXPECT_EQ(x.tier, "rapid");
+  EXPECT_EQ(x.job, "a");
+  EXPECT_EQ(x.path, "a/step-100");
+  EXPECT_EQ(
+      x.detail,
+      "a cleanup event said step 100 of job a was removed from tier rapid (the step's "
+      "last event: 1970-01-01T00:16:40.000Z), but the walk still finds it (2.0 KiB) 5m later");
+  // Not a walk's kind: ckpt_access_findings and CheckpointAccessFinding leave it out.
+  EXPECT_FALSE(walk_finding_kind(x.kind));
+  // Too recent to judge: nothing.
+  EXPECT_TRUE(
+      evaluate_rules(tiers, cks, {}, {}, RulesPolicy{}, 1030, {}, &ev).estate_findings.empty());
 }
 
 }  // namespace
