@@ -78,6 +78,14 @@ DiskStatsParse parse_diskstats(std::string_view text) {
       to_u64(f[5], d.sectors_read);
       to_u64(f[7], d.writes);
       to_u64(f[9], d.sectors_written);
+      // ..., ms writing, I/Os in progress, ms doing I/Os, weighted ms.
+      std::uint64_t in_flight = 0, io_ms = 0, weighted = 0;
+      to_u64(f[11], in_flight);
+      to_u64(f[12], io_ms);
+      to_u64(f[13], weighted);
+      d.in_flight = in_flight;
+      d.io_ms = io_ms;
+      d.weighted_io_ms = weighted;
     }
     r.lines.push_back(std::move(d));
   }
@@ -135,52 +143,77 @@ std::optional<MetaOp> nfs_meta_op(std::string_view op) {
   return MetaOp::kOther;
 }
 
-std::optional<MetaOp> lustre_meta_op(std::string_view op) {
+std::optional<LliteCounter> classify_llite_counter(std::string_view name) {
   struct M {
     std::string_view name;
-    std::optional<MetaOp> op;
+    LliteCounter counter;
   };
-  static constexpr std::optional<MetaOp> kData = std::nullopt;
+  constexpr LliteCounter kIo{LliteKind::kIo, MetaOp::kOther};
+  constexpr LliteCounter kLocal{LliteKind::kLocal, MetaOp::kOther};
+  auto rpc = [](MetaOp op) { return LliteCounter{LliteKind::kMetadataRpc, op}; };
+  // lustre/llite/lproc_llite.c's llite_opcode_table (2.12 to 2.16) and the
+  // counters of older clients, by what each counts.
   static const M kMap[] = {
-      {"read_bytes", kData},
-      {"write_bytes", kData},
-      {"read", kData},
-      {"write", kData},
-      {"brw_read", kData},
-      {"brw_write", kData},
-      {"osc_read", kData},
-      {"osc_write", kData},
-      {"direct_read", kData},
-      {"direct_write", kData},
-      {"lockless_read_bytes", kData},
-      {"lockless_write_bytes", kData},
-      {"splice_read", kData},
-      {"mmap", kData},
-      {"page_fault", kData},
-      {"page_mkwrite", kData},
-      {"seek", kData},
-      {"ioctl", kData},
-      {"open", MetaOp::kOpen},
-      {"close", MetaOp::kClose},
-      {"create", MetaOp::kCreate},
-      {"mknod", MetaOp::kCreate},
-      {"link", MetaOp::kCreate},
-      {"symlink", MetaOp::kCreate},
-      {"getattr", MetaOp::kGetattr},
-      {"setattr", MetaOp::kSetattr},
-      {"truncate", MetaOp::kSetattr},
-      {"lookup", MetaOp::kLookup},
-      {"readdir", MetaOp::kReaddir},
-      {"unlink", MetaOp::kRemove},
-      {"rmdir", MetaOp::kRemove},
-      {"rename", MetaOp::kRename},
-      {"mkdir", MetaOp::kMkdir},
-      {"fsync", MetaOp::kCommit},
+      // Data: bytes and calls on the I/O path (OST RPCs, page cache).
+      {"read_bytes", kIo},
+      {"write_bytes", kIo},
+      {"read", kIo},
+      {"write", kIo},
+      {"brw_read", kIo},
+      {"brw_write", kIo},
+      {"osc_read", kIo},
+      {"osc_write", kIo},
+      {"direct_read", kIo},
+      {"direct_write", kIo},
+      {"lockless_read_bytes", kIo},
+      {"lockless_write_bytes", kIo},
+      {"lockless_truncate", kIo},
+      {"splice_read", kIo},
+      {"fallocate", kIo},
+      // Calls answered on the client: permission checks against cached
+      // attributes, cache hit counts, per-file statistics, local VFS calls.
+      {"inode_permission", kLocal},
+      {"getxattr_hits", kLocal},  // the getxattr calls the xattr cache answered
+      {"opencount", kLocal},      // opens per file (a histogram of its own)
+      {"openclosetime", kLocal},  // open-to-close time per file
+      {"dirty_pages_hits", kLocal},
+      {"dirty_pages_misses", kLocal},
+      {"alloc_inode", kLocal},
+      {"seek", kLocal},
+      {"mmap", kLocal},
+      {"page_fault", kLocal},
+      {"page_mkwrite", kLocal},
+      {"ioctl", kLocal},
+      // Metadata: calls that go to the MDS.
+      {"open", rpc(MetaOp::kOpen)},
+      {"close", rpc(MetaOp::kClose)},
+      {"create", rpc(MetaOp::kCreate)},
+      {"mknod", rpc(MetaOp::kCreate)},
+      {"link", rpc(MetaOp::kCreate)},
+      {"symlink", rpc(MetaOp::kCreate)},
+      {"getattr", rpc(MetaOp::kGetattr)},
+      {"setattr", rpc(MetaOp::kSetattr)},
+      {"truncate", rpc(MetaOp::kSetattr)},
+      {"lookup", rpc(MetaOp::kLookup)},
+      {"readdir", rpc(MetaOp::kReaddir)},
+      {"unlink", rpc(MetaOp::kRemove)},
+      {"rmdir", rpc(MetaOp::kRemove)},
+      {"rename", rpc(MetaOp::kRename)},
+      {"mkdir", rpc(MetaOp::kMkdir)},
+      {"fsync", rpc(MetaOp::kCommit)},
+      {"statfs", rpc(MetaOp::kOther)},
+      {"getxattr", rpc(MetaOp::kOther)},  // less getxattr_hits: parse_llite_stats
+      {"setxattr", rpc(MetaOp::kOther)},
+      {"listxattr", rpc(MetaOp::kOther)},
+      {"removexattr", rpc(MetaOp::kOther)},
+      {"flock", rpc(MetaOp::kOther)},
   };
   for (const auto& m : kMap) {
-    if (m.name == op) return m.op;
+    if (m.name == name) return m.counter;
   }
-  return MetaOp::kOther;
+  // Lustre 2.16's hybrid I/O switch (buffered or direct by size).
+  if (name.starts_with("hybrid_")) return kIo;
+  return std::nullopt;
 }
 
 MountstatsParse parse_mountstats(std::string_view text) {
@@ -296,6 +329,7 @@ MountstatsParse parse_mountstats(std::string_view text) {
 LliteStats parse_llite_stats(std::string_view text) {
   LliteStats r;
   bool snapshot = false;
+  std::uint64_t getxattr = 0, hits = 0;
   bool ends_cleanly = text.empty() || text.back() == '\n';
   std::vector<std::string_view> lines = split(text, '\n');
   if (!lines.empty() && lines.back().empty()) lines.pop_back();
@@ -326,12 +360,79 @@ LliteStats parse_llite_stats(std::string_view text) {
       (f[0] == "read_bytes" ? r.raw.read_bytes : r.raw.written_bytes) = static_cast<double>(sum);
       continue;
     }
-    if (auto op = lustre_meta_op(f[0])) {
-      r.raw.metadata_ops[static_cast<std::size_t>(*op)] += static_cast<double>(count);
+    const auto c = classify_llite_counter(f[0]);
+    if (!c) {
+      if (r.unknown_counters.size() < LliteStats::kMaxUnknown) {
+        r.unknown_counters.emplace_back(clip(f[0]));
+      }
+      continue;
     }
+    if (f[0] == "getxattr_hits") hits = count;
+    if (c->kind != LliteKind::kMetadataRpc) continue;
+    if (f[0] == "getxattr") getxattr = count;
+    r.raw.metadata_ops[static_cast<std::size_t>(c->op)] += static_cast<double>(count);
   }
+  // getxattr counts every call, getxattr_hits those the client's xattr cache
+  // answered: only the rest went to the MDS.
+  r.raw.metadata_ops[static_cast<std::size_t>(MetaOp::kOther)] -=
+      static_cast<double>(std::min(hits, getxattr));
   if (!snapshot) {
     r.error = "not an llite stats file (no snapshot_time line)";
+    return r;
+  }
+  r.ok = true;
+  return r;
+}
+
+PsiParse parse_psi(std::string_view text) {
+  PsiParse r;
+  for (std::string_view line : split(text, '\n')) {
+    line = trim(line);
+    if (line.empty()) continue;
+    const auto f = fields_of(line);
+    std::optional<std::uint64_t>* slot = nullptr;
+    if (f[0] == "some") slot = &r.some_total_us;
+    if (f[0] == "full") slot = &r.full_total_us;
+    std::uint64_t total = 0;
+    bool found = false;
+    for (std::size_t k = 1; slot != nullptr && k < f.size(); ++k) {
+      if (f[k].starts_with("total=")) found = to_u64(f[k].substr(6), total);
+    }
+    if (slot == nullptr || !found) {
+      r.error = "not a pressure line: " + json_quote(clip(line));
+      r.some_total_us.reset();
+      r.full_total_us.reset();
+      return r;
+    }
+    *slot = total;
+  }
+  if (!r.some_total_us && !r.full_total_us) {
+    r.error = "no some or full line";
+    return r;
+  }
+  r.ok = true;
+  return r;
+}
+
+MeminfoParse parse_meminfo(std::string_view text) {
+  MeminfoParse r;
+  bool any = false;
+  for (std::string_view line : split(text, '\n')) {
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0) continue;
+    const std::string_view key = line.substr(0, colon);
+    const auto f = fields_of(line.substr(colon + 1));
+    std::uint64_t v = 0;
+    if (f.empty() || !to_u64(f[0], v)) continue;
+    any = true;
+    const double factor = f.size() > 1 && f[1] == "kB" ? 1024.0 : 1.0;
+    const double bytes = static_cast<double>(v) * factor;
+    if (key == "MemAvailable") r.available_bytes = bytes;
+    if (key == "Dirty") r.dirty_bytes = bytes;
+    if (key == "Writeback") r.writeback_bytes = bytes;
+  }
+  if (!any) {
+    r.error = "no \"Key: value\" line";
     return r;
   }
   r.ok = true;

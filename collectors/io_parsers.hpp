@@ -27,6 +27,9 @@ struct DiskStatsLine {
   std::uint64_t sectors_read = 0;
   std::uint64_t writes = 0;
   std::uint64_t sectors_written = 0;
+  // Fields 9 to 11 (lines of 14 fields or more): I/Os in flight, ms busy,
+  // ms weighted by the I/Os in flight. Absent from 7-field partition lines.
+  std::optional<std::uint64_t> in_flight, io_ms, weighted_io_ms;
   int fields = 0;  // how many the line had
 };
 
@@ -76,12 +79,48 @@ std::optional<MetaOp> nfs_meta_op(std::string_view op);
 struct LliteStats {
   bool ok = false;
   std::string error;
-  IoCounters raw;  // read_bytes / write_bytes sums, metadata op counts
+  // read_bytes / write_bytes sums; metadata operations: the counts of the
+  // metadata RPC counters only (classify_llite_counter), getxattr less
+  // getxattr_hits.
+  IoCounters raw;
+  // Counters this ckptmon does not know (a newer Lustre): kept out of every
+  // figure; the collector logs them once. At most kMaxUnknown, clipped.
+  std::vector<std::string> unknown_counters;
+  static constexpr std::size_t kMaxUnknown = 32;
 };
 LliteStats parse_llite_stats(std::string_view text);
 
-// Which MetaOp a Lustre llite operation counts as; nullopt for data ones.
-std::optional<MetaOp> lustre_meta_op(std::string_view op);
+// What a Lustre llite stats counter counts, as Lustre's llite code defines
+// it: calls that become metadata RPCs to the MDS (with the MetaOp they are
+// exported as), calls answered on the client (permission checks, cache hits,
+// per-file statistics), or the I/O path. nullopt: a counter not known here.
+enum class LliteKind : std::uint8_t { kMetadataRpc, kLocal, kIo };
+struct LliteCounter {
+  LliteKind kind = LliteKind::kIo;
+  MetaOp op = MetaOp::kOther;  // for kMetadataRpc
+};
+std::optional<LliteCounter> classify_llite_counter(std::string_view name);
+
+// One /proc/pressure/<resource> file (PSI): "some avg10=0.00 avg60=0.00
+// avg300=0.00 total=N" and (memory, io; cpu from 5.13) a "full" line; totals
+// in microseconds. A line missing is nullopt, never 0; ok false with `error`
+// when a line is neither.
+struct PsiParse {
+  bool ok = false;
+  std::string error;
+  std::optional<std::uint64_t> some_total_us, full_total_us;
+};
+PsiParse parse_psi(std::string_view text);
+
+// /proc/meminfo's MemAvailable, Dirty and Writeback ("Dirty:  148 kB"), in
+// bytes; a line missing (an old kernel, a container's meminfo) is nullopt.
+// ok false with `error` when no line has the meminfo form.
+struct MeminfoParse {
+  bool ok = false;
+  std::string error;
+  std::optional<double> available_bytes, dirty_bytes, writeback_bytes;
+};
+MeminfoParse parse_meminfo(std::string_view text);
 
 // /sys/class/net/<if>/speed: Mb/s. nullopt for -1 (no link, or a driver that
 // does not know), 0, or anything that is not a number.

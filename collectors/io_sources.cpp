@@ -191,6 +191,7 @@ SourceRead read_block_source(const std::string& proc, const std::string& sys, co
   std::string text;
   if (!read_kernel_file(proc + "/diskstats", text, r.error)) return r;
   const DiskStatsParse p = parse_diskstats(text);
+  r.has_device_times = true;
   for (const std::string& d : r.devices) {
     const DiskStatsLine* line = nullptr;
     for (const auto& l : p.lines) {
@@ -208,6 +209,16 @@ SourceRead read_block_source(const std::string& proc, const std::string& sys, co
     }
     r.raw.read_bytes += static_cast<double>(line->sectors_read) * 512;
     r.raw.written_bytes += static_cast<double>(line->sectors_written) * 512;
+    if (line->io_ms && line->weighted_io_ms && line->in_flight) {
+      r.raw.device_busy_seconds += static_cast<double>(*line->io_ms) / 1000;
+      r.raw.device_weighted_seconds += static_cast<double>(*line->weighted_io_ms) / 1000;
+      r.device_in_flight += static_cast<double>(*line->in_flight);
+    } else {
+      r.has_device_times = false;
+    }
+  }
+  if (!r.has_device_times) {
+    r.raw.device_busy_seconds = r.raw.device_weighted_seconds = r.device_in_flight = 0;
   }
   r.ok = true;
   return r;
@@ -296,6 +307,10 @@ SourceRead read_lustre_source(const std::string& proc, const std::string& sys, c
     return r;
   }
   r.raw = s.raw;
+  for (const std::string& c : s.unknown_counters) {
+    r.unknown.push_back(pick->dir + "/stats: counter " + json_quote(c) +
+                        " is not known to this ckptmon: left out of the metadata rate");
+  }
   r.ok = true;
   return r;
 }
@@ -315,18 +330,33 @@ NetRead read_net_interface(const std::string& sys, const std::string& name) {
   };
   auto read_ib_port = [&](const std::string& hca, const std::string& port) {
     const std::string base = sys + "/class/infiniband/" + hca + "/ports/" + port;
-    std::uint64_t rcv = 0, xmit = 0;
-    if (!counter(base + "/counters/port_rcv_data", rcv) ||
-        !counter(base + "/counters/port_xmit_data", xmit)) {
-      return false;
-    }
     r.infiniband = true;
-    r.receive_bytes = rcv * 4;  // 4-byte words (octets divided by 4)
-    r.transmit_bytes = xmit * 4;
+    // The rate first: a port without data counters still has a link speed.
     std::string text, err;
     if (read_kernel_file(base + "/rate", text, err, 4096)) {
       r.link_speed_bytes_per_second = parse_ib_rate_bytes_per_second(text);
+      if (!r.link_speed_bytes_per_second) {
+        r.unknown.push_back(base + "/rate reads " +
+                            json_quote(std::string(trim(text)).substr(0, 40)) +
+                            ", not \"<number> Gb/sec (...)\": the link speed is unknown");
+      }
     }
+    // The kernel's ib core answers "N/A (no PMA)" for a port whose device has
+    // no performance management agent (drivers/infiniband/core/sysfs.c).
+    const std::string rcv_path = base + "/counters/port_rcv_data";
+    if (read_kernel_file(rcv_path, text, err, 4096) && trim(text).starts_with("N/A")) {
+      r.counters_unsupported = true;
+      r.unknown.push_back(rcv_path + " reads " + json_quote(std::string(trim(text)).substr(0, 40)) +
+                          ": the port keeps no data counters; its traffic is unknown");
+      r.ok = true;
+      return true;
+    }
+    std::uint64_t rcv = 0, xmit = 0;
+    if (!counter(rcv_path, rcv) || !counter(base + "/counters/port_xmit_data", xmit)) {
+      return false;
+    }
+    r.receive_bytes = rcv * 4;  // 4-byte words (octets divided by 4)
+    r.transmit_bytes = xmit * 4;
     r.ok = true;
     return true;
   };
@@ -375,6 +405,62 @@ NetRead read_net_interface(const std::string& sys, const std::string& name) {
     r.link_speed_bytes_per_second = parse_net_speed_bytes_per_second(text);
   }
   r.ok = true;
+  return r;
+}
+
+NodeRead read_node_pressure(const std::string& proc) {
+  NodeRead r;
+  r.ok = true;
+  auto fail = [&](const std::string& why) {
+    r.ok = false;
+    if (r.error.empty()) r.error = why;
+  };
+  struct stat st {};
+  if (::stat((proc + "/pressure").c_str(), &st) != 0) {
+    r.unknown.push_back(proc + "/pressure: " + errno_text(errno) +
+                        ": no pressure stall information (a kernel before 4.20, or psi=0); "
+                        "pressure unknown");
+  } else {
+    for (std::size_t i = 0; i < kPressureResourceNames.size(); ++i) {
+      const std::string path = proc + "/pressure/" + std::string(kPressureResourceNames[i]);
+      std::string text, err;
+      if (!read_kernel_file(path, text, err, 4096)) {
+        fail(err);
+        continue;
+      }
+      const PsiParse p = parse_psi(text);
+      if (!p.ok) {
+        fail(path + ": " + p.error);
+        continue;
+      }
+      auto& slot = r.node.pressure_seconds[i];
+      if (p.some_total_us) slot[0] = static_cast<double>(*p.some_total_us) / 1e6;
+      if (p.full_total_us) slot[1] = static_cast<double>(*p.full_total_us) / 1e6;
+    }
+  }
+  const std::string path = proc + "/meminfo";
+  if (::stat(path.c_str(), &st) != 0) {
+    r.unknown.push_back(path + ": " + errno_text(errno) + ": memory figures unknown");
+    return r;
+  }
+  std::string text, err;
+  if (!read_kernel_file(path, text, err, 1 << 16)) {
+    fail(err);
+    return r;
+  }
+  const MeminfoParse m = parse_meminfo(text);
+  if (!m.ok) {
+    fail(path + ": " + m.error);
+    return r;
+  }
+  r.node.memory_available_bytes = m.available_bytes;
+  r.node.memory_dirty_bytes = m.dirty_bytes;
+  r.node.memory_writeback_bytes = m.writeback_bytes;
+  for (const auto& [value, name] :
+       {std::pair{&m.available_bytes, "MemAvailable"}, std::pair{&m.dirty_bytes, "Dirty"},
+        std::pair{&m.writeback_bytes, "Writeback"}}) {
+    if (!*value) r.unknown.push_back(path + " has no " + name + " line: it is unknown");
+  }
   return r;
 }
 

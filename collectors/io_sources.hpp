@@ -27,6 +27,13 @@ struct SourceRead {
   std::vector<std::string> devices;
   IoCounters raw;                 // raw kernel counters, summed over `devices`
   bool has_metadata_ops = false;  // block devices have none
+  // Block devices whose every member has the time fields (raw.device_*
+  // seconds are figures), and their requests in flight now.
+  bool has_device_times = false;
+  double device_in_flight = 0;
+  // What was left out and why, not errors (the collector logs each once):
+  // llite counters this ckptmon does not know.
+  std::vector<std::string> unknown;
 };
 
 // The member block devices of the device `major:minor` (`source` is the
@@ -64,6 +71,13 @@ struct NetRead {
   bool ok = false;
   std::string error;
   bool infiniband = false;  // counters from an InfiniBand port
+  // The port exists but its hardware keeps no data counters (`N/A (no
+  // PMA)`, iWARP ports such as Intel i40iw): ok, with its link speed, and
+  // traffic unknown. Not a read error.
+  bool counters_unsupported = false;
+  // What is not known and why, not errors (the collector logs each once):
+  // counters the hardware does not keep, a rate text not understood.
+  std::vector<std::string> unknown;
   std::uint64_t receive_bytes = 0;
   std::uint64_t transmit_bytes = 0;
   std::optional<double> link_speed_bytes_per_second;
@@ -77,6 +91,19 @@ struct NetRead {
 // `<sys>/class/infiniband/<hca>/ports/<port>/counters/port_{rcv,xmit}_data`
 // (4-byte words) and `rate`.
 NetRead read_net_interface(const std::string& sys, const std::string& name);
+
+// The node's memory and pressure: `<proc>/pressure/{memory,io,cpu}` and
+// `<proc>/meminfo`. PSI absent (no `pressure` directory: an old kernel,
+// psi=0) is not an error: its figures stay unknown and `unknown` says so;
+// likewise no meminfo (a procfs fixture tree) or a line of it missing. A file that exists and does
+// not parse is an error (the rest is still read).
+struct NodeRead {
+  bool ok = false;
+  std::string error;
+  NodeIo node;
+  std::vector<std::string> unknown;
+};
+NodeRead read_node_pressure(const std::string& proc);
 
 // A kernel text file, at most `max_bytes`.
 bool read_kernel_file(const std::string& path, std::string& out, std::string& error,

@@ -61,6 +61,10 @@ void prune(IoState& io, const State& state) {
 
 bool backwards(const IoCounters& now, const IoCounters& last) {
   if (now.read_bytes < last.read_bytes || now.written_bytes < last.written_bytes) return true;
+  if (now.device_busy_seconds < last.device_busy_seconds ||
+      now.device_weighted_seconds < last.device_weighted_seconds) {
+    return true;
+  }
   for (std::size_t i = 0; i < kMetaOpCount; ++i) {
     if (now.metadata_ops[i] < last.metadata_ops[i]) return true;
   }
@@ -100,6 +104,13 @@ IoFold fold_tier_read(TierIo& t, IoSource source, const SourceRead& r, double no
   t.source = source;
   t.devices = r.devices;
   t.has_metadata_ops = r.has_metadata_ops;
+  if (t.has_raw && r.has_device_times != t.has_device_times) {
+    f.rebaselined = true;  // a member without the time fields came or went
+    t.has_raw = false;
+  }
+  t.has_device_times = r.has_device_times;
+  t.device_in_flight =
+      r.has_device_times ? std::optional<double>(r.device_in_flight) : std::nullopt;
   if (!t.has_raw) {
     if (!t.has_totals) {
       t.totals = r.raw;
@@ -121,6 +132,9 @@ IoFold fold_tier_read(TierIo& t, IoSource source, const SourceRead& r, double no
   const IoSample prev = have_prev ? t.history.samples.back() : IoSample{};
   t.totals.read_bytes += r.raw.read_bytes - t.last_raw.read_bytes;
   t.totals.written_bytes += r.raw.written_bytes - t.last_raw.written_bytes;
+  t.totals.device_busy_seconds += r.raw.device_busy_seconds - t.last_raw.device_busy_seconds;
+  t.totals.device_weighted_seconds +=
+      r.raw.device_weighted_seconds - t.last_raw.device_weighted_seconds;
   for (std::size_t i = 0; i < kMetaOpCount; ++i) {
     t.totals.metadata_ops[i] += r.raw.metadata_ops[i] - t.last_raw.metadata_ops[i];
   }
@@ -152,6 +166,13 @@ IoFold fold_net_read(NetInterfaceIo& n, const NetRead& r, double now) {
   n.error.clear();
   n.infiniband = r.infiniband;
   n.link_speed_bytes_per_second = r.link_speed_bytes_per_second;
+  if (r.counters_unsupported) {
+    // No counters to fold: no totals (absent, not 0) and no history.
+    n.has_totals = false;
+    n.has_raw = false;
+    n.history.clear();
+    return f;
+  }
   const auto rx = static_cast<double>(r.receive_bytes);
   const auto tx = static_cast<double>(r.transmit_bytes);
   if (!n.has_raw) {
@@ -205,10 +226,27 @@ std::vector<std::string> TierIoCollector::targets() const {
   out.reserve(tiers_.size() + 1);
   for (const auto& t : tiers_) out.push_back(t.name);
   if (!interfaces_.empty()) out.push_back(kNetworkTarget);
+  out.push_back(kNodeTarget);
   return out;
 }
 
 Job TierIoCollector::prepare(const std::string& target, const State& /*state*/) {
+  if (target == kNodeTarget) {
+    return [proc = proc_path_, logged = logged_]() -> Update {
+      NodeRead r = read_node_pressure(proc);
+      return [r = std::move(r), logged](State& state) {
+        auto next = copy_io(state);
+        // What was read stands; what was not is unknown (nullopt), not the
+        // last value.
+        next->node = r.node;
+        IoFold f;
+        f.error = !r.ok;
+        account(*next, f, "node", r.error, *logged);
+        for (const std::string& u : r.unknown) log_once(*logged, "node", "I/O figure not known", u);
+        state.io = std::move(next);
+      };
+    };
+  }
   if (target == kNetworkTarget) {
     return [ifs = interfaces_, sys = sys_path_, clock = clock_, logged = logged_]() -> Update {
       std::vector<NetRead> reads;
@@ -227,6 +265,9 @@ Job TierIoCollector::prepare(const std::string& target, const State& /*state*/) 
           n.name = ifs[i];
           const IoFold f = fold_net_read(n, reads[i], now);
           account(*next, f, "interface " + ifs[i], reads[i].error, *logged);
+          for (const std::string& u : reads[i].unknown) {
+            log_once(*logged, "interface " + ifs[i], "I/O figure not known", u);
+          }
         }
         prune(*next, state);
         state.io = std::move(next);
@@ -277,6 +318,9 @@ Job TierIoCollector::prepare(const std::string& target, const State& /*state*/) 
       } else {
         const IoFold f = fold_tier_read(t, source, r, now);
         account(*next, f, "tier " + target, r.error, *logged);
+        for (const std::string& u : r.unknown) {
+          log_once(*logged, "tier " + target, "I/O figure not known", u);
+        }
       }
       prune(*next, state);
       update_shared_with(*next);
@@ -287,7 +331,12 @@ Job TierIoCollector::prepare(const std::string& target, const State& /*state*/) 
 
 void TierIoCollector::fail(const std::string& target, const std::string& error, State& state) {
   auto next = copy_io(state);
-  if (target == kNetworkTarget) {
+  if (target == kNodeTarget) {
+    next->node = {};  // not read this interval: unknown
+    IoFold f;
+    f.error = true;
+    account(*next, f, "node", error, *logged_);
+  } else if (target == kNetworkTarget) {
     for (const std::string& name : interfaces_) {
       NetInterfaceIo& n = next->interfaces[name];
       n.name = name;

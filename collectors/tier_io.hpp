@@ -45,6 +45,8 @@ void update_shared_with(IoState& io);
 
 // The collector target of the network interfaces (no tier name has a ':').
 inline constexpr const char* kNetworkTarget = ":network";
+// The collector target of the node's memory and pressure (read_node_pressure).
+inline constexpr const char* kNodeTarget = ":node";
 
 // Thread-compatible: members are touched on the loop thread only.
 class TierIoCollector final : public Collector {

@@ -56,6 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const ckptmon::LliteStats s = ckptmon::parse_llite_stats(text);
   check(s.ok == s.error.empty(), "llite stats are ok or say why");
   check_counters(s.raw);
+  check(s.unknown_counters.size() <= ckptmon::LliteStats::kMaxUnknown,
+        "unknown llite counters are capped");
   if (auto v = ckptmon::parse_net_speed_bytes_per_second(text)) check(*v > 0, "speed > 0");
   if (auto v = ckptmon::parse_ib_rate_bytes_per_second(text)) {
     check(*v > 0 && std::isfinite(*v), "rate > 0");

@@ -66,6 +66,11 @@ inline std::string_view to_string(MetaOp op) { return kMetaOpNames[static_cast<s
 struct IoCounters {
   double read_bytes = 0;
   double written_bytes = 0;
+  // Block devices: diskstats fields 10 and 11 (Documentation/admin-guide/
+  // iostats.rst), seconds the devices were busy and the request time
+  // weighted by the requests in flight, summed over the member devices.
+  double device_busy_seconds = 0;
+  double device_weighted_seconds = 0;
   std::array<double, kMetaOpCount> metadata_ops{};  // indexed by MetaOp
   double metadata_total() const {
     double s = 0;
@@ -156,6 +161,11 @@ struct TierIo {
   // False for block devices: the block layer counts no metadata operations
   // (unknown, not zero), so `totals.metadata_ops` stay 0 and are not exported.
   bool has_metadata_ops = false;
+  // Block devices whose diskstats lines have the time fields: the device
+  // times in `totals` are figures, and the requests in flight (diskstats
+  // field 9, summed over the members) at the last read.
+  bool has_device_times = false;
+  std::optional<double> device_in_flight;
   // The collector's bookkeeping: the last raw kernel counters, and how many
   // resets (a raw counter went backwards) and failed reads it met.
   bool has_raw = false;
@@ -203,9 +213,21 @@ struct NetInterfaceIo {
   }
 };
 
+// The node's memory and pressure stall information (collectors/
+// node_pressure.hpp), each unknown (nullopt) until read, and while the
+// kernel does not provide it.
+enum class PressureResource : std::uint8_t { kMemory, kIo, kCpu };
+inline constexpr std::array<std::string_view, 3> kPressureResourceNames = {"memory", "io", "cpu"};
+struct NodeIo {
+  // Cumulative stall seconds (PSI totals): [resource][0 some, 1 full].
+  std::array<std::array<std::optional<double>, 2>, 3> pressure_seconds{};
+  std::optional<double> memory_available_bytes, memory_dirty_bytes, memory_writeback_bytes;
+};
+
 struct IoState {
   std::map<std::string, TierIo> tiers;               // by tier name
   std::map<std::string, NetInterfaceIo> interfaces;  // by interface name
+  NodeIo node;
   // Failed reads or parses of any source (tier or interface), and counter
   // resets, since start: ckptmon_io_read_errors_total, ckptmon_io_resets_total.
   std::uint64_t read_errors = 0;

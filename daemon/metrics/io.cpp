@@ -32,6 +32,16 @@ void io_families(const State& state, std::vector<prometheus::MetricFamily>& out)
       gauge("ckpt_tier_io_source_info",
             "Where the tier's I/O counters come from: source block, nfs, lustre or "
             "none; devices read; other tiers sharing them. Always 1.");
+  FamilyBuilder inflight = gauge("ckpt_tier_device_inflight_requests",
+                                 "Requests in flight on the tier's block devices at the last "
+                                 "read (diskstats field 9, summed over members).");
+  FamilyBuilder busy = counter("ckpt_tier_device_io_seconds_total",
+                               "Seconds the tier's block devices were busy (diskstats field 10, "
+                               "summed over members).");
+  FamilyBuilder weighted =
+      counter("ckpt_tier_device_weighted_io_seconds_total",
+              "Request seconds weighted by the requests in flight (diskstats field 11, summed "
+              "over members): its rate is the average queue depth.");
   for (const auto& [name, t] : io.tiers) {
     // A tier whose mount was never resolved (root down) has no known source:
     // unknown, not "none".
@@ -45,12 +55,17 @@ void io_families(const State& state, std::vector<prometheus::MetricFamily>& out)
     const Labels tier{{"tier", name}};
     read.add(tier, t.totals.read_bytes);
     written.add(tier, t.totals.written_bytes);
+    if (t.has_device_times) {
+      busy.add(tier, t.totals.device_busy_seconds);
+      weighted.add(tier, t.totals.device_weighted_seconds);
+      if (t.ok && t.device_in_flight) inflight.add(tier, *t.device_in_flight);
+    }
     if (!t.has_metadata_ops) continue;
     for (std::size_t i = 0; i < kMetaOpCount; ++i) {
       meta.add({{"tier", name}, {"op", std::string(kMetaOpNames[i])}}, t.totals.metadata_ops[i]);
     }
   }
-  append(out, {&read, &written, &meta, &info});
+  append(out, {&read, &written, &meta, &info, &inflight, &busy, &weighted});
 
   FamilyBuilder rx =
       counter("ckpt_network_receive_bytes_total",
@@ -71,6 +86,32 @@ void io_families(const State& state, std::vector<prometheus::MetricFamily>& out)
     if (n.ok && n.link_speed_bytes_per_second) speed.add(l, *n.link_speed_bytes_per_second);
   }
   append(out, {&rx, &tx, &speed});
+
+  const NodeIo& node = io.node;
+  FamilyBuilder pressure =
+      counter("ckpt_node_pressure_seconds_total",
+              "Time some (or all: full) runnable tasks of the node stalled on the resource "
+              "(/proc/pressure, PSI); absent where the kernel keeps none.");
+  for (std::size_t r = 0; r < kPressureResourceNames.size(); ++r) {
+    for (std::size_t k = 0; k < 2; ++k) {
+      if (const auto& v = node.pressure_seconds[r][k]) {
+        pressure.add({{"resource", std::string(kPressureResourceNames[r])},
+                      {"kind", k == 0 ? "some" : "full"}},
+                     *v);
+      }
+    }
+  }
+  FamilyBuilder available =
+      gauge("ckpt_node_memory_available_bytes", "MemAvailable of /proc/meminfo.");
+  FamilyBuilder dirty = gauge("ckpt_node_memory_dirty_bytes",
+                              "Dirty of /proc/meminfo: written, not yet on its way to storage.");
+  FamilyBuilder writeback =
+      gauge("ckpt_node_memory_writeback_bytes",
+            "Writeback of /proc/meminfo: on its way to storage, not yet written.");
+  if (node.memory_available_bytes) available.add({}, *node.memory_available_bytes);
+  if (node.memory_dirty_bytes) dirty.add({}, *node.memory_dirty_bytes);
+  if (node.memory_writeback_bytes) writeback.add({}, *node.memory_writeback_bytes);
+  append(out, {&pressure, &available, &dirty, &writeback});
 
   append_counter(out, "ckptmon_io_read_errors_total",
                  "Failed reads or parses of an I/O counter source (diskstats, "

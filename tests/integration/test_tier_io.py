@@ -57,6 +57,21 @@ class TierIoOnALoopDevice(unittest.TestCase):
         self.assertIsNotNone(m.get("ckpt_network_receive_bytes_total", interface="lo"))
         self.assertIsNone(m.get("ckpt_network_link_speed_bytes_per_second", interface="lo"))
         self.assertEqual(m.get("ckptmon_io_read_errors_total"), 0.0)
+        # The loop device's diskstats time fields; nothing of the sort for tmpfs.
+        self.assertIsNotNone(m.get("ckpt_tier_device_io_seconds_total", tier="loop"))
+        self.assertIsNotNone(m.get("ckpt_tier_device_inflight_requests", tier="loop"))
+        self.assertIsNone(m.get("ckpt_tier_device_io_seconds_total", tier="shm"))
+        # The node, from this machine's /proc.
+        self.assertGreater(m.get("ckpt_node_memory_available_bytes"), 0)
+        self.assertIsNotNone(m.get("ckpt_node_memory_dirty_bytes"))
+        self.assertIsNotNone(m.get("ckpt_node_memory_writeback_bytes"))
+        if os.path.exists("/proc/pressure/io"):
+            for res in ("memory", "io", "cpu"):
+                self.assertIsNotNone(m.get("ckpt_node_pressure_seconds_total", resource=res,
+                                           kind="some"), res)
+        else:
+            print("\nthis kernel has no /proc/pressure: the pressure series are absent")
+            self.assertEqual(m.labels_of("ckpt_node_pressure_seconds_total"), [])
 
         path = os.path.join(self.tier, "shard-00000.bin")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -90,11 +105,21 @@ class TierIoOnALoopDevice(unittest.TestCase):
             port = self.start_node_exporter(dev)
 
             def both():
-                theirs = harness.scrape(port).get("node_disk_written_bytes_total", device=dev)
-                mine = sample()
-                return theirs is not None and theirs == mine and (mine, theirs)
+                t = harness.scrape(port)
+                m = ck.scrape()
+                theirs = (t.get("node_disk_written_bytes_total", device=dev),
+                          t.get("node_disk_io_time_seconds_total", device=dev),
+                          t.get("node_disk_io_time_weighted_seconds_total", device=dev))
+                mine = (m.get("ckpt_tier_written_bytes_total", tier="loop"),
+                        m.get("ckpt_tier_device_io_seconds_total", tier="loop"),
+                        m.get("ckpt_tier_device_weighted_io_seconds_total", tier="loop"))
+                # The times agree to the millisecond the kernel counts in
+                # (node_exporter multiplies by 0.001, ckptmon divides by 1000).
+                return (None not in theirs and None not in mine and theirs[0] == mine[0]
+                        and all(abs(a - b) < 1e-6 for a, b in zip(theirs[1:], mine[1:]))
+                        and (mine, theirs))
             mine, theirs = harness.wait_for(both, what="ckptmon and node_exporter to agree")
-            print(f"written: ckptmon={mine:.0f} node_exporter={theirs:.0f}")
+            print(f"written, busy, weighted: ckptmon={mine} node_exporter={theirs}")
 
         tiers = {t["name"]: t for t in ck.get("/api/v1/tiers").json()}
         self.assertEqual(tiers["loop"]["io_source"], "block")

@@ -4,6 +4,7 @@
 
 #include "collectors/io_parsers.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -83,6 +84,19 @@ TEST(Diskstats, FourteenEighteenAndSevenFieldLinesGiveTheSameCounters) {
   EXPECT_EQ(line_of(parse_diskstats(slurp("procfs-block/diskstats-18")), "sda1")->fields, 18);
 }
 
+// Fields 9 to 11 (Documentation/admin-guide/iostats.rst): I/Os in flight,
+// ms busy, weighted ms; a 7-field partition line has none.
+TEST(Diskstats, TheTimeFieldsOfFourteenFieldLines) {
+  const DiskStatsParse p = parse_diskstats(
+      "   8      16 sdx 1 0 8 1 2 0 16 2 3 4500 9000\n   8      17 sdx1 1 8 2 16\n");
+  ASSERT_EQ(p.lines.size(), 2u) << p.first_error;
+  EXPECT_EQ(p.lines[0].in_flight, 3u);
+  EXPECT_EQ(p.lines[0].io_ms, 4500u);
+  EXPECT_EQ(p.lines[0].weighted_io_ms, 9000u);
+  EXPECT_FALSE(p.lines[1].in_flight);
+  EXPECT_FALSE(p.lines[1].io_ms);
+}
+
 TEST(Diskstats, BadLinesAreCountedAndTheRestKept) {
   const DiskStatsParse p = parse_diskstats(slurp("procfs-block/diskstats-bad"));
   // sda1 has 13 fields, sda2 a negative counter.
@@ -134,6 +148,11 @@ TEST(BlockSource, SumsTheMembersDiskstatsInBytes) {
     // sdb + sdc, not md0's own line (1500000 / 1999000 sectors).
     EXPECT_EQ(r.raw.read_bytes, (1000000.0 + 1000008.0) * 512);     // 1 024 004 096
     EXPECT_EQ(r.raw.written_bytes, (2000000.0 + 2000000.0) * 512);  // 2 048 000 000
+    // Busy and weighted ms of sdb and sdc (fields 10, 11), in seconds.
+    ASSERT_TRUE(r.has_device_times);
+    EXPECT_DOUBLE_EQ(r.raw.device_busy_seconds, (120442.0 + 120118.0) / 1000);
+    EXPECT_DOUBLE_EQ(r.raw.device_weighted_seconds, (391343.0 + 390113.0) / 1000);
+    EXPECT_EQ(r.device_in_flight, 0);
   }
   {
     const SourceRead r = read_block_source(proc, sys, mount_at("procfs-block", "/ckpt/nvme"));
@@ -313,9 +332,11 @@ TEST(LliteStats, CurrentFormat) {
   EXPECT_EQ(op(s.raw, MetaOp::kMkdir), 40);
   EXPECT_EQ(op(s.raw, MetaOp::kRename), 128);
   EXPECT_EQ(op(s.raw, MetaOp::kLookup), 0);
-  // statfs 900 + inode_permission 30000 + getxattr 700; not read, write,
-  // ioctl, mmap, page_fault, seek.
-  EXPECT_EQ(op(s.raw, MetaOp::kOther), 31600);
+  // statfs 900 + getxattr 700: metadata RPCs. Not inode_permission (30000,
+  // a check against cached attributes), read, write, ioctl, mmap,
+  // page_fault, seek.
+  EXPECT_EQ(op(s.raw, MetaOp::kOther), 1600);
+  EXPECT_TRUE(s.unknown_counters.empty());
 }
 
 TEST(LliteStats, OldRegsFormat) {
@@ -328,7 +349,108 @@ TEST(LliteStats, OldRegsFormat) {
   EXPECT_EQ(op(s.raw, MetaOp::kCommit), 3);
   EXPECT_EQ(op(s.raw, MetaOp::kSetattr), 5 + 1);
   EXPECT_EQ(op(s.raw, MetaOp::kGetattr), 70);
-  EXPECT_EQ(op(s.raw, MetaOp::kOther), 12 + 9 + 150);  // statfs, alloc_inode, inode_permission
+  EXPECT_EQ(op(s.raw, MetaOp::kOther), 12);  // statfs; not alloc_inode 9, inode_permission 150
+}
+
+// Lustre 2.15+ lines, written by hand after lustre/llite/lproc_llite.c:
+// the cache and per-file statistics and the hybrid I/O counters stay out of
+// the metadata operations; getxattr_hits is taken off getxattr; a counter a
+// newer Lustre adds is left out and named.
+TEST(LliteStats, OnlyMetadataRpcsCountAsMetadataOperations) {
+  const LliteStats s = parse_llite_stats(
+      "snapshot_time             1790277040.611962111 secs.nsecs\n"
+      "start_time                1790008165.367572621 secs.nsecs\n"
+      "elapsed_time              268875.244389490 secs.nsecs\n"
+      "write_bytes               10 samples [bytes] 1 100 500 30000\n"
+      "hybrid_write_bytes        2 samples [bytes] 4194304 16777216 20971520 299067162755072\n"
+      "open                      40 samples [usecs] 0 36 3420 6955\n"
+      "getxattr                  30 samples [usecs] 147 1085 290062 57805970\n"
+      "getxattr_hits             20 samples [reqs]\n"
+      "inode_permission          9000 samples [usecs] 0 7416 72809 85436\n"
+      "opencount                 40 samples [reqs] 1 422 48334 276156\n"
+      "openclosetime             14 samples [usecs] 766 129984077 549421294037909 1\n"
+      "hybrid_noswitch           888 samples [reqs]\n"
+      "quantum_flux              7 samples [reqs]\n");
+  ASSERT_TRUE(s.ok) << s.error;
+  EXPECT_EQ(s.raw.written_bytes, 500);      // not the hybrid line's bytes
+  EXPECT_EQ(op(s.raw, MetaOp::kOpen), 40);  // not opencount's 40 again
+  EXPECT_EQ(op(s.raw, MetaOp::kOther), 30 - 20);
+  double all = 0;
+  for (double v : s.raw.metadata_ops) all += v;
+  EXPECT_EQ(all, 40 + 10);
+  EXPECT_EQ(s.unknown_counters, (std::vector<std::string>{"quantum_flux"}));
+  // More hits than calls (counters read at different moments): never negative.
+  const LliteStats odd = parse_llite_stats(
+      "snapshot_time 1.0 secs.nsecs\ngetxattr 3 samples [usecs] 1 1 3 3\n"
+      "getxattr_hits 5 samples [reqs]\n");
+  ASSERT_TRUE(odd.ok) << odd.error;
+  EXPECT_EQ(op(odd.raw, MetaOp::kOther), 0);
+}
+
+TEST(LliteStats, EveryCounterOfTheLlitesOwnTableIsClassified) {
+  // lproc_llite.c's llite_opcode_table (2.16) and older clients' counters:
+  // none is unknown, and the metadata ones are the MDS calls.
+  for (const char* n : {"read_bytes",
+                        "write_bytes",
+                        "read",
+                        "write",
+                        "ioctl",
+                        "open",
+                        "close",
+                        "mmap",
+                        "page_fault",
+                        "page_mkwrite",
+                        "seek",
+                        "fsync",
+                        "readdir",
+                        "setattr",
+                        "truncate",
+                        "flock",
+                        "getattr",
+                        "fallocate",
+                        "create",
+                        "link",
+                        "unlink",
+                        "symlink",
+                        "mkdir",
+                        "rmdir",
+                        "mknod",
+                        "rename",
+                        "statfs",
+                        "setxattr",
+                        "getxattr",
+                        "getxattr_hits",
+                        "listxattr",
+                        "removexattr",
+                        "inode_permission",
+                        "opencount",
+                        "openclosetime",
+                        "hybrid_noswitch",
+                        "hybrid_writesize_switch",
+                        "hybrid_readsize_switch",
+                        "hybrid_read_bytes",
+                        "hybrid_write_bytes",
+                        "alloc_inode",
+                        "direct_read",
+                        "direct_write",
+                        "brw_read",
+                        "brw_write",
+                        "osc_read",
+                        "osc_write",
+                        "lockless_read_bytes",
+                        "lockless_write_bytes",
+                        "lockless_truncate",
+                        "splice_read",
+                        "dirty_pages_hits",
+                        "dirty_pages_misses"}) {
+    EXPECT_TRUE(classify_llite_counter(n).has_value()) << n;
+  }
+  EXPECT_EQ(classify_llite_counter("inode_permission")->kind, LliteKind::kLocal);
+  EXPECT_EQ(classify_llite_counter("getxattr_hits")->kind, LliteKind::kLocal);
+  EXPECT_EQ(classify_llite_counter("hybrid_noswitch")->kind, LliteKind::kIo);
+  EXPECT_EQ(classify_llite_counter("mknod")->kind, LliteKind::kMetadataRpc);
+  EXPECT_EQ(classify_llite_counter("mknod")->op, MetaOp::kCreate);
+  EXPECT_FALSE(classify_llite_counter("quantum_flux"));
 }
 
 TEST(LliteStats, BadInput) {
@@ -397,6 +519,39 @@ TEST(NetInterface, EthernetCountersAndSpeed) {
   EXPECT_EQ(*r.link_speed_bytes_per_second, 25000.0 * 1e6 / 8);  // 25 Gb/s = 3.125 GB/s
 }
 
+// A port whose device has no performance management agent: the ib core
+// answers "N/A (no PMA)" for its data counters (drivers/infiniband/core/
+// sysfs.c); iWARP ports such as Intel i40iw. The link speed is still known.
+TEST(NetInterface, AnInfinibandPortWithoutDataCountersKeepsItsLinkSpeed) {
+  testing::TempDir sys;
+  const std::string port = "class/infiniband/iw0/ports/1/";
+  sys.write_text(port + "rate", "10 Gb/sec (4X)\n");
+  sys.write_text(port + "state", "4: ACTIVE\n");
+  sys.write_text(port + "counters/port_rcv_data", "N/A (no PMA)\n");
+  sys.write_text(port + "counters/port_xmit_data", "N/A (no PMA)\n");
+  const NetRead r = read_net_interface(sys.str(), "iw0:1");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_TRUE(r.error.empty());
+  EXPECT_TRUE(r.infiniband);
+  EXPECT_TRUE(r.counters_unsupported);
+  ASSERT_TRUE(r.link_speed_bytes_per_second);
+  EXPECT_EQ(*r.link_speed_bytes_per_second, 10e9 / 8);  // 1.25e9, as node_exporter says
+  ASSERT_EQ(r.unknown.size(), 1u);
+  EXPECT_NE(r.unknown[0].find("port_rcv_data reads \"N/A (no PMA)\""), std::string::npos)
+      << r.unknown[0];
+  // A rate text not understood: the speed unknown, said, the counters read.
+  sys.write_text(port + "rate", "fast\n");
+  sys.write_text(port + "counters/port_rcv_data", "10\n");
+  sys.write_text(port + "counters/port_xmit_data", "20\n");
+  const NetRead q = read_net_interface(sys.str(), "iw0:1");
+  ASSERT_TRUE(q.ok) << q.error;
+  EXPECT_FALSE(q.counters_unsupported);
+  EXPECT_EQ(q.receive_bytes, 40u);
+  EXPECT_FALSE(q.link_speed_bytes_per_second);
+  ASSERT_EQ(q.unknown.size(), 1u);
+  EXPECT_NE(q.unknown[0].find("rate reads \"fast\""), std::string::npos) << q.unknown[0];
+}
+
 TEST(NetInterface, SpeedMinusOneIsUnknownNotZero) {
   const NetRead r = read_net_interface(kFixtures + "/sysfs-net", "eth1");
   ASSERT_TRUE(r.ok) << r.error;
@@ -461,6 +616,89 @@ TEST(ThisMachine, LoopbackInterfaceHasCountersAndNoSpeed) {
   const NetRead r = read_net_interface("/sys", "lo");
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_FALSE(r.link_speed_bytes_per_second.has_value());  // lo's speed answers EINVAL
+}
+
+// --- the node: PSI and meminfo ---------------------------------------------------------
+// Written by hand after Documentation/accounting/psi.rst and proc(5).
+
+TEST(NodePressure, PsiLinesAndTheirTotals) {
+  const PsiParse io = parse_psi(
+      "some avg10=0.00 avg60=0.01 avg300=0.15 total=191216774\n"
+      "full avg10=0.00 avg60=0.00 avg300=0.06 total=121399543\n");
+  ASSERT_TRUE(io.ok) << io.error;
+  EXPECT_EQ(io.some_total_us, 191216774u);
+  EXPECT_EQ(io.full_total_us, 121399543u);
+  // cpu before 5.13 has no full line: unknown, not 0.
+  const PsiParse cpu = parse_psi("some avg10=3.59 avg60=5.18 avg300=12.47 total=6884095804\n");
+  ASSERT_TRUE(cpu.ok) << cpu.error;
+  EXPECT_FALSE(cpu.full_total_us);
+  EXPECT_FALSE(parse_psi("").ok);
+  EXPECT_FALSE(parse_psi("some avg10=1\n").ok);  // no total
+  const PsiParse bad = parse_psi("some avg10=0.00 total=5\nhalf total=3\n");
+  EXPECT_FALSE(bad.ok);
+  EXPECT_EQ(bad.error, "not a pressure line: \"half total=3\"");
+  EXPECT_FALSE(bad.some_total_us);  // nothing half-read is kept
+}
+
+TEST(NodePressure, MeminfoLinesInBytes) {
+  const MeminfoParse m = parse_meminfo(
+      "MemTotal:       24609008 kB\nMemFree:         1000000 kB\n"
+      "MemAvailable:   23751732 kB\nDirty:               148 kB\nWriteback:             0 kB\n");
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.available_bytes, 23751732.0 * 1024);
+  EXPECT_EQ(m.dirty_bytes, 148.0 * 1024);
+  EXPECT_EQ(m.writeback_bytes, 0.0);  // a real 0: the line says so
+  const MeminfoParse old = parse_meminfo("MemTotal: 100 kB\nMemFree: 50 kB\n");
+  ASSERT_TRUE(old.ok);
+  EXPECT_FALSE(old.dirty_bytes);  // no line: unknown
+  EXPECT_FALSE(old.available_bytes);
+  EXPECT_FALSE(parse_meminfo("garbage\n").ok);
+}
+
+TEST(NodePressure, AbsentPsiIsUnknownAndSaidNotAnError) {
+  testing::TempDir proc;
+  proc.write_text("meminfo", "MemAvailable: 10 kB\nWriteback: 0 kB\n");
+  NodeRead r = read_node_pressure(proc.str());
+  ASSERT_TRUE(r.ok) << r.error;
+  for (const auto& res : r.node.pressure_seconds) {
+    EXPECT_FALSE(res[0]);
+    EXPECT_FALSE(res[1]);
+  }
+  EXPECT_EQ(r.node.memory_available_bytes, 10240.0);
+  EXPECT_FALSE(r.node.memory_dirty_bytes);
+  ASSERT_EQ(r.unknown.size(), 2u);
+  EXPECT_NE(r.unknown[0].find("no pressure stall information"), std::string::npos);
+  EXPECT_NE(r.unknown[1].find("has no Dirty line"), std::string::npos);
+  // With PSI: totals in seconds; a file that does not parse is an error,
+  // and the rest is still read.
+  proc.write_text("pressure/memory", "some avg10=0.00 total=2500000\nfull avg10=0.00 total=0\n");
+  proc.write_text("pressure/io", "some avg10=0.00 total=1000000\nfull avg10=0.00 total=500000\n");
+  proc.write_text("pressure/cpu", "what\n");
+  r = read_node_pressure(proc.str());
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("/pressure/cpu: not a pressure line"), std::string::npos) << r.error;
+  EXPECT_EQ(r.node.pressure_seconds[0][0], 2.5);
+  EXPECT_EQ(r.node.pressure_seconds[0][1], 0.0);
+  EXPECT_EQ(r.node.pressure_seconds[1][1], 0.5);
+  EXPECT_FALSE(r.node.pressure_seconds[2][0]);
+  EXPECT_EQ(r.node.memory_available_bytes, 10240.0);
+}
+
+TEST(NodePressure, ThisMachinesKernel) {
+  if (!std::filesystem::exists("/proc/pressure/io")) {
+    GTEST_SKIP() << "this kernel has no /proc/pressure (psi=0 or before 4.20)";
+  }
+  const NodeRead r = read_node_pressure("/proc");
+  ASSERT_TRUE(r.ok) << r.error;
+  // Every resource has a some line; the totals only grow.
+  for (std::size_t i = 0; i < 3; ++i) ASSERT_TRUE(r.node.pressure_seconds[i][0]) << i;
+  const NodeRead later = read_node_pressure("/proc");
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_GE(*later.node.pressure_seconds[i][0], *r.node.pressure_seconds[i][0]);
+  }
+  ASSERT_TRUE(r.node.memory_available_bytes);
+  EXPECT_GT(*r.node.memory_available_bytes, 0);
+  ASSERT_TRUE(r.node.memory_dirty_bytes);
 }
 
 }  // namespace

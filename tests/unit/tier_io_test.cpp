@@ -266,8 +266,8 @@ struct Rig {
 
 TEST(TierIoCollector, ReadsEverySourceAndCountsErrorsWithoutStoppingTheOthers) {
   Rig rig;
-  EXPECT_EQ(rig.collector.targets(),
-            (std::vector<std::string>{"rapid", "rapid2", "shm", "nfs", "broken", ":network"}));
+  EXPECT_EQ(rig.collector.targets(), (std::vector<std::string>{"rapid", "rapid2", "shm", "nfs",
+                                                               "broken", ":network", ":node"}));
   rig.run_all();
   ASSERT_TRUE(rig.state.io);
   const TierIo& rapid = rig.tier("rapid");
@@ -397,7 +397,7 @@ TEST(TierIoCollector, DeadlineAndReloadAreHandled) {
   rig.state.apply_config(next);
   rig.state.config = next;
   rig.collector.configure(*next);
-  EXPECT_EQ(rig.collector.targets().size(), 4u);
+  EXPECT_EQ(rig.collector.targets().size(), 5u);  // four tiers and the node
   rig.run_all();
   EXPECT_FALSE(rig.state.io->tiers.contains("broken"));
   EXPECT_TRUE(rig.state.io->interfaces.empty());
@@ -438,6 +438,37 @@ TEST(TierIoCollector, ErrorsAreCountedEveryTimeAndLoggedOnce) {
   rig.clock->advance(15);
   rig.run_all();
   EXPECT_EQ(out.count("target=\"tier nfs\""), 3u) << out.str();  // + "readable again"
+}
+
+TEST(FoldTierRead, DeviceTimesAddDeltasAndTheRequestsInFlightAreTheLastRead) {
+  auto read = [](double busy, double weighted, double in_flight) {
+    SourceRead r = block_read(0, 0);
+    r.has_device_times = true;
+    r.raw.device_busy_seconds = busy;
+    r.raw.device_weighted_seconds = weighted;
+    r.device_in_flight = in_flight;
+    return r;
+  };
+  TierIo t;
+  fold_tier_read(t, IoSource::kBlock, read(10, 40, 2), 100);
+  EXPECT_TRUE(t.has_device_times);
+  EXPECT_EQ(t.device_in_flight, 2.0);
+  fold_tier_read(t, IoSource::kBlock, read(12.5, 50, 0), 110);
+  EXPECT_EQ(t.totals.device_busy_seconds, 12.5);
+  EXPECT_EQ(t.totals.device_weighted_seconds, 50);
+  EXPECT_EQ(t.device_in_flight, 0.0);  // a real 0: nothing queued now
+  // A busy time going backwards (a device replaced) is a reset: no increase.
+  IoFold f = fold_tier_read(t, IoSource::kBlock, read(1, 60, 0), 120);
+  EXPECT_TRUE(f.reset);
+  EXPECT_EQ(t.totals.device_busy_seconds, 12.5);
+  fold_tier_read(t, IoSource::kBlock, read(2, 61, 0), 130);
+  EXPECT_EQ(t.totals.device_busy_seconds, 13.5);
+  // A member without the time fields: unknown from then, a new baseline.
+  SourceRead old = block_read(0, 0);
+  f = fold_tier_read(t, IoSource::kBlock, old, 140);
+  EXPECT_TRUE(f.rebaselined);
+  EXPECT_FALSE(t.has_device_times);
+  EXPECT_FALSE(t.device_in_flight);
 }
 
 }  // namespace
