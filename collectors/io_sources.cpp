@@ -317,12 +317,16 @@ SourceRead read_lustre_source(const std::string& proc, const std::string& sys, c
 
 NetRead read_net_interface(const std::string& sys, const std::string& name) {
   NetRead r;
+  // A sysfs value as a message quotes it: trimmed, at most 40 bytes.
+  auto shown = [](const std::string& text) {
+    return json_quote(std::string(trim(text)).substr(0, 40));
+  };
   auto counter = [&](const std::string& path, std::uint64_t& out) {
     std::string text;
     if (!read_kernel_file(path, text, r.error, 4096)) return false;
     auto v = parse_counter_file(text);
     if (!v) {
-      r.error = path + " is not a counter: " + json_quote(std::string(trim(text)).substr(0, 40));
+      r.error = path + " is not a counter: " + shown(text);
       return false;
     }
     out = *v;
@@ -336,8 +340,7 @@ NetRead read_net_interface(const std::string& sys, const std::string& name) {
     if (read_kernel_file(base + "/rate", text, err, 4096)) {
       r.link_speed_bytes_per_second = parse_ib_rate_bytes_per_second(text);
       if (!r.link_speed_bytes_per_second) {
-        r.unknown.push_back(base + "/rate reads " +
-                            json_quote(std::string(trim(text)).substr(0, 40)) +
+        r.unknown.push_back(base + "/rate reads " + shown(text) +
                             ", not \"<number> Gb/sec (...)\": the link speed is unknown");
       }
     }
@@ -346,7 +349,7 @@ NetRead read_net_interface(const std::string& sys, const std::string& name) {
     const std::string rcv_path = base + "/counters/port_rcv_data";
     if (read_kernel_file(rcv_path, text, err, 4096) && trim(text).starts_with("N/A")) {
       r.counters_unsupported = true;
-      r.unknown.push_back(rcv_path + " reads " + json_quote(std::string(trim(text)).substr(0, 40)) +
+      r.unknown.push_back(rcv_path + " reads " + shown(text) +
                           ": the port keeps no data counters; its traffic is unknown");
       r.ok = true;
       return true;

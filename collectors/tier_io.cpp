@@ -23,8 +23,10 @@ void forget(std::set<std::string>& logged, const std::string& who) {
   std::erase_if(logged, [&](const std::string& k) { return k.starts_with(who + "\n"); });
 }
 
+// `unknown`: what the read could not know, not errors (SourceRead::unknown,
+// NetRead::unknown, NodeRead::unknown), each logged once.
 void account(IoState& io, const IoFold& f, const std::string& who, const std::string& error,
-             std::set<std::string>& logged) {
+             std::set<std::string>& logged, const std::vector<std::string>& unknown = {}) {
   if (f.error) {
     ++io.read_errors;
     log_once(logged, who, "I/O counters unreadable", error);
@@ -42,6 +44,7 @@ void account(IoState& io, const IoFold& f, const std::string& who, const std::st
   if (f.rebaselined) {
     log::info("I/O source changed or came back: new baseline", {{"target", who}});
   }
+  for (const std::string& u : unknown) log_once(logged, who, "I/O figure not known", u);
 }
 
 std::shared_ptr<IoState> copy_io(const State& state) {
@@ -241,8 +244,7 @@ Job TierIoCollector::prepare(const std::string& target, const State& /*state*/) 
         next->node = r.node;
         IoFold f;
         f.error = !r.ok;
-        account(*next, f, "node", r.error, *logged);
-        for (const std::string& u : r.unknown) log_once(*logged, "node", "I/O figure not known", u);
+        account(*next, f, "node", r.error, *logged, r.unknown);
         state.io = std::move(next);
       };
     };
@@ -264,10 +266,7 @@ Job TierIoCollector::prepare(const std::string& target, const State& /*state*/) 
           NetInterfaceIo& n = next->interfaces[ifs[i]];
           n.name = ifs[i];
           const IoFold f = fold_net_read(n, reads[i], now);
-          account(*next, f, "interface " + ifs[i], reads[i].error, *logged);
-          for (const std::string& u : reads[i].unknown) {
-            log_once(*logged, "interface " + ifs[i], "I/O figure not known", u);
-          }
+          account(*next, f, "interface " + ifs[i], reads[i].error, *logged, reads[i].unknown);
         }
         prune(*next, state);
         state.io = std::move(next);
@@ -317,10 +316,7 @@ Job TierIoCollector::prepare(const std::string& target, const State& /*state*/) 
         t.error = "tier root: " + tm.error;
       } else {
         const IoFold f = fold_tier_read(t, source, r, now);
-        account(*next, f, "tier " + target, r.error, *logged);
-        for (const std::string& u : r.unknown) {
-          log_once(*logged, "tier " + target, "I/O figure not known", u);
-        }
+        account(*next, f, "tier " + target, r.error, *logged, r.unknown);
       }
       prune(*next, state);
       update_shared_with(*next);
