@@ -300,12 +300,12 @@ MountstatsParse parse_mountstats(std::string_view text) {
         break;
       }
       const auto f = fields_of(line.substr(colon + 1));
-      std::uint64_t count = 0;
+      std::uint64_t v[9] = {};  // ops trans timeouts sent recv queue rtt execute errors
       bool ok = f.size() >= 8;
       for (std::size_t j = 0; j < f.size() && ok; ++j) {
-        std::uint64_t v = 0;
-        ok = to_u64(f[j], v);
-        if (j == 0) count = v;
+        std::uint64_t x = 0;
+        ok = to_u64(f[j], x);
+        if (j < 9) v[j] = x;
       }
       if (!ok) {
         reject("cut off or malformed per-op line " + json_quote(clip(line)));
@@ -313,7 +313,11 @@ MountstatsParse parse_mountstats(std::string_view text) {
       }
       ++op_lines;
       if (auto op = nfs_meta_op(line.substr(0, colon))) {
-        m.raw.metadata_ops[static_cast<std::size_t>(*op)] += static_cast<double>(count);
+        const auto o = static_cast<std::size_t>(*op);
+        m.raw.metadata_ops[o] += static_cast<double>(v[0]);
+        m.raw.metadata_seconds[o] += static_cast<double>(v[7]) / 1000;
+        m.rtt_seconds[o] += static_cast<double>(v[6]) / 1000;
+        if (v[1] > v[0]) m.retransmissions[o] += static_cast<double>(v[1] - v[0]);
       }
     }
     if (m.ok && !have_bytes) reject("cut off (no bytes: line)");

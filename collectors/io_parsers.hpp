@@ -5,6 +5,7 @@
 // Raw counters are returned as the kernel shows them; collectors/tier_io.cpp
 // turns them into monotone running totals.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,8 +53,12 @@ struct NfsMountStats {
   std::string error;  // why the block was rejected, when !ok
   // read_bytes / written_bytes: the `bytes:` line's server read and write
   // bytes (what went over the wire, buffered and O_DIRECT alike);
-  // metadata_ops: the `per-op statistics` counts mapped by nfs_meta_op().
+  // metadata_ops: the `per-op statistics` counts mapped by nfs_meta_op(),
+  // metadata_seconds their cumulative execute time (ms in the file).
   IoCounters raw;
+  // Per MetaOp: the cumulative RTT (seconds) and retransmissions
+  // (transmissions less operations) of the per-op statistics.
+  std::array<double, kMetaOpCount> rtt_seconds{}, retransmissions{};
   // The application-side figures of the `bytes:` line, for reference.
   std::uint64_t normal_read_bytes = 0, normal_write_bytes = 0;
   std::uint64_t direct_read_bytes = 0, direct_write_bytes = 0;

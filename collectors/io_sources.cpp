@@ -246,6 +246,9 @@ SourceRead read_nfs_source(const std::string& proc, const MountInfo& m) {
     return r;
   }
   r.raw = best->raw;
+  r.has_metadata_seconds = true;
+  r.rtt_seconds = best->rtt_seconds;
+  r.retransmissions = best->retransmissions;
   r.ok = true;
   return r;
 }
@@ -424,6 +427,7 @@ NodeRead read_node_pressure(const std::string& proc) {
                         ": no pressure stall information (a kernel before 4.20, or psi=0); "
                         "pressure unknown");
   } else {
+    r.node.psi_available = true;
     for (std::size_t i = 0; i < kPressureResourceNames.size(); ++i) {
       const std::string path = proc + "/pressure/" + std::string(kPressureResourceNames[i]);
       std::string text, err;

@@ -27,6 +27,9 @@ struct SourceRead {
   std::vector<std::string> devices;
   IoCounters raw;                 // raw kernel counters, summed over `devices`
   bool has_metadata_ops = false;  // block devices have none
+  // NFS: raw.metadata_seconds, and these per-op totals, are figures.
+  bool has_metadata_seconds = false;
+  std::array<double, kMetaOpCount> rtt_seconds{}, retransmissions{};
   // Block devices whose every member has the time fields (raw.device_*
   // seconds are figures), and their requests in flight now.
   bool has_device_times = false;

@@ -70,11 +70,33 @@ bool backwards(const IoCounters& now, const IoCounters& last) {
   }
   for (std::size_t i = 0; i < kMetaOpCount; ++i) {
     if (now.metadata_ops[i] < last.metadata_ops[i]) return true;
+    if (now.metadata_seconds[i] < last.metadata_seconds[i]) return true;
+  }
+  return false;
+}
+
+bool backwards(const std::array<double, kMetaOpCount>& now,
+               const std::array<double, kMetaOpCount>& last) {
+  for (std::size_t i = 0; i < kMetaOpCount; ++i) {
+    if (now[i] < last[i]) return true;
   }
   return false;
 }
 
 }  // namespace
+
+NodeSample node_sample(const NodeIo& n, double now) {
+  NodeSample s;
+  s.time = now;
+  const auto mem = static_cast<std::size_t>(PressureResource::kMemory);
+  const auto io = static_cast<std::size_t>(PressureResource::kIo);
+  s.memory_full_seconds = n.pressure_seconds[mem][1];
+  s.io_full_seconds = n.pressure_seconds[io][1];
+  if (n.memory_dirty_bytes && n.memory_writeback_bytes) {
+    s.dirty_bytes = *n.memory_dirty_bytes + *n.memory_writeback_bytes;
+  }
+  return s;
+}
 
 IoFold fold_tier_read(TierIo& t, IoSource source, const SourceRead& r, double now) {
   IoFold f;
@@ -98,6 +120,7 @@ IoFold fold_tier_read(TierIo& t, IoSource source, const SourceRead& r, double no
     t.totals = {};
     t.history.samples.clear();
     t.has_metadata_ops = false;
+    t.has_metadata_seconds = false;
     return f;
   }
   if (t.has_raw && (source != t.source || r.devices != t.devices)) {
@@ -107,6 +130,11 @@ IoFold fold_tier_read(TierIo& t, IoSource source, const SourceRead& r, double no
   t.source = source;
   t.devices = r.devices;
   t.has_metadata_ops = r.has_metadata_ops;
+  if (t.has_raw && r.has_metadata_seconds != t.has_metadata_seconds) {
+    f.rebaselined = true;
+    t.has_raw = false;
+  }
+  t.has_metadata_seconds = r.has_metadata_seconds;
   if (t.has_raw && r.has_device_times != t.has_device_times) {
     f.rebaselined = true;  // a member without the time fields came or went
     t.has_raw = false;
@@ -117,17 +145,24 @@ IoFold fold_tier_read(TierIo& t, IoSource source, const SourceRead& r, double no
   if (!t.has_raw) {
     if (!t.has_totals) {
       t.totals = r.raw;
+      t.metadata_rtt_seconds = r.rtt_seconds;
+      t.metadata_retransmissions = r.retransmissions;
       t.has_totals = true;
     }
     t.last_raw = r.raw;
+    t.last_raw_rtt = r.rtt_seconds;
+    t.last_raw_retransmissions = r.retransmissions;
     t.has_raw = true;
     t.history.add({now, t.totals});
     return f;
   }
-  if (backwards(r.raw, t.last_raw)) {
+  if (backwards(r.raw, t.last_raw) || backwards(r.rtt_seconds, t.last_raw_rtt) ||
+      backwards(r.retransmissions, t.last_raw_retransmissions)) {
     f.reset = true;
     ++t.resets;
     t.last_raw = r.raw;
+    t.last_raw_rtt = r.rtt_seconds;
+    t.last_raw_retransmissions = r.retransmissions;
     t.history.add({now, t.totals});
     return f;
   }
@@ -140,8 +175,13 @@ IoFold fold_tier_read(TierIo& t, IoSource source, const SourceRead& r, double no
       r.raw.device_weighted_seconds - t.last_raw.device_weighted_seconds;
   for (std::size_t i = 0; i < kMetaOpCount; ++i) {
     t.totals.metadata_ops[i] += r.raw.metadata_ops[i] - t.last_raw.metadata_ops[i];
+    t.totals.metadata_seconds[i] += r.raw.metadata_seconds[i] - t.last_raw.metadata_seconds[i];
+    t.metadata_rtt_seconds[i] += r.rtt_seconds[i] - t.last_raw_rtt[i];
+    t.metadata_retransmissions[i] += r.retransmissions[i] - t.last_raw_retransmissions[i];
   }
   t.last_raw = r.raw;
+  t.last_raw_rtt = r.rtt_seconds;
+  t.last_raw_retransmissions = r.retransmissions;
   if (have_prev && now > prev.time) {
     const double dt = now - prev.time;
     t.best_read_bytes_per_second = std::max(t.best_read_bytes_per_second,
@@ -235,13 +275,17 @@ std::vector<std::string> TierIoCollector::targets() const {
 
 Job TierIoCollector::prepare(const std::string& target, const State& /*state*/) {
   if (target == kNodeTarget) {
-    return [proc = proc_path_, logged = logged_]() -> Update {
+    return [proc = proc_path_, clock = clock_, logged = logged_]() -> Update {
       NodeRead r = read_node_pressure(proc);
-      return [r = std::move(r), logged](State& state) {
+      const double now = clock->now();
+      return [r = std::move(r), now, logged](State& state) {
         auto next = copy_io(state);
         // What was read stands; what was not is unknown (nullopt), not the
-        // last value.
+        // last value. The samples carry on.
+        std::deque<NodeSample> history = std::move(next->node.history);
         next->node = r.node;
+        next->node.history = std::move(history);
+        if (r.ok) next->node.add(node_sample(r.node, now));
         IoFold f;
         f.error = !r.ok;
         account(*next, f, "node", r.error, *logged, r.unknown);
@@ -328,7 +372,9 @@ Job TierIoCollector::prepare(const std::string& target, const State& /*state*/) 
 void TierIoCollector::fail(const std::string& target, const std::string& error, State& state) {
   auto next = copy_io(state);
   if (target == kNodeTarget) {
+    std::deque<NodeSample> history = std::move(next->node.history);
     next->node = {};  // not read this interval: unknown
+    next->node.history = std::move(history);
     IoFold f;
     f.error = true;
     account(*next, f, "node", error, *logged_);

@@ -39,6 +39,9 @@ IoFold fold_tier_read(TierIo& t, IoSource source, const SourceRead& r, double no
 // baseline.
 IoFold fold_net_read(NetInterfaceIo& n, const NetRead& r, double now);
 
+// Pure. The node sample of a read of the node taken at `now`.
+NodeSample node_sample(const NodeIo& n, double now);
+
 // Pure. Sets every tier's shared_with: the other tiers with the same source
 // and the same devices.
 void update_shared_with(IoState& io);

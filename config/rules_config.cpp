@@ -273,6 +273,7 @@ void read_storage_path_keys(YamlMap& m, StoragePathPolicy& out, ErrorSink& sink)
   double_key(m, "metadata_ops_per_second", out.metadata_ops_per_second, sink, 0, 1e12);
   double_key(m, "metadata_multiple", out.metadata_multiple, sink, 1, 1000);
   double_key(m, "straggler_skew_ratio", out.straggler_skew_ratio, sink, 0.01, 1);
+  double_key(m, "node_pressure_ratio", out.node_pressure_ratio, sink, 0.01, 1);
   seconds_key(m, "recovery_time_objective", out.recovery_time_objective_seconds, sink, 0);
   double_key(m, "restore_metadata_ops_per_second", out.restore_metadata_ops_per_second, sink, 1,
              1e12);

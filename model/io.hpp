@@ -72,6 +72,10 @@ struct IoCounters {
   double device_busy_seconds = 0;
   double device_weighted_seconds = 0;
   std::array<double, kMetaOpCount> metadata_ops{};  // indexed by MetaOp
+  // NFS: the per-op statistics' cumulative execute time (queue + RTT, from
+  // the RPC's start to its reply) of each MetaOp, in seconds; 0 elsewhere
+  // (TierIo::has_metadata_seconds says whether they are figures).
+  std::array<double, kMetaOpCount> metadata_seconds{};
   double metadata_total() const {
     double s = 0;
     for (double v : metadata_ops) s += v;
@@ -90,25 +94,37 @@ struct IoRates {
   double read_bytes_per_second = 0;
   double written_bytes_per_second = 0;
   double metadata_ops_per_second = 0;
+  std::size_t intervals = 0;  // sampling intervals the span covers
+  double written_bytes = 0;   // over the span
+  // Per MetaOp over the span: operations, and their execute seconds (NFS).
+  std::array<double, kMetaOpCount> op_count{}, op_seconds{};
 };
 
 // The samples that bracket [start, end] in a time-ordered ring: the last at
 // or before `start` and the first at or after `end` (binary searches: the
-// rules ask this for every checkpoint). Both null when the ring does not
+// rules ask this for every checkpoint). Both end() when the ring does not
 // reach both ends or they are the same sample.
 template <typename Ring>
-std::pair<const typename Ring::value_type*, const typename Ring::value_type*> bracket(
+std::pair<typename Ring::const_iterator, typename Ring::const_iterator> bracket_at(
     const Ring& ring, double start, double end) {
   using Sample = typename Ring::value_type;
   auto after_start = std::upper_bound(ring.begin(), ring.end(), start,
                                       [](double t, const Sample& s) { return t < s.time; });
   auto at_end = std::lower_bound(ring.begin(), ring.end(), end,
                                  [](const Sample& s, double t) { return s.time < t; });
-  if (after_start == ring.begin() || at_end == ring.end()) return {nullptr, nullptr};
-  const Sample* a = &*std::prev(after_start);
-  const Sample* b = &*at_end;
-  if (b->time <= a->time) return {nullptr, nullptr};
-  return {a, b};
+  if (after_start == ring.begin() || at_end == ring.end()) return {ring.end(), ring.end()};
+  auto a = std::prev(after_start);
+  if (at_end->time <= a->time) return {ring.end(), ring.end()};
+  return {a, at_end};
+}
+
+// bracket_at() as pointers; both null when it finds none.
+template <typename Ring>
+std::pair<const typename Ring::value_type*, const typename Ring::value_type*> bracket(
+    const Ring& ring, double start, double end) {
+  auto [a, b] = bracket_at(ring, start, end);
+  if (a == ring.end()) return {nullptr, nullptr};
+  return {&*a, &*b};
 }
 
 // Bounded ring of samples in time order (oldest first).
@@ -127,8 +143,8 @@ struct IoHistory {
   // both ends of the window, or the span is empty.
   std::optional<IoRates> rates(double start, double end) const {
     if (end < start) return std::nullopt;
-    auto [a, b] = bracket(samples, start, end);
-    if (a == nullptr) return std::nullopt;
+    auto [a, b] = bracket_at(samples, start, end);
+    if (a == samples.end()) return std::nullopt;
     const double dt = b->time - a->time;
     IoRates r;
     r.start = a->time;
@@ -136,6 +152,12 @@ struct IoHistory {
     r.read_bytes_per_second = (b->counters.read_bytes - a->counters.read_bytes) / dt;
     r.written_bytes_per_second = (b->counters.written_bytes - a->counters.written_bytes) / dt;
     r.metadata_ops_per_second = (b->counters.metadata_total() - a->counters.metadata_total()) / dt;
+    r.intervals = static_cast<std::size_t>(b - a);
+    r.written_bytes = b->counters.written_bytes - a->counters.written_bytes;
+    for (std::size_t i = 0; i < kMetaOpCount; ++i) {
+      r.op_count[i] = b->counters.metadata_ops[i] - a->counters.metadata_ops[i];
+      r.op_seconds[i] = b->counters.metadata_seconds[i] - a->counters.metadata_seconds[i];
+    }
     return r;
   }
 };
@@ -161,6 +183,11 @@ struct TierIo {
   // False for block devices: the block layer counts no metadata operations
   // (unknown, not zero), so `totals.metadata_ops` stay 0 and are not exported.
   bool has_metadata_ops = false;
+  // NFS: totals.metadata_seconds are figures, and so are the per-op RTT and
+  // retransmissions below (running totals like `totals`, not in `history`:
+  // the rules need only the execute time over a window).
+  bool has_metadata_seconds = false;
+  std::array<double, kMetaOpCount> metadata_rtt_seconds{}, metadata_retransmissions{};
   // Block devices whose diskstats lines have the time fields: the device
   // times in `totals` are figures, and the requests in flight (diskstats
   // field 9, summed over the members) at the last read.
@@ -170,6 +197,7 @@ struct TierIo {
   // resets (a raw counter went backwards) and failed reads it met.
   bool has_raw = false;
   IoCounters last_raw;
+  std::array<double, kMetaOpCount> last_raw_rtt{}, last_raw_retransmissions{};
   std::uint64_t resets = 0;
   std::uint64_t errors = 0;
 };
@@ -218,10 +246,51 @@ struct NetInterfaceIo {
 // kernel does not provide it.
 enum class PressureResource : std::uint8_t { kMemory, kIo, kCpu };
 inline constexpr std::array<std::string_view, 3> kPressureResourceNames = {"memory", "io", "cpu"};
+struct NodeSample {
+  double time = 0;  // unix seconds
+  // PSI `full` totals (seconds) of memory and io; Dirty + Writeback (bytes).
+  std::optional<double> memory_full_seconds, io_full_seconds, dirty_bytes;
+};
+
+// What the node's samples say over a window (NodeIo::over), each unknown
+// when the samples do not bracket it or the kernel does not provide it.
+struct NodeWindow {
+  // Share of the span that all non-idle tasks stalled on memory or on I/O.
+  std::optional<double> memory_full_share, io_full_share;
+  // Dirty + Writeback at the end of the span less at its start (may be < 0).
+  std::optional<double> dirty_rise_bytes;
+};
+
 struct NodeIo {
   // Cumulative stall seconds (PSI totals): [resource][0 some, 1 full].
   std::array<std::array<std::optional<double>, 2>, 3> pressure_seconds{};
   std::optional<double> memory_available_bytes, memory_dirty_bytes, memory_writeback_bytes;
+  // Whether the kernel keeps pressure stall information (false: psi=0 or a
+  // kernel before 4.20; the pressure is not known and cannot be).
+  bool psi_available = false;
+  std::deque<NodeSample> history;  // bounded like IoHistory
+  std::size_t capacity = 4096;
+
+  void add(const NodeSample& s) {
+    if (!history.empty() && s.time <= history.back().time) return;
+    history.push_back(s);
+    while (history.size() > capacity) history.pop_front();
+  }
+
+  NodeWindow over(double start, double end) const {
+    NodeWindow w;
+    if (end < start) return w;
+    auto [a, b] = bracket(history, start, end);
+    if (a == nullptr) return w;
+    const double dt = b->time - a->time;
+    auto share = [dt](const std::optional<double>& x, const std::optional<double>& y) {
+      return x && y && *y >= *x ? std::optional<double>((*y - *x) / dt) : std::nullopt;
+    };
+    w.memory_full_share = share(a->memory_full_seconds, b->memory_full_seconds);
+    w.io_full_share = share(a->io_full_seconds, b->io_full_seconds);
+    if (a->dirty_bytes && b->dirty_bytes) w.dirty_rise_bytes = *b->dirty_bytes - *a->dirty_bytes;
+    return w;
+  }
 };
 
 struct IoState {

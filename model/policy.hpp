@@ -106,6 +106,9 @@ struct StoragePathPolicy {
   double metadata_ops_per_second = 0;
   double metadata_multiple = 3;
   double straggler_skew_ratio = 0.5;
+  // The node's full memory or I/O pressure (PSI) at this share of the window
+  // counts as the cause node_pressure.
+  double node_pressure_ratio = 0.1;
   // Restore estimate: the objective (0 = none) and the metadata rate assumed
   // for the per-file term when the tier's counters never showed a higher one.
   double recovery_time_objective_seconds = 0;

@@ -14,6 +14,10 @@ std::string_view to_string(ReadSource s) {
   return "configured";
 }
 
+std::string_view to_string(MetadataSource s) {
+  return s == MetadataSource::kLatency ? "latency" : "rate";
+}
+
 std::optional<RestoreEstimate> estimate_restore(const RestoreInputs& in) {
   RestoreEstimate e;
   if (in.measured_read_bytes_per_second && *in.measured_read_bytes_per_second > 0) {
@@ -33,9 +37,15 @@ std::optional<RestoreEstimate> estimate_restore(const RestoreInputs& in) {
       *in.counter_metadata_ops_per_second > e.metadata_ops_per_second) {
     e.metadata_ops_per_second = *in.counter_metadata_ops_per_second;
   }
-  if (e.metadata_ops_per_second <= 0) return std::nullopt;
   e.transfer_seconds = in.bytes / e.read_bytes_per_second;
-  e.metadata_seconds = in.files * kRestoreOpsPerFile / e.metadata_ops_per_second;
+  if (in.metadata_latency_seconds && *in.metadata_latency_seconds > 0) {
+    e.metadata_source = MetadataSource::kLatency;
+    e.metadata_latency_seconds = *in.metadata_latency_seconds;
+    e.metadata_seconds = in.files * kRestoreOpsPerFile * e.metadata_latency_seconds;
+  } else {
+    if (e.metadata_ops_per_second <= 0) return std::nullopt;
+    e.metadata_seconds = in.files * kRestoreOpsPerFile / e.metadata_ops_per_second;
+  }
   e.seconds = e.transfer_seconds + e.metadata_seconds;
   return e;
 }

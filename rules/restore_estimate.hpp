@@ -6,7 +6,11 @@
 //               restore_done events), else the best read rate the tier's
 //               counters showed over one sampling interval, else the
 //               configured read_bandwidth;
-//   metadata  = files x kRestoreOpsPerFile / metadata rate, where the rate
+//   metadata  = files x kRestoreOpsPerFile x the mean latency of a metadata
+//               operation where the tier's counters measure it (NFS per-op
+//               execute time: one client issuing them in turn, as a reader
+//               opening its files one after another does), else
+//               files x kRestoreOpsPerFile / metadata rate, where the rate
 //               is the best the tier's counters showed over one sampling
 //               interval or the configured restore_metadata_ops_per_second,
 //               whichever is higher;
@@ -34,15 +38,22 @@ struct RestoreInputs {
   double configured_read_bytes_per_second = 0;           // 0 = none
   std::optional<double> counter_metadata_ops_per_second;
   double configured_metadata_ops_per_second = 1000;
+  // Mean seconds per metadata operation the tier's counters measured.
+  std::optional<double> metadata_latency_seconds;
 };
+
+enum class MetadataSource : std::uint8_t { kLatency, kRate };
+std::string_view to_string(MetadataSource s);
 
 struct RestoreEstimate {
   double read_bytes_per_second = 0;
   ReadSource read_source = ReadSource::kConfigured;
-  double metadata_ops_per_second = 0;
+  double metadata_ops_per_second = 0;  // kRate: the rate used
   double transfer_seconds = 0;
   double metadata_seconds = 0;
   double seconds = 0;  // transfer + metadata
+  MetadataSource metadata_source = MetadataSource::kRate;
+  double metadata_latency_seconds = 0;  // kLatency: the mean latency used
 };
 
 std::optional<RestoreEstimate> estimate_restore(const RestoreInputs& in);

@@ -3,15 +3,20 @@
 // whose save took longer than its checkpoint_window, or than a multiple of
 // its job's median save duration, gets one cause from a fixed set, tried in
 // this order:
-//   storage_bandwidth  tier write throughput during the window >= saturation
-//                      ratio x the tier's write_bandwidth (configured) or
-//                      best observed rate;
+//   storage_bandwidth  write throughput during the window (the tier's
+//                      counters, or the checkpoint's bytes over its window:
+//                      WindowIo::write_measure) >= saturation ratio x the
+//                      tier's write_bandwidth (configured) or best observed
+//                      rate;
 //   network            a configured interface >= saturation ratio x its link speed;
 //   metadata           metadata ops/s >= the configured threshold, or >=
 //                      metadata_multiple x the job's usual;
 //   straggler          completion skew >= straggler_skew_ratio x the duration
 //                      (needs a save window that does not come from shard
 //                      mtimes: there the skew is the window);
+//   node_pressure      the node's full memory or I/O pressure (PSI) over the
+//                      window >= node_pressure_ratio of it: every runnable
+//                      task of the node stalled that share of the time;
 //   application        none of these, with every one of them known: the
 //                      storage path was idle while the save was slow;
 //   unknown            not enough data to say.
@@ -34,12 +39,14 @@ enum class SlowCause : std::uint8_t {
   kNetwork,
   kMetadata,
   kStraggler,
+  kNodePressure,
   kApplication,
   kUnknown,
 };
-inline constexpr std::size_t kSlowCauseCount = 6;
+inline constexpr std::size_t kSlowCauseCount = 7;
 inline constexpr std::array<std::string_view, kSlowCauseCount> kSlowCauseNames = {
-    "storage_bandwidth", "network", "metadata", "straggler", "application", "unknown"};
+    "storage_bandwidth", "network",       "metadata", "straggler",
+    "node_pressure",     "application", "unknown"};
 inline std::string_view to_string(SlowCause c) {
   return kSlowCauseNames[static_cast<std::size_t>(c)];
 }
@@ -76,7 +83,10 @@ struct SlowVerdict {
   // The figures behind the cause, as compared.
   std::optional<double> write_ratio;  // write throughput / reference
   std::optional<double> skew_ratio;   // skew / duration
-  std::string evidence;               // one sentence for humans
+  // The higher of the full memory and I/O pressure shares, and which.
+  std::optional<double> pressure_share;
+  std::string pressure_resource;
+  std::string evidence;  // one sentence for humans
 };
 
 SlowVerdict classify_slow(const SlowInputs& in, const StoragePathPolicy& policy);

@@ -93,9 +93,15 @@ StoragePathFigures StoragePathTracker::update(const CheckpointView& checkpoints,
     const auto w = save_window(c, ev);
     if (!w) continue;
     const TierIo* tio = tier_io(io, c.tier);
-    WindowIo wio = window_io(*w, tio, interfaces);
-    const bool done = wio.write_bytes_per_second.has_value() || !window_io_coverable(*w, tio) ||
-                      now - w->end > kWindowIoGraceSeconds;
+    const NodeIo* node = io != nullptr ? &io->node : nullptr;
+    WindowIo wio = window_io(*w, static_cast<double>(c.bytes), tio, interfaces, node);
+    // Settled once the tier's counters and the node's samples cover the
+    // window, or can no longer, or the grace has passed.
+    const bool tier_done =
+        wio.device_write_bytes_per_second.has_value() || !window_io_coverable(*w, tio);
+    const bool node_done = node == nullptr || node_window_covered(*w, *node) ||
+                           !node_window_coverable(*w, *node);
+    const bool done = (tier_done && node_done) || now - w->end > kWindowIoGraceSeconds;
     if (!done) continue;
 
     CheckpointStoragePath& entry = change(it);
@@ -162,7 +168,11 @@ StoragePathFigures StoragePathTracker::update(const CheckpointView& checkpoints,
   {
     std::map<std::string, std::pair<double, double>> sums;  // tier -> (bytes, seconds)
     for (const auto& [k, e] : *entries_) {
-      if (!e.io || !e.io->write_bytes_per_second) continue;
+      // Only the counters' own measure: the checkpoints' bytes over their
+      // windows are not what the tier carried.
+      if (!e.io || !e.io->write_bytes_per_second || e.io->write_measure != WriteMeasure::kDevice) {
+        continue;
+      }
       const SaveWindow& w = e.io->window;
       const double observe = policy.for_tier(k.tier).bandwidth.observe_window_seconds;
       if (w.duration() <= 0 || w.end > now || w.end < now - observe) continue;
@@ -194,6 +204,15 @@ StoragePathFigures StoragePathTracker::update(const CheckpointView& checkpoints,
     const TierIo* tio = tier_io(io, tier);
     const std::optional<double> best_meta =
         tio != nullptr ? best_metadata_rate(tio->history) : std::nullopt;
+    std::optional<double> mean_latency;
+    if (tio != nullptr && tio->has_metadata_seconds && tio->has_totals) {
+      double ops = 0, seconds = 0;
+      for (std::size_t i = 0; i < kMetaOpCount; ++i) {
+        ops += tio->totals.metadata_ops[i];
+        seconds += tio->totals.metadata_seconds[i];
+      }
+      if (ops > 0) mean_latency = seconds / ops;
+    }
     for (const auto& [job, mine] : group_by_job(checkpoints, tier)) {
       const std::vector<const Checkpoint*> committed = committed_oldest_first(mine);
       // Newest first: the last slow verdict, then the newest restorable one.
@@ -231,6 +250,7 @@ StoragePathFigures StoragePathTracker::update(const CheckpointView& checkpoints,
       }
       in.configured_read_bytes_per_second = p.read_bandwidth;
       in.counter_metadata_ops_per_second = best_meta;
+      in.metadata_latency_seconds = mean_latency;
       in.configured_metadata_ops_per_second = p.restore_metadata_ops_per_second;
       f.estimate = estimate_restore(in);
       out.restore.push_back(std::move(f));

@@ -42,6 +42,19 @@ void io_families(const State& state, std::vector<prometheus::MetricFamily>& out)
       counter("ckpt_tier_device_weighted_io_seconds_total",
               "Request seconds weighted by the requests in flight (diskstats field 11, summed "
               "over members): its rate is the average queue depth.");
+  FamilyBuilder op_seconds =
+      counter("ckpt_tier_metadata_operation_seconds_total",
+              "Execute time (queued, sent, answered) of the tier's NFS metadata operations, by "
+              "op as in ckpt_tier_metadata_operations_total; its rate over the operations' "
+              "rate is the mean latency. NFS only (mountstats per-op statistics).");
+  FamilyBuilder op_rtt =
+      counter("ckpt_tier_metadata_operation_rtt_seconds_total",
+              "Round-trip time of the tier's NFS metadata operations, by op (the server's "
+              "share of the execute time). NFS only.");
+  FamilyBuilder op_retrans =
+      counter("ckpt_tier_metadata_operation_retransmissions_total",
+              "Transmissions of the tier's NFS metadata operations beyond one per operation, "
+              "by op: a lossy or overloaded path. NFS only.");
   for (const auto& [name, t] : io.tiers) {
     // A tier whose mount was never resolved (root down) has no known source:
     // unknown, not "none".
@@ -62,10 +75,17 @@ void io_families(const State& state, std::vector<prometheus::MetricFamily>& out)
     }
     if (!t.has_metadata_ops) continue;
     for (std::size_t i = 0; i < kMetaOpCount; ++i) {
-      meta.add({{"tier", name}, {"op", std::string(kMetaOpNames[i])}}, t.totals.metadata_ops[i]);
+      const Labels l{{"tier", name}, {"op", std::string(kMetaOpNames[i])}};
+      meta.add(l, t.totals.metadata_ops[i]);
+      if (t.has_metadata_seconds) {
+        op_seconds.add(l, t.totals.metadata_seconds[i]);
+        op_rtt.add(l, t.metadata_rtt_seconds[i]);
+        op_retrans.add(l, t.metadata_retransmissions[i]);
+      }
     }
   }
-  append(out, {&read, &written, &meta, &info, &inflight, &busy, &weighted});
+  append(out, {&read, &written, &meta, &op_seconds, &op_rtt, &op_retrans, &info, &inflight, &busy,
+               &weighted});
 
   FamilyBuilder rx =
       counter("ckpt_network_receive_bytes_total",

@@ -204,8 +204,9 @@ std::vector<prometheus::MetricFamily> rule_families(const RuleFigures& figures) 
 
   FamilyBuilder est = gauge("ckpt_estimated_restore_seconds",
                             "Estimated time to restore the job's newest restorable checkpoint "
-                            "from the tier: bytes / best read throughput + files x 3 / "
-                            "metadata rate. Absent when no read throughput is known.");
+                            "from the tier: bytes / best read throughput + files x 3 x the "
+                            "measured mean metadata latency (NFS), else files x 3 / metadata "
+                            "rate. Absent when no read throughput is known.");
   FamilyBuilder rto = gauge("ckpt_recovery_time_objective_seconds",
                             "The configured recovery_time_objective of the (tier, job).");
   for (const RestoreFigures& r : sp.restore) {

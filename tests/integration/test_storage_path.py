@@ -5,7 +5,8 @@ judged slow, shown in /api/v1/checkpoints with its window figures (unknown
 as null, not 0: the daemon reads an empty sysfs, so the tier has no I/O
 counters, and the save window ends before any sample anyway, so the cause is
 `unknown` and the evidence says what is missing),
-counted once in ckpt_slow_checkpoints_total, and fires CheckpointWindowMissed
+counted once in ckpt_slow_checkpoints_total (its write rate is the
+checkpoint's bytes over its window, write_measure `events`), and fires CheckpointWindowMissed
 with the cause in its annotations; the next, on-time checkpoint resolves it.
 The restore estimate of the newest restorable checkpoint at the configured
 read_bandwidth is checked against numbers worked out here, and exceeds its
@@ -92,8 +93,13 @@ class StoragePath(unittest.TestCase):
         # Block device, NFS or none, depending on where the test runs; the
         # window predates every counter sample either way.
         self.assertIn(sp["io_source"], ("none", "block", "nfs", "lustre"))
+        # The tier's counters do not cover the window: the write rate is the
+        # checkpoint's own bytes over its event-log window, and says so.
+        self.assertAlmostEqual(sp["write_bytes_per_second"], size / 90, delta=1e-3)
+        self.assertEqual(sp["write_measure"], "events")
         # Unknown, not zero.
-        self.assertIsNone(sp["write_bytes_per_second"])
+        self.assertIsNone(sp["device_write_bytes_per_second"])
+        self.assertIsNone(sp["memory_full_pressure"])
         self.assertIsNone(sp["metadata_ops_per_second"])
         self.assertIsNone(sp["network_utilisation"])
         slow = sp["slow"]
@@ -102,7 +108,8 @@ class StoragePath(unittest.TestCase):
         self.assertEqual(slow["checkpoint_window_seconds"], 30)
         self.assertEqual(slow["missed"], "checkpoint_window")
         self.assertEqual(slow["cause"], "unknown")
-        self.assertIn("missing tier write counters", slow["evidence"])
+        # No reference bandwidth: none configured, none observed.
+        self.assertIn("missing a reference write bandwidth", slow["evidence"])
 
         m = harness.wait_for(
             lambda: (lambda m: m if m.get("ckpt_slow_checkpoints_total", tier="rapid",
@@ -138,7 +145,7 @@ class StoragePath(unittest.TestCase):
                          what="CheckpointWindowMissed resolved")
         m = self.d.scrape()
         for cause in ("unknown", "storage_bandwidth", "network", "metadata", "straggler",
-                      "application"):
+                      "node_pressure", "application"):
             self.assertEqual(m.get("ckpt_last_checkpoint_slow_cause", tier="rapid",
                                    training_job="llama", cause=cause), 0, cause)
         self.assertEqual(m.get("ckpt_slow_checkpoints_total", tier="rapid",

@@ -5,7 +5,15 @@ a file of known size, and sees ckpt_tier_written_bytes_total rise by at
 least that many bytes. The scrape passes `promtool check metrics`, and
 /api/v1/tiers names the source. A tmpfs tier says io_source none, which is
 not an error. Where Debian's node_exporter is installed, its diskstats
-collector reads the same written bytes for the loop device."""
+collector reads the same written bytes for the loop device.
+
+WritebackOnALoopDevice shows why block counters are the kernel's writeback,
+not the checkpoint's writes (issue 31): 128 MiB written without fsync wait in
+dirty memory (ckpt_node_memory_dirty_bytes rises, the device's written
+counter stays behind); after fsync the counter agrees with the bytes written
+within 5 %. NodePressure raises this kernel's memory pressure with a bounded
+hog (a 16 MiB memory cgroup reading a 96 MiB file) and sees
+ckpt_node_pressure_seconds_total follow /proc/pressure/memory."""
 
 import os
 import shutil
@@ -130,6 +138,160 @@ class TierIoOnALoopDevice(unittest.TestCase):
         return harness.start_node_exporter(self.ws, [
             "--collector.disable-defaults", "--collector.diskstats",
             "--collector.diskstats.device-exclude=^$"])
+
+
+WRITEBACK_BYTES = 128 * 1024 * 1024
+
+
+class WritebackOnALoopDevice(unittest.TestCase):
+    def setUp(self):
+        harness.require_binary()
+        harness.require_root("making a loop device and mounting ext4")
+        self.ws = harness.Workspace()
+        self.addCleanup(self.ws.close)
+        # Inode tables and journal written by mkfs, not by a kernel thread
+        # while the test counts the device's writes. 512 MiB, four times the
+        # write: ext4 starts writeback at once when dirty blocks pass half its
+        # free blocks (ext4_nonda_switch), which a 256 MiB file system does.
+        self.loop, self.mnt = self.ws.mount_loop_ext4(
+            "mnt", 512, mkfs_options=("-E", "lazy_itable_init=0,lazy_journal_init=0"))
+        self.tier = os.path.join(self.mnt, "ckpt")
+        os.makedirs(self.tier)
+
+    def test_unsynced_writes_wait_in_dirty_memory_and_fsync_lands_them(self):
+        ck = self.ws.ckptmon(harness.config_yaml([harness.tier_yaml("loop", self.tier)],
+                                                 scan_interval="200ms"))
+        ck.wait_ready()
+
+        def figures():
+            m = ck.scrape()
+            w = m.get("ckpt_tier_written_bytes_total", tier="loop")
+            d = m.get("ckpt_node_memory_dirty_bytes")
+            wb = m.get("ckpt_node_memory_writeback_bytes")
+            return None if None in (w, d, wb) else (w, d + wb)
+
+        written0, dirty0 = harness.wait_for(figures, what="the loop tier's and the node's figures")
+        path = os.path.join(self.tier, "shard-00000.bin")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            chunk = os.urandom(1024 * 1024)
+            for _ in range(WRITEBACK_BYTES // len(chunk)):
+                os.write(fd, chunk)
+            # Not synced: the pages wait in the page cache (dirty_expire_centisecs
+            # is 30 s by default, and 128 MiB is far under the background ratio).
+            # ckptmon's next read sees Dirty + Writeback up by most of them
+            # while the device's counter has not moved by as much.
+            seen = harness.wait_for(
+                lambda: (f := figures()) and f[1] - dirty0 >= WRITEBACK_BYTES / 2 and f,
+                what="Dirty + Writeback to rise by half the unsynced write")
+            print(f"\nunsynced {WRITEBACK_BYTES} B: device written +{seen[0] - written0:.0f} B, "
+                  f"Dirty + Writeback +{seen[1] - dirty0:.0f} B")
+            self.assertLess(seen[0] - written0, WRITEBACK_BYTES / 4)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        dfd = os.open(self.tier, os.O_RDONLY | os.O_DIRECTORY)
+        os.fsync(dfd)
+        os.close(dfd)
+        # Synced: the device counter carries the bytes, within 5 % (the
+        # journal and the file's metadata are the rest).
+        after = harness.wait_for(
+            lambda: (f := figures()) and f[0] - written0 >= WRITEBACK_BYTES and f[0],
+            what=f"the loop device's written counter to rise by {WRITEBACK_BYTES}")
+        print(f"after fsync: device written +{after - written0:.0f} B")
+        self.assertLessEqual(after - written0, WRITEBACK_BYTES * 1.05)
+
+
+def memory_cgroup():
+    """A writable memory cgroup root (v1 controller or v2 unified), or None."""
+    v1 = "/sys/fs/cgroup/memory"
+    if os.path.exists(os.path.join(v1, "memory.limit_in_bytes")):
+        return v1, "memory.limit_in_bytes"
+    v2 = "/sys/fs/cgroup"
+    try:
+        with open(os.path.join(v2, "cgroup.controllers")) as f:
+            if "memory" in f.read().split():
+                with open(os.path.join(v2, "cgroup.subtree_control"), "w") as c:
+                    c.write("+memory")
+                return v2, "memory.max"
+    except OSError:
+        pass
+    return None
+
+
+def psi_total(kind):
+    with open("/proc/pressure/memory") as f:
+        for line in f:
+            if line.startswith(kind + " "):
+                return int(line.rsplit("total=", 1)[1]) / 1e6
+    raise AssertionError(f"/proc/pressure/memory has no {kind} line")
+
+
+HOG = """
+import os, sys
+path = sys.argv[1]
+for _ in range(3):
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    while os.read(fd, 1 << 20):
+        pass
+    os.close(fd)
+"""
+
+
+class NodePressure(unittest.TestCase):
+    def setUp(self):
+        harness.require_binary()
+        harness.require_root("making a memory cgroup")
+        if not os.path.exists("/proc/pressure/memory"):
+            harness.skip_machine("this kernel keeps no pressure stall information (psi=0)")
+        cg = memory_cgroup()
+        if cg is None:
+            harness.skip_machine("no writable memory cgroup controller (v1 or v2)")
+        self.ws = harness.Workspace()
+        self.addCleanup(self.ws.close)
+        root, limit_file = cg
+        self.cgroup = os.path.join(root, f"ckptmon-test-{os.getpid()}")
+        os.mkdir(self.cgroup)
+        self.addCleanup(lambda: os.rmdir(self.cgroup))
+        with open(os.path.join(self.cgroup, limit_file), "w") as f:
+            f.write(str(16 * 1024 * 1024))
+        self.file = self.ws.path("hog.bin")
+        with open(self.file, "wb") as f:
+            for _ in range(96):
+                f.write(os.urandom(1024 * 1024))
+            f.flush()
+            os.fsync(f.fileno())
+
+    def test_a_bounded_memory_hog_raises_some_pressure_and_ckptmon_follows(self):
+        tier = self.ws.mkdir("tier")
+        ck = self.ws.ckptmon(harness.config_yaml([harness.tier_yaml("t", tier)],
+                                                 scan_interval="200ms"))
+        ck.wait_ready()
+
+        def mine():
+            return ck.scrape().get("ckpt_node_pressure_seconds_total", resource="memory",
+                                   kind="some")
+
+        harness.wait_for(lambda: mine() is not None, what="the node's memory pressure")
+        before = psi_total("some")
+        procs = os.path.join(self.cgroup, "cgroup.procs")
+        # The hog reads 96 MiB three times through a 16 MiB cgroup: reclaim
+        # on every read, bounded by the cgroup (no swap, nothing else to take).
+        def join_cgroup():
+            with open(procs, "w") as f:
+                f.write(str(os.getpid()))
+        subprocess.run([sys.executable, "-c", HOG, self.file], check=True, timeout=120,
+                       preexec_fn=join_cgroup)
+        after = psi_total("some")
+        print(f"\nmemory some pressure: {before:.6f} s -> {after:.6f} s (the kernel's file)")
+        self.assertGreater(after, before)
+        # ckptmon reads the kernel's total, in seconds: its next read is at
+        # least what the test read after the hog, and at most what the
+        # kernel says after that read.
+        seen = harness.wait_for(lambda: (v := mine()) is not None and v >= after and v,
+                                what="ckptmon's memory pressure to include the hog's")
+        self.assertLessEqual(seen, psi_total("some"))
 
 
 FIXTURES = os.path.join(harness.SOURCE_DIR, "tests", "fixtures")

@@ -96,6 +96,7 @@ storage_path:
   metadata_ops_per_second: 5000
   metadata_multiple: 4
   straggler_skew_ratio: 0.4
+  node_pressure_ratio: 0.25
   recovery_time_objective: 10m
   restore_metadata_ops_per_second: 2000
   jobs:
@@ -112,6 +113,7 @@ storage_path:
   EXPECT_EQ(t.metadata_ops_per_second, 5000);
   EXPECT_EQ(t.metadata_multiple, 4);
   EXPECT_EQ(t.straggler_skew_ratio, 0.4);
+  EXPECT_EQ(t.node_pressure_ratio, 0.25);
   EXPECT_EQ(t.recovery_time_objective_seconds, 600);
   EXPECT_EQ(t.restore_metadata_ops_per_second, 2000);
   // The job: its keys over the tier's.

@@ -25,23 +25,40 @@ using testing::Ck;
 constexpr double kMiB = 1024.0 * 1024;
 constexpr double kGiB = 1024.0 * kMiB;
 
-// Samples every 100 s from t=1000: written grows by `write_rate` x 100 per
-// step, read by `read_rate` x 100, metadata (getattr) by `meta_rate` x 100.
-TierIo block_tier(double write_rate, double read_rate, double meta_rate, int samples = 6) {
+// Samples every `interval` s from t=1000 to 1500: written grows by
+// `write_rate` per second, read by `read_rate`, metadata (getattr) by
+// `meta_rate`.
+TierIo block_tier(double write_rate, double read_rate, double meta_rate, double interval = 100) {
   TierIo t;
   t.source = IoSource::kBlock;
   t.ok = true;
   t.has_totals = true;
-  for (int i = 0; i < samples; ++i) {
+  for (double time = 1000; time <= 1500; time += interval) {
     IoSample s;
-    s.time = 1000 + 100.0 * i;
-    s.counters.written_bytes = write_rate * 100 * i;
-    s.counters.read_bytes = read_rate * 100 * i;
-    s.counters.metadata_ops[static_cast<std::size_t>(MetaOp::kGetattr)] = meta_rate * 100 * i;
+    s.time = time;
+    s.counters.written_bytes = write_rate * (time - 1000);
+    s.counters.read_bytes = read_rate * (time - 1000);
+    s.counters.metadata_ops[static_cast<std::size_t>(MetaOp::kGetattr)] = meta_rate * (time - 1000);
     t.history.add(s);
   }
   t.totals = t.history.samples.back().counters;
   return t;
+}
+
+// The node every 100 s from t=1000 to 1500: Dirty + Writeback grows by
+// `dirty_rate` bytes/s, full memory pressure by `memory_full` s/s.
+NodeIo node_io(double dirty_rate, double memory_full) {
+  NodeIo n;
+  n.psi_available = true;
+  for (double time = 1000; time <= 1500; time += 100) {
+    NodeSample s;
+    s.time = time;
+    s.dirty_bytes = 1e6 + dirty_rate * (time - 1000);
+    s.memory_full_seconds = memory_full * (time - 1000);
+    s.io_full_seconds = 0;
+    n.add(s);
+  }
+  return n;
 }
 
 // Link of `speed` bytes/s; transmit grows by `tx_rate` per second.
@@ -94,17 +111,105 @@ TEST(WindowIo, RatesFromTheBracketingSamples) {
   std::map<std::string, NetInterfaceIo> ifs;
   ifs["eth0"] = nic("eth0", 1000 * kMiB, 300 * kMiB);  // 30 %
   ifs["ib0"] = nic("ib0", 1000 * kMiB, 700 * kMiB);    // 70 %
-  // [1100, 1300]: samples at 1100 and 1300 bracket it exactly.
-  const WindowIo w = window_io({1100, 1300, WindowSource::kEvents}, &t, ifs);
+  // [1000, 1500]: five sampling intervals of 100 s, and the device saw all
+  // of the checkpoint's 200 GiB: the device measure.
+  const NodeIo node = node_io(0, 0.25);
+  WindowIo w = window_io({1000, 1500, WindowSource::kEvents}, 200 * kGiB, &t, ifs, &node);
   EXPECT_EQ(w.source, IoSource::kBlock);
   ASSERT_TRUE(w.write_bytes_per_second);
   EXPECT_DOUBLE_EQ(*w.write_bytes_per_second, 500 * kMiB);
+  EXPECT_EQ(w.write_measure, WriteMeasure::kDevice);
+  EXPECT_DOUBLE_EQ(w.sampling_interval_seconds, 100);
+  EXPECT_FALSE(w.absorbed);
   ASSERT_TRUE(w.metadata_ops_per_second);
   EXPECT_DOUBLE_EQ(*w.metadata_ops_per_second, 40);
   ASSERT_TRUE(w.network_utilisation);
   EXPECT_DOUBLE_EQ(*w.network_utilisation, 0.7);
   EXPECT_EQ(w.network_interface, "ib0");
   EXPECT_TRUE(w.interfaces_configured);
+  // 125 s of full memory pressure over 500 s; none on I/O; Dirty flat.
+  ASSERT_TRUE(w.node.memory_full_share);
+  EXPECT_DOUBLE_EQ(*w.node.memory_full_share, 0.25);
+  EXPECT_DOUBLE_EQ(*w.node.io_full_share, 0);
+  EXPECT_DOUBLE_EQ(*w.node.dirty_rise_bytes, 0);
+  EXPECT_TRUE(w.psi_available);
+
+  // [1100, 1300]: two intervals, fewer than five: the checkpoint's 40 GiB
+  // over its 200 s event window; the device's figure is still shown.
+  w = window_io({1100, 1300, WindowSource::kEvents}, 40 * kGiB, &t, ifs, &node);
+  EXPECT_EQ(w.write_measure, WriteMeasure::kEvents);
+  EXPECT_DOUBLE_EQ(*w.write_bytes_per_second, 40 * kGiB / 200);
+  EXPECT_DOUBLE_EQ(*w.device_write_bytes_per_second, 500 * kMiB);
+  // The same from a manifest's window, or from shard mtimes.
+  w = window_io({1100, 1300, WindowSource::kMtimes}, 40 * kGiB, &t, ifs, &node);
+  EXPECT_EQ(w.write_measure, WriteMeasure::kMtimes);
+  // Bytes unknown: no figure but the device's, which is too short to use.
+  w = window_io({1100, 1300, WindowSource::kEvents}, 0, &t, ifs, &node);
+  EXPECT_FALSE(w.write_bytes_per_second);
+}
+
+TEST(WindowIo, DirtyMemoryThatAbsorbedTheWriteRulesOutTheDevice) {
+  // The device wrote 1 MiB/s over [1000, 1500] (500 MiB) while the
+  // checkpoint wrote 800 MiB: it saw less than half of it.
+  const TierIo slow_device = block_tier(1 * kMiB, 0, 0);
+  WindowIo w = window_io({1000, 1500, WindowSource::kEvents}, 1200 * kMiB, &slow_device, {}, nullptr);
+  EXPECT_TRUE(w.absorbed);
+  EXPECT_EQ(w.write_measure, WriteMeasure::kEvents);
+  EXPECT_DOUBLE_EQ(*w.write_bytes_per_second, 1200 * kMiB / 500);
+  // The device saw it all, but Dirty + Writeback rose by 1 MiB/s x 500 s =
+  // 500 MiB, over half of an 800 MiB checkpoint: absorbed.
+  const TierIo busy = block_tier(100 * kMiB, 0, 0);
+  const NodeIo dirty = node_io(1 * kMiB, 0);
+  w = window_io({1000, 1500, WindowSource::kEvents}, 800 * kMiB, &busy, {}, &dirty);
+  EXPECT_TRUE(w.absorbed);
+  EXPECT_DOUBLE_EQ(*w.node.dirty_rise_bytes, 500 * kMiB);
+  EXPECT_EQ(w.write_measure, WriteMeasure::kEvents);
+  // Under half (a 1100 MiB checkpoint): the device measure.
+  w = window_io({1000, 1500, WindowSource::kEvents}, 1100 * kMiB, &busy, {}, &dirty);
+  EXPECT_FALSE(w.absorbed);
+  EXPECT_EQ(w.write_measure, WriteMeasure::kDevice);
+}
+
+TEST(WindowIo, TheSlowestNfsMetadataOperation) {
+  TierIo t = block_tier(0, 0, 0);
+  t.source = IoSource::kNfs;
+  t.has_metadata_ops = true;
+  t.has_metadata_seconds = true;
+  // Over [1100, 1300]: 200 getattr taking 8 s (40 ms each) and 400 opens
+  // taking 2 s (5 ms each).
+  for (IoSample& s : t.history.samples) {
+    const double k = (s.time - 1000) / 100;
+    s.counters.metadata_ops[static_cast<std::size_t>(MetaOp::kGetattr)] = 100 * k;
+    s.counters.metadata_seconds[static_cast<std::size_t>(MetaOp::kGetattr)] = 4 * k;
+    s.counters.metadata_ops[static_cast<std::size_t>(MetaOp::kOpen)] = 200 * k;
+    s.counters.metadata_seconds[static_cast<std::size_t>(MetaOp::kOpen)] = 1 * k;
+  }
+  WindowIo w = window_io({1100, 1300, WindowSource::kEvents}, 0, &t, {}, nullptr);
+  ASSERT_TRUE(w.slowest_op_latency_seconds);
+  EXPECT_EQ(w.slowest_op, MetaOp::kGetattr);
+  EXPECT_DOUBLE_EQ(*w.slowest_op_latency_seconds, 0.04);
+  EXPECT_DOUBLE_EQ(*w.metadata_ops_per_second, 3);
+  // A block device measures no latency: unknown.
+  t.has_metadata_seconds = false;
+  w = window_io({1100, 1300, WindowSource::kEvents}, 0, &t, {}, nullptr);
+  EXPECT_FALSE(w.slowest_op_latency_seconds);
+}
+
+TEST(WindowIo, NodeSamplesCoverAWindowOrCannot) {
+  const NodeIo n = node_io(0, 0);
+  EXPECT_TRUE(node_window_covered({1100, 1300, WindowSource::kEvents}, n));
+  EXPECT_FALSE(node_window_covered({1400, 1600, WindowSource::kEvents}, n));
+  EXPECT_TRUE(node_window_coverable({1400, 1600, WindowSource::kEvents}, n));
+  EXPECT_FALSE(node_window_coverable({900, 1100, WindowSource::kEvents}, n));
+  EXPECT_FALSE(node_window_coverable({1100, 1300, WindowSource::kEvents}, NodeIo{}));
+  // A sample without PSI: the share is unknown, not 0.
+  NodeIo no_psi;
+  no_psi.add({1000, std::nullopt, std::nullopt, 5.0});
+  no_psi.add({1100, std::nullopt, std::nullopt, 9.0});
+  const NodeWindow w = no_psi.over(1000, 1100);
+  EXPECT_FALSE(w.memory_full_share);
+  EXPECT_FALSE(w.io_full_share);
+  EXPECT_DOUBLE_EQ(*w.dirty_rise_bytes, 4);
 }
 
 TEST(WindowIo, UnknownIsNotZero) {
@@ -114,7 +219,7 @@ TEST(WindowIo, UnknownIsNotZero) {
   no_speed.link_speed_bytes_per_second.reset();  // speed said -1
   ifs["ib0"] = no_speed;
   // Ends after the newest sample (1500): not covered yet.
-  WindowIo w = window_io({1400, 1600, WindowSource::kEvents}, &t, ifs);
+  WindowIo w = window_io({1400, 1600, WindowSource::kEvents}, 0, &t, ifs, nullptr);
   EXPECT_FALSE(w.write_bytes_per_second);
   EXPECT_FALSE(w.metadata_ops_per_second);
   EXPECT_FALSE(w.network_utilisation);
@@ -122,7 +227,7 @@ TEST(WindowIo, UnknownIsNotZero) {
   // Starts before the oldest sample: never coverable.
   EXPECT_FALSE(window_io_coverable({900, 1100, WindowSource::kEvents}, &t));
   // No source at all.
-  w = window_io({1100, 1300, WindowSource::kEvents}, nullptr, {});
+  w = window_io({1100, 1300, WindowSource::kEvents}, 0, nullptr, {}, nullptr);
   EXPECT_EQ(w.source, IoSource::kNone);
   EXPECT_FALSE(w.write_bytes_per_second);
   EXPECT_FALSE(w.interfaces_configured);
@@ -220,7 +325,65 @@ TEST(SlowCauseRule, OneCasePerCause) {
          in.io.write_bytes_per_second.reset();
          in.io.metadata_ops_per_second.reset();
        },
-       true, SlowCause::kUnknown, "missing tier write counters, metadata counters"},
+       true, SlowCause::kUnknown,
+       "missing tier write counters or the checkpoint's bytes, metadata counters"},
+      {"storage_bandwidth from the checkpoint's own bytes",
+       [](SlowInputs& in, StoragePathPolicy&) {
+         in.io.write_bytes_per_second = 900 * kMiB;
+         in.io.write_measure = WriteMeasure::kEvents;
+         in.io.device_write_bytes_per_second = 2 * kMiB;
+         in.io.sampling_interval_seconds = 100;
+       },
+       true, SlowCause::kStorageBandwidth,
+       "900.0 MiB/s during the window (the checkpoint's bytes over its event-log window (the "
+       "window is shorter than 5 of the counters' sampling intervals of 100s)), 90%"},
+      {"storage_bandwidth with the device's writeback absorbed",
+       [](SlowInputs& in, StoragePathPolicy&) {
+         in.io.write_bytes_per_second = 900 * kMiB;
+         in.io.write_measure = WriteMeasure::kEvents;
+         in.io.device_write_bytes_per_second = 2 * kMiB;
+         in.io.absorbed = true;
+         in.io.node.dirty_rise_bytes = 3 * kGiB;
+       },
+       true, SlowCause::kStorageBandwidth,
+       "(dirty memory rose by 3.0 GiB: the device counters show writeback, not the save)"},
+      {"metadata names the slowest operation",
+       [](SlowInputs& in, StoragePathPolicy&) {
+         in.io.metadata_ops_per_second = 120;
+         in.io.slowest_op = MetaOp::kGetattr;
+         in.io.slowest_op_latency_seconds = 0.04;
+       },
+       true, SlowCause::kMetadata, "; GETATTR latency 40 ms"},
+      {"node_pressure",
+       [](SlowInputs& in, StoragePathPolicy&) {
+         in.io.psi_available = true;
+         in.io.node.memory_full_share = 0.3;
+         in.io.node.io_full_share = 0.05;
+         in.io.node.dirty_rise_bytes = 2 * kGiB;
+       },
+       true, SlowCause::kNodePressure,
+       "memory pressure was full for 30% of the window (threshold 10%): every runnable task "
+       "stalled on memory reclaim; dirty memory rose by 2.0 GiB"},
+      {"node_pressure on I/O at a configured threshold",
+       [](SlowInputs& in, StoragePathPolicy& p) {
+         in.io.psi_available = true;
+         in.io.node.io_full_share = 0.05;
+         p.node_pressure_ratio = 0.05;
+       },
+       true, SlowCause::kNodePressure, "io pressure was full for 5% of the window"},
+      {"application with the pressure under its threshold",
+       [](SlowInputs& in, StoragePathPolicy&) {
+         in.io.psi_available = true;
+         in.io.node.memory_full_share = 0.02;
+         in.io.node.io_full_share = 0.01;
+       },
+       true, SlowCause::kApplication, "node pressure 2%"},
+      {"unknown on a kernel with PSI but no samples over the window",
+       [](SlowInputs& in, StoragePathPolicy&) { in.io.psi_available = true; }, true,
+       SlowCause::kUnknown, "missing node pressure samples"},
+      {"application on a kernel without PSI says so",
+       [](SlowInputs&, StoragePathPolicy&) {}, true, SlowCause::kApplication,
+       "no pressure stall information on this kernel"},
       {"unknown with an interface configured but not measured",
        [](SlowInputs& in, StoragePathPolicy&) { in.io.network_utilisation.reset(); }, true,
        SlowCause::kUnknown, "missing network counters"},
@@ -306,6 +469,15 @@ TEST(RestoreEstimate, SourcesInOrderAndUnknownIsNoEstimate) {
   EXPECT_DOUBLE_EQ(estimate_restore(in)->metadata_seconds, 1.8);
   in.counter_metadata_ops_per_second = 3600;  // 600 x 3 / 3600 = 0.5 s
   EXPECT_DOUBLE_EQ(estimate_restore(in)->metadata_seconds, 0.5);
+  EXPECT_EQ(estimate_restore(in)->metadata_source, MetadataSource::kRate);
+  // A measured mean latency (NFS) wins: 600 files x 3 x 10 ms = 18 s, even
+  // with no metadata rate configured.
+  in.metadata_latency_seconds = 0.01;
+  in.configured_metadata_ops_per_second = 0;
+  ASSERT_TRUE(estimate_restore(in));
+  EXPECT_EQ(estimate_restore(in)->metadata_source, MetadataSource::kLatency);
+  EXPECT_DOUBLE_EQ(estimate_restore(in)->metadata_seconds, 18);
+  EXPECT_DOUBLE_EQ(estimate_restore(in)->seconds, 2.5 + 18);
 }
 
 // The tracker over a hand-built catalog, events and counters.
@@ -334,13 +506,13 @@ struct TrackerFixture {
 
 TEST(StoragePathTracker, CountsEachSlowCheckpointOnceAndKeepsItsWindow) {
   TrackerFixture f;
-  f.io.tiers["rapid"] = block_tier(900 * kMiB, 2 * kGiB, 10);
+  f.io.tiers["rapid"] = block_tier(900 * kMiB, 2 * kGiB, 10, 50);
   f.io.tiers["rapid"].best_written_bytes_per_second = 1000 * kMiB;
   f.io.tiers["rapid"].best_read_bytes_per_second = 2 * kGiB;
   f.policy.tiers["rapid"].storage_path.checkpoint_window_seconds = 120;
   f.policy.tiers["rapid"].storage_path.recovery_time_objective_seconds = 60;
   f.add(1, 1000, 1100);  // on time (100 s)
-  f.add(2, 1200, 1500);  // 300 s at 900 of 1000 MiB/s: storage_bandwidth
+  f.add(2, 1200, 1500);  // 300 s (6 intervals) at 900 of 1000 MiB/s: storage_bandwidth
 
   StoragePathTracker t;
   StoragePathFigures out = t.update(f.cks, f.tiers, {}, &f.events, &f.io, {}, f.policy, 1600);
@@ -348,6 +520,7 @@ TEST(StoragePathTracker, CountsEachSlowCheckpointOnceAndKeepsItsWindow) {
   ASSERT_TRUE(e.io);
   ASSERT_TRUE(e.io->write_bytes_per_second);
   EXPECT_DOUBLE_EQ(*e.io->write_bytes_per_second, 900 * kMiB);
+  EXPECT_EQ(e.io->write_measure, WriteMeasure::kDevice);
   ASSERT_TRUE(e.verdict);
   EXPECT_TRUE(e.verdict->slow);
   EXPECT_EQ(e.verdict->cause, SlowCause::kStorageBandwidth);
@@ -409,7 +582,11 @@ TEST(StoragePathTracker, WaitsForTheCountersThenSettlesUnknown) {
                  1550 + kWindowIoGraceSeconds + 1);
   const auto& e = t.checkpoints().at(CheckpointKey{"rapid", "llama/step-1"});
   ASSERT_TRUE(e.io);
-  EXPECT_FALSE(e.io->write_bytes_per_second);
+  // The counters never covered it: the checkpoint's own 40 GiB over 150 s;
+  // no reference bandwidth (none observed), so the cause stays unknown.
+  EXPECT_FALSE(e.io->device_write_bytes_per_second);
+  EXPECT_EQ(e.io->write_measure, WriteMeasure::kEvents);
+  EXPECT_DOUBLE_EQ(*e.io->write_bytes_per_second, 40 * kGiB / 150);
   EXPECT_EQ(e.verdict->cause, SlowCause::kUnknown);
   EXPECT_TRUE(out.slow_counts.empty());
   // No read rate anywhere: no restore estimate.
@@ -441,14 +618,19 @@ TEST(StoragePathTracker, AnEventLogThatArrivesLaterRedatesTheWindowAndCountsOnce
 
 TEST(StoragePathTracker, MeasuredWriteBandwidthOverTheSaveWindows) {
   TrackerFixture f;
-  f.io.tiers["rapid"] = block_tier(400 * kMiB, 0, 0);
-  f.add(1, 1100, 1200);  // 100 s at 400 MiB/s
+  f.io.tiers["rapid"] = block_tier(400 * kMiB, 0, 0, 20);
+  f.add(1, 1100, 1200);  // 100 s (5 intervals) at 400 MiB/s
   f.add(2, 1300, 1500);  // 200 s at 400 MiB/s
+  f.add(3, 1480, 1500);  // 20 s: one interval, not a device measure, not counted
   StoragePathTracker t;
   StoragePathFigures out = t.update(f.cks, f.tiers, {}, &f.events, &f.io, {}, f.policy, 1550);
   ASSERT_TRUE(out.measured_write_bytes_per_second.contains("rapid"));
   // (400 x 100 + 400 x 200) MiB / 300 s.
   EXPECT_DOUBLE_EQ(out.measured_write_bytes_per_second["rapid"], 400 * kMiB);
+  EXPECT_EQ(t.checkpoints().at(CheckpointKey{"rapid", "llama/step-1"}).io->write_measure,
+            WriteMeasure::kDevice);
+  EXPECT_EQ(t.checkpoints().at(CheckpointKey{"rapid", "llama/step-3"}).io->write_measure,
+            WriteMeasure::kEvents);
   // Outside the observe window: no measured figure.
   f.policy.tiers["rapid"].bandwidth.observe_window_seconds = 60;
   out = t.update(f.cks, f.tiers, {}, &f.events, &f.io, {}, f.policy, 1600);

@@ -284,6 +284,20 @@ TEST(TierIoCollector, ReadsEverySourceAndCountsErrorsWithoutStoppingTheOthers) {
   EXPECT_EQ(nfs.source, IoSource::kNfs);
   EXPECT_EQ(nfs.totals.written_bytes, 429496729600.0);
   EXPECT_EQ(nfs.totals.metadata_ops[static_cast<std::size_t>(MetaOp::kGetattr)], 5700);
+  // Per-op times, by hand from the fixture: GETATTR + ACCESS execute 3180 +
+  // 615 ms, RTT 3100 + 600 ms; no transmission beyond one per operation.
+  constexpr auto kGetattr = static_cast<std::size_t>(MetaOp::kGetattr);
+  EXPECT_TRUE(nfs.has_metadata_seconds);
+  EXPECT_DOUBLE_EQ(nfs.totals.metadata_seconds[kGetattr], 3.795);
+  EXPECT_DOUBLE_EQ(nfs.metadata_rtt_seconds[kGetattr], 3.7);
+  EXPECT_EQ(nfs.metadata_retransmissions[kGetattr], 0);
+  EXPECT_FALSE(rig.tier("rapid").has_metadata_seconds);
+  // The node: one sample at the clock's time (this fixture procfs has no
+  // pressure or meminfo: its figures unknown, not 0).
+  ASSERT_EQ(rig.state.io->node.history.size(), 1u);
+  EXPECT_EQ(rig.state.io->node.history.back().time, rig.clock->now());
+  EXPECT_FALSE(rig.state.io->node.history.back().dirty_bytes);
+  EXPECT_FALSE(rig.state.io->node.psi_available);
   const TierIo& broken = rig.tier("broken");
   EXPECT_FALSE(broken.ok);
   EXPECT_THAT(broken.error, HasSubstr("unknown statvers \"2.0\""));
@@ -304,8 +318,15 @@ TEST(TierIoCollector, ReadsEverySourceAndCountsErrorsWithoutStoppingTheOthers) {
   std::string ms = slurp((rig.proc / "self/mountstats").string());
   const std::string bytes = "1610612736 429496729600";
   ms.replace(ms.find(bytes), bytes.size(), "1610612736 440234147840");
+  // 100 more GETATTRs, sent 103 times, executing 200 ms more.
+  const std::string getattr = "GETATTR: 5000 5000 0 900000 1210000 3 3100 3180 0";
+  ms.replace(ms.find(getattr), getattr.size(), "GETATTR: 5100 5103 0 918000 1234200 3 3250 3380 0");
   write(rig.proc / "self/mountstats", ms);
   rig.run_all();
+  EXPECT_DOUBLE_EQ(rig.tier("nfs").totals.metadata_seconds[kGetattr], 3.995);
+  EXPECT_DOUBLE_EQ(rig.tier("nfs").metadata_rtt_seconds[kGetattr], 3.85);
+  EXPECT_EQ(rig.tier("nfs").metadata_retransmissions[kGetattr], 3);
+  EXPECT_EQ(rig.state.io->node.history.size(), 2u);
   EXPECT_EQ(rig.tier("rapid").totals.written_bytes, 45680848.0 * 512);
   EXPECT_EQ(rig.tier("rapid").best_written_bytes_per_second, 2048.0 * 512 / 15);
   EXPECT_EQ(rig.tier("nfs").totals.written_bytes, 440234147840.0);
@@ -336,7 +357,14 @@ TEST(TierIoCollector, ReadsEverySourceAndCountsErrorsWithoutStoppingTheOthers) {
   EXPECT_THAT(text, HasSubstr("ckpt_tier_written_bytes_total{tier=\"rapid\"} 23388594176\n"));
   EXPECT_THAT(text, HasSubstr("ckpt_tier_written_bytes_total{tier=\"nfs\"} 440234147840\n"));
   EXPECT_THAT(text, HasSubstr("ckpt_tier_metadata_operations_total{tier=\"nfs\",op=\"getattr\"} "
-                              "5700\n"));
+                              "5800\n"));
+  EXPECT_THAT(text, HasSubstr("ckpt_tier_metadata_operation_seconds_total{tier=\"nfs\","
+                              "op=\"getattr\"} 3.995\n"));
+  EXPECT_THAT(text, HasSubstr("ckpt_tier_metadata_operation_rtt_seconds_total{tier=\"nfs\","
+                              "op=\"getattr\"} 3.85\n"));
+  EXPECT_THAT(text, HasSubstr("ckpt_tier_metadata_operation_retransmissions_total{tier=\"nfs\","
+                              "op=\"getattr\"} 3\n"));
+  EXPECT_THAT(text, Not(HasSubstr("ckpt_tier_metadata_operation_seconds_total{tier=\"rapid\"")));
   EXPECT_THAT(text, Not(HasSubstr("ckpt_tier_metadata_operations_total{tier=\"rapid\"")));
   EXPECT_THAT(text, HasSubstr("ckpt_tier_io_source_info{tier=\"rapid\",source=\"block\","
                               "devices=\"sda2\",shared_with=\"rapid2\"} 1\n"));
