@@ -360,21 +360,21 @@ nlohmann::json storage_path_json(const Checkpoint& c, const Snapshot& snap) {
       {"window_source", std::string(to_string(io.window.source))},
       {"io_source", std::string(to_string(io.source))},
       {"write_bytes_per_second", known(io.write_bytes_per_second)},
-      {"write_measure",
-       io.write_bytes_per_second ? nlohmann::json(std::string(to_string(io.write_measure)))
-                                 : nlohmann::json()},
+      {"write_measure", io.write_bytes_per_second
+                            ? nlohmann::json(std::string(to_string(io.write_measure)))
+                            : nlohmann::json()},
       {"device_write_bytes_per_second", known(io.device_write_bytes_per_second)},
-      {"sampling_interval_seconds",
-       io.sampling_interval_seconds > 0 ? nlohmann::json(io.sampling_interval_seconds)
+      {"sampling_interval_seconds", io.sampling_interval_seconds > 0
+                                        ? nlohmann::json(io.sampling_interval_seconds)
                                         : nlohmann::json()},
       {"absorbed_by_dirty_memory", io.absorbed},
       {"dirty_rise_bytes", known(io.node.dirty_rise_bytes)},
       {"memory_full_pressure", known(io.node.memory_full_share)},
       {"io_full_pressure", known(io.node.io_full_share)},
       {"metadata_ops_per_second", known(io.metadata_ops_per_second)},
-      {"slowest_metadata_op",
-       io.slowest_op_latency_seconds ? nlohmann::json(std::string(to_string(io.slowest_op)))
-                                     : nlohmann::json()},
+      {"slowest_metadata_op", io.slowest_op_latency_seconds
+                                  ? nlohmann::json(std::string(to_string(io.slowest_op)))
+                                  : nlohmann::json()},
       {"slowest_metadata_op_latency_seconds", known(io.slowest_op_latency_seconds)},
       {"network_utilisation", known(io.network_utilisation)},
       {"network_interface",

@@ -105,8 +105,9 @@ struct IoRates {
 // rules ask this for every checkpoint). Both end() when the ring does not
 // reach both ends or they are the same sample.
 template <typename Ring>
-std::pair<typename Ring::const_iterator, typename Ring::const_iterator> bracket_at(
-    const Ring& ring, double start, double end) {
+std::pair<typename Ring::const_iterator, typename Ring::const_iterator> bracket_at(const Ring& ring,
+                                                                                   double start,
+                                                                                   double end) {
   using Sample = typename Ring::value_type;
   auto after_start = std::upper_bound(ring.begin(), ring.end(), start,
                                       [](double t, const Sample& s) { return t < s.time; });

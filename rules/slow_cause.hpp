@@ -45,7 +45,7 @@ enum class SlowCause : std::uint8_t {
 };
 inline constexpr std::size_t kSlowCauseCount = 7;
 inline constexpr std::array<std::string_view, kSlowCauseCount> kSlowCauseNames = {
-    "storage_bandwidth", "network",       "metadata", "straggler",
+    "storage_bandwidth", "network",     "metadata", "straggler",
     "node_pressure",     "application", "unknown"};
 inline std::string_view to_string(SlowCause c) {
   return kSlowCauseNames[static_cast<std::size_t>(c)];

@@ -99,8 +99,8 @@ StoragePathFigures StoragePathTracker::update(const CheckpointView& checkpoints,
     // window, or can no longer, or the grace has passed.
     const bool tier_done =
         wio.device_write_bytes_per_second.has_value() || !window_io_coverable(*w, tio);
-    const bool node_done = node == nullptr || node_window_covered(*w, *node) ||
-                           !node_window_coverable(*w, *node);
+    const bool node_done =
+        node == nullptr || node_window_covered(*w, *node) || !node_window_coverable(*w, *node);
     const bool done = (tier_done && node_done) || now - w->end > kWindowIoGraceSeconds;
     if (!done) continue;
 

@@ -77,10 +77,9 @@ WindowIo window_io(const SaveWindow& w, double bytes, const TierIo* tier,
     const bool device_missed_it = device_bytes && *device_bytes < kAbsorbedShare * bytes;
     out.absorbed = dirty_took_it || device_missed_it;
   }
-  const bool device_usable = out.device_write_bytes_per_second &&
-                             out.sampling_interval_seconds > 0 &&
-                             w.duration() >= kDeviceWindowIntervals * out.sampling_interval_seconds &&
-                             !out.absorbed;
+  const bool device_usable =
+      out.device_write_bytes_per_second && out.sampling_interval_seconds > 0 &&
+      w.duration() >= kDeviceWindowIntervals * out.sampling_interval_seconds && !out.absorbed;
   if (device_usable) {
     out.write_bytes_per_second = out.device_write_bytes_per_second;
     out.write_measure = WriteMeasure::kDevice;

@@ -152,7 +152,8 @@ TEST(WindowIo, DirtyMemoryThatAbsorbedTheWriteRulesOutTheDevice) {
   // The device wrote 1 MiB/s over [1000, 1500] (500 MiB) while the
   // checkpoint wrote 800 MiB: it saw less than half of it.
   const TierIo slow_device = block_tier(1 * kMiB, 0, 0);
-  WindowIo w = window_io({1000, 1500, WindowSource::kEvents}, 1200 * kMiB, &slow_device, {}, nullptr);
+  WindowIo w =
+      window_io({1000, 1500, WindowSource::kEvents}, 1200 * kMiB, &slow_device, {}, nullptr);
   EXPECT_TRUE(w.absorbed);
   EXPECT_EQ(w.write_measure, WriteMeasure::kEvents);
   EXPECT_DOUBLE_EQ(*w.write_bytes_per_second, 1200 * kMiB / 500);
@@ -381,9 +382,8 @@ TEST(SlowCauseRule, OneCasePerCause) {
       {"unknown on a kernel with PSI but no samples over the window",
        [](SlowInputs& in, StoragePathPolicy&) { in.io.psi_available = true; }, true,
        SlowCause::kUnknown, "missing node pressure samples"},
-      {"application on a kernel without PSI says so",
-       [](SlowInputs&, StoragePathPolicy&) {}, true, SlowCause::kApplication,
-       "no pressure stall information on this kernel"},
+      {"application on a kernel without PSI says so", [](SlowInputs&, StoragePathPolicy&) {}, true,
+       SlowCause::kApplication, "no pressure stall information on this kernel"},
       {"unknown with an interface configured but not measured",
        [](SlowInputs& in, StoragePathPolicy&) { in.io.network_utilisation.reset(); }, true,
        SlowCause::kUnknown, "missing network counters"},
