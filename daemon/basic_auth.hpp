@@ -21,7 +21,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "daemon/http_server.hpp"
-#include "daemon/worker_pool.hpp"
+#include "util/worker_pool.hpp"
 
 namespace ckptmon {
 

@@ -19,7 +19,7 @@
 
 #include "daemon/burst.hpp"
 #include "daemon/burst_expect.hpp"
-#include "daemon/columns.hpp"
+#include "util/columns.hpp"
 #include "util/duration.hpp"
 #include "util/text.hpp"
 

@@ -34,9 +34,9 @@
 
 #include "collectors/collector.hpp"
 #include "daemon/clock_timers.hpp"
-#include "daemon/worker_pool.hpp"
 #include "model/state.hpp"
 #include "util/clock.hpp"
+#include "util/worker_pool.hpp"
 
 namespace ckptmon {
 

@@ -31,7 +31,6 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/config.hpp"
-#include "daemon/audit_log.hpp"
 #include "daemon/collector_runner.hpp"
 #include "daemon/config_loader.hpp"
 #include "daemon/http_server.hpp"
@@ -39,12 +38,13 @@
 #include "daemon/snapshot.hpp"
 #include "daemon/wake_watch.hpp"
 #include "daemon/web_security.hpp"
-#include "daemon/worker_pool.hpp"
 #include "model/state.hpp"
+#include "store/audit_log.hpp"
 #include "store/state_lock.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
 #include "util/duration.hpp"
+#include "util/worker_pool.hpp"
 
 namespace ckptmon {
 

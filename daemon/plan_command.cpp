@@ -9,12 +9,12 @@
 #include "collectors/tier_stats.hpp"
 #include "collectors/tree_scan.hpp"
 #include "config/config.hpp"
-#include "daemon/columns.hpp"
 #include "daemon/http_get.hpp"
 #include "daemon/report_prometheus.hpp"
 #include "daemon/rules_cycle.hpp"
 #include "store/history.hpp"
 #include "store/store.hpp"
+#include "util/columns.hpp"
 #include "util/duration.hpp"
 #include "util/text.hpp"
 

@@ -8,8 +8,8 @@
 
 #include "collectors/tree_scan.hpp"
 #include "config/config.hpp"
-#include "daemon/columns.hpp"
 #include "daemon/web.hpp"
+#include "util/columns.hpp"
 #include "util/text.hpp"
 
 namespace ckptmon {

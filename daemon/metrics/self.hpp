@@ -14,7 +14,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
-#include "daemon/audit_log.hpp"
+#include "store/audit_log.hpp"
 
 namespace ckptmon {
 

@@ -1,4 +1,4 @@
-#include "daemon/audit_log.hpp"
+#include "store/audit_log.hpp"
 
 #include <sys/stat.h>
 

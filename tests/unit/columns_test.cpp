@@ -1,4 +1,4 @@
-#include "daemon/columns.hpp"
+#include "util/columns.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "daemon/worker_pool.hpp"
+#include "util/worker_pool.hpp"
 
 #include <algorithm>
 #include <chrono>
