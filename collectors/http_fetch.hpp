@@ -1,7 +1,7 @@
 #pragma once
 // The one way a collector reaches an HTTP peer (dcgm-exporter, Prometheus): a
 // blocking GET with one deadline and a cap on the body, injected by the daemon
-// (daemon/http_get.cpp make_http_fetch) so collectors link no HTTP library and
+// (http/http_get.cpp make_http_fetch) so collectors link no HTTP library and
 // tests can hand in their own. Called on worker threads only.
 
 #include <cstddef>

@@ -2,7 +2,7 @@
 // The --web.config.file settings (TLS and basic auth), in the file format of
 // the Prometheus exporter-toolkit (docs/operations.md lists the subset read
 // here). Reading is pure: certificate files are only named, not opened; the
-// daemon loads them (daemon/web_security.hpp). Immutable once read.
+// daemon loads them (http/web_security.hpp). Immutable once read.
 
 #include <map>
 #include <optional>

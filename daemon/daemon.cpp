@@ -12,14 +12,14 @@
 
 #include "config/config_warnings.hpp"
 #include "daemon/alerts_wire.hpp"
-#include "daemon/gzip.hpp"
-#include "daemon/http_get.hpp"
 #include "daemon/malloc_tuning.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/report_command.hpp"
 #include "daemon/systemd_notify.hpp"
 #include "daemon/web.hpp"
-#include "daemon/web_security.hpp"
+#include "http/gzip.hpp"
+#include "http/http_get.hpp"
+#include "http/web_security.hpp"
 #include "store/event_journal.hpp"
 #include "store/verification_ledger.hpp"
 

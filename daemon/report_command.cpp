@@ -12,13 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/http_get.hpp"
-#include "daemon/http_server.hpp"
 #include "daemon/plan_command.hpp"
 #include "daemon/report_prometheus.hpp"
 #include "daemon/report_render.hpp"
 #include "daemon/time_range.hpp"
 #include "daemon/web.hpp"
+#include "http/http_get.hpp"
+#include "http/http_server.hpp"
 #include "model/checkpoint.hpp"
 #include "model/namespace_rule.hpp"
 #include "rules/alerts.hpp"

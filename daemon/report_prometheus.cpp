@@ -13,7 +13,7 @@
 
 #include "collectors/prometheus_api.hpp"
 #include "config/rules_config.hpp"
-#include "daemon/http_get.hpp"
+#include "http/http_get.hpp"
 #include "util/text.hpp"
 #include "util/time_format.hpp"
 

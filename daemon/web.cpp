@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/http_server.hpp"
 #include "daemon/rules_cycle.hpp"
+#include "http/http_server.hpp"
 #include "model/checkpoint_skew.hpp"
 #include "rules/estate.hpp"
 #include "rules/recovery.hpp"

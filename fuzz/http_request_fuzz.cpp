@@ -14,7 +14,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "daemon/http_server.hpp"
+#include "http/http_server.hpp"
 
 namespace {
 

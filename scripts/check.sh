@@ -36,7 +36,8 @@ stamp=$asan/check-passed.txt
 mapfile -t layers < <(python3 scripts/touched_layers.py "$stamp" "$asan/unit_test_layers.txt")
 targets=()
 for l in "${layers[@]}"; do
-  if grep -q " $l\$" "$asan/unit_test_layers.txt"; then targets+=("ckptmon_unit_tests_$l"); fi
+  # A layer's folder (tools/review) names its test binary by its last part.
+  if grep -q " $l\$" "$asan/unit_test_layers.txt"; then targets+=("ckptmon_unit_tests_${l##*/}"); fi
 done
 if [ ${#targets[@]} -gt 0 ]; then
   cmake --build "$asan" -j "$jobs" --target "${targets[@]}"

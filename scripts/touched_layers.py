@@ -59,8 +59,8 @@ def main():
                 test_layer[path] = layer
     touched = set()
     for p in changed:
-        top = p.split("/", 1)[0]
-        if top in layers:
+        top = check_layers.layer_of(p)
+        if top is not None:
             touched.add(top)
         elif p in test_layer:
             touched.add(test_layer[p])

@@ -14,6 +14,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
+#include "http/http_server.hpp"
 #include "store/audit_log.hpp"
 
 namespace ckptmon {
@@ -33,18 +34,6 @@ struct RegistryMetrics {
 };
 RegistryMetrics register_self_metrics(prometheus::Registry& registry);
 
-// What the HTTP server and its guard (web_security) counted.
-struct HttpFigures {
-  std::uint64_t connections = 0;
-  std::uint64_t rejected = 0;
-  std::uint64_t rejected_per_peer = 0;
-  std::uint64_t idle_closed = 0;
-  std::uint64_t slow_heads_closed = 0;
-  std::uint64_t history_queries_refused = 0;
-  std::uint64_t auth_missing = 0;
-  std::uint64_t auth_invalid = 0;
-  std::uint64_t tls_handshake_failures = 0;
-};
 // ckptmon_http_connections, ckptmon_http_connections_rejected{,_per_peer}_total,
 // ckptmon_http_idle_connections_closed_total.
 void http_connection_families(const HttpFigures& f, std::vector<prometheus::MetricFamily>& out);

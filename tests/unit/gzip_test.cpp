@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/gzip.hpp"
+#include "http/gzip.hpp"
 
 namespace ckptmon {
 namespace {

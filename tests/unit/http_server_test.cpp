@@ -1,4 +1,4 @@
-#include "daemon/http_server.hpp"
+#include "http/http_server.hpp"
 
 #include <chrono>
 #include <future>

@@ -8,8 +8,8 @@
 
 #include <boost/asio/ip/tcp.hpp>
 
-#include "daemon/http_get.hpp"
-#include "daemon/http_server.hpp"
+#include "http/http_get.hpp"
+#include "http/http_server.hpp"
 #include "loop_helpers.hpp"
 
 namespace ckptmon {

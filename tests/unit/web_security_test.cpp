@@ -1,4 +1,4 @@
-#include "daemon/web_security.hpp"
+#include "http/web_security.hpp"
 
 #include <filesystem>
 #include <future>

@@ -1,4 +1,4 @@
-#include "daemon/gzip.hpp"
+#include "http/gzip.hpp"
 
 #include <zlib.h>
 

@@ -20,7 +20,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "daemon/http_server.hpp"
+#include "http/http_server.hpp"
 #include "util/worker_pool.hpp"
 
 namespace ckptmon {

@@ -1,4 +1,4 @@
-#include "daemon/basic_auth.hpp"
+#include "http/basic_auth.hpp"
 
 #include <crypt.h>
 

@@ -1,4 +1,4 @@
-#include "daemon/http_get.hpp"
+#include "http/http_get.hpp"
 
 #include <chrono>
 

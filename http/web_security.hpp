@@ -11,13 +11,11 @@
 #include <string>
 #include <vector>
 
-#include <prometheus/metric_family.h>
 #include <boost/asio/io_context.hpp>
 
 #include "config/web_config.hpp"
-#include "daemon/basic_auth.hpp"
-#include "daemon/http_server.hpp"
-#include "daemon/metrics/self.hpp"
+#include "http/basic_auth.hpp"
+#include "http/http_server.hpp"
 
 namespace boost::asio::ssl {
 class context;

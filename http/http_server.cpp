@@ -1,4 +1,4 @@
-#include "daemon/http_server.hpp"
+#include "http/http_server.hpp"
 
 #include <algorithm>
 #include <array>
@@ -15,7 +15,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
-#include "daemon/gzip.hpp"
+#include "http/gzip.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 

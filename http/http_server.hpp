@@ -221,4 +221,18 @@ class HttpServer {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
+// What the HTTP server and its guard (web_security) counted, for the
+// ckptmon_http_* families (daemon/metrics/self.hpp).
+struct HttpFigures {
+  std::uint64_t connections = 0;
+  std::uint64_t rejected = 0;
+  std::uint64_t rejected_per_peer = 0;
+  std::uint64_t idle_closed = 0;
+  std::uint64_t slow_heads_closed = 0;
+  std::uint64_t history_queries_refused = 0;
+  std::uint64_t auth_missing = 0;
+  std::uint64_t auth_invalid = 0;
+  std::uint64_t tls_handshake_failures = 0;
+};
+
 }  // namespace ckptmon
