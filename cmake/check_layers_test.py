@@ -57,8 +57,8 @@ def expect(cond, what):
 # the allowed layers are read off the table in docs/architecture.md.
 WRONG_INCLUDES = [
     ("a rule including the daemon: the rules layer sits below it",
-     "rules/evaluate.cpp", '#include "daemon/metrics.hpp"',
-     "rules/evaluate.cpp:2: rules may not include daemon/metrics.hpp "
+     "rules/evaluate.cpp", '#include "exporter/metrics.hpp"',
+     "rules/evaluate.cpp:2: rules may not include exporter/metrics.hpp "
      "(layer daemon; rules may use events, model, rules, util)"),
     ("a collector including its sibling layer, rules",
      "collectors/tier_stats.cpp", '#include "rules/capacity.hpp"',

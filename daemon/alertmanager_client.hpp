@@ -20,6 +20,7 @@
 #include <boost/asio/ssl/context.hpp>
 
 #include "config/rules_config.hpp"
+#include "exporter/rules.hpp"
 #include "rules/alerts.hpp"
 
 namespace ckptmon {
@@ -33,16 +34,6 @@ struct AlertmanagerOptions {
   // A resolved alert Alertmanager did not accept is retried this long, then dropped.
   double resolved_retry_seconds = 900;
   std::string generator_url;  // generatorURL of every alert; may be empty
-};
-
-// What the client did, for ckptmon_alertmanager_* metrics and logs.
-struct AlertmanagerStats {
-  std::uint64_t posts_total = 0;        // POSTs finished, successful or not
-  std::uint64_t post_errors_total = 0;  // of which failed (network, TLS, timeout, non-2xx)
-  std::uint64_t alerts_sent_total = 0;  // alerts in accepted POSTs
-  double last_success = 0;              // unix seconds of the last accepted POST; 0 = never
-  std::string last_error;               // empty after a success
-  bool in_flight = false;
 };
 
 class AlertmanagerClient {

@@ -10,10 +10,10 @@
 
 #include "config/rules_config.hpp"
 #include "daemon/alerts_wire.hpp"
-#include "daemon/metrics/family.hpp"
-#include "daemon/metrics/gpu.hpp"
-#include "daemon/metrics/rules.hpp"
 #include "daemon/plan_command.hpp"
+#include "exporter/family.hpp"
+#include "exporter/gpu.hpp"
+#include "exporter/rules.hpp"
 #include "store/store.hpp"
 #include "util/log.hpp"
 

@@ -1,11 +1,11 @@
 #include "daemon/snapshot.hpp"
 
-#include "daemon/metrics/collectors.hpp"
-#include "daemon/metrics/events.hpp"
-#include "daemon/metrics/family.hpp"
-#include "daemon/metrics/gpu.hpp"
-#include "daemon/metrics/io.hpp"
-#include "daemon/metrics/tiers.hpp"
+#include "exporter/collectors.hpp"
+#include "exporter/events.hpp"
+#include "exporter/family.hpp"
+#include "exporter/gpu.hpp"
+#include "exporter/io.hpp"
+#include "exporter/tiers.hpp"
 
 namespace ckptmon {
 

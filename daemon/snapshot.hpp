@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "daemon/metrics/catalog.hpp"
 #include "daemon/rules_cycle.hpp"
+#include "exporter/catalog.hpp"
 #include "model/state.hpp"
 
 namespace ckptmon {

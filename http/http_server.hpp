@@ -222,7 +222,7 @@ class HttpServer {
 };
 
 // What the HTTP server and its guard (web_security) counted, for the
-// ckptmon_http_* families (daemon/metrics/self.hpp).
+// ckptmon_http_* families (exporter/self.hpp).
 struct HttpFigures {
   std::uint64_t connections = 0;
   std::uint64_t rejected = 0;

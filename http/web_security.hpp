@@ -60,7 +60,7 @@ class WebSecurity {
   const BasicAuth& auth() const { return auth_; }
 
   // Its counters for ckptmon_http_auth_failures_total and
-  // ckptmon_http_tls_handshake_failures_total (daemon/metrics/self.cpp).
+  // ckptmon_http_tls_handshake_failures_total (exporter/self.cpp).
   void add_figures(HttpFigures* f) const;
 
  private:

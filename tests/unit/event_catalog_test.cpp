@@ -12,8 +12,8 @@
 #include "rules/evaluate.hpp"
 #include "rules/recovery.hpp"
 
-#include "daemon/metrics.hpp"
 #include "daemon/web.hpp"
+#include "exporter/metrics.hpp"
 #include "store/event_codec.hpp"
 #include "store/shard_pack.hpp"
 

@@ -1,4 +1,4 @@
-#include "daemon/metrics.hpp"
+#include "exporter/metrics.hpp"
 
 #include <map>
 #include <optional>

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/metrics.hpp"
 #include "daemon/snapshot.hpp"
+#include "exporter/metrics.hpp"
 
 namespace ckptmon {
 namespace {

@@ -1,4 +1,4 @@
-#include "daemon/metrics/rules.hpp"
+#include "exporter/rules.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/metrics.hpp"
+#include "exporter/metrics.hpp"
 #include "tests/unit/rules_fixtures.hpp"
 
 namespace ckptmon {

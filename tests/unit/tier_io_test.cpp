@@ -13,7 +13,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "daemon/metrics.hpp"
+#include "exporter/metrics.hpp"
 #include "log_capture.hpp"
 #include "temp_dir.hpp"
 #include "tests/test_paths.hpp"

@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/metrics/collectors.hpp"
-#include "daemon/metrics/family.hpp"
+#include "exporter/collectors.hpp"
+#include "exporter/family.hpp"
 
 #include "temp_dir.hpp"
 

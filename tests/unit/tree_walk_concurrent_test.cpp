@@ -25,7 +25,7 @@
 #include "collectors/tree_scan.hpp"
 #include "collectors/tree_walk.hpp"
 #include "config/config.hpp"
-#include "daemon/metrics.hpp"
+#include "exporter/metrics.hpp"
 #include "model/walk_live.hpp"
 #include "temp_dir.hpp"
 #include "tests/test_paths.hpp"

@@ -14,7 +14,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include "loop_helpers.hpp"
 
-#include "daemon/metrics.hpp"
+#include "exporter/metrics.hpp"
 #include "tests/unit/http_client.hpp"
 #include "tests/unit/temp_dir.hpp"
 #include "tests/unit/tls_fixture.hpp"

@@ -1,6 +1,6 @@
-#include "daemon/metrics/io.hpp"
+#include "exporter/io.hpp"
 
-#include "daemon/metrics/family.hpp"
+#include "exporter/family.hpp"
 
 namespace ckptmon {
 namespace {

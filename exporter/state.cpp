@@ -1,11 +1,11 @@
-#include "daemon/metrics/state.hpp"
+#include "exporter/state.hpp"
 
-#include "daemon/metrics/catalog.hpp"
-#include "daemon/metrics/collectors.hpp"
-#include "daemon/metrics/events.hpp"
-#include "daemon/metrics/gpu.hpp"
-#include "daemon/metrics/io.hpp"
-#include "daemon/metrics/tiers.hpp"
+#include "exporter/catalog.hpp"
+#include "exporter/collectors.hpp"
+#include "exporter/events.hpp"
+#include "exporter/gpu.hpp"
+#include "exporter/io.hpp"
+#include "exporter/tiers.hpp"
 
 namespace ckptmon {
 

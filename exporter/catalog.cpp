@@ -1,8 +1,8 @@
-#include "daemon/metrics/catalog.hpp"
+#include "exporter/catalog.hpp"
 
 #include <array>
 
-#include "daemon/metrics/family.hpp"
+#include "exporter/family.hpp"
 #include "model/checkpoint_skew.hpp"
 #include "model/walk_live.hpp"
 #include "util/metric_labels.hpp"

@@ -6,15 +6,26 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <prometheus/metric_family.h>
 
-#include "daemon/alertmanager_client.hpp"
 #include "rules/alerts.hpp"
 #include "rules/evaluate.hpp"
 
 namespace ckptmon {
+
+// What the Alertmanager notifier (daemon/alertmanager_client.hpp) did, for the
+// ckptmon_alertmanager_* families and its logs.
+struct AlertmanagerStats {
+  std::uint64_t posts_total = 0;        // POSTs finished, successful or not
+  std::uint64_t post_errors_total = 0;  // of which failed (network, TLS, timeout, non-2xx)
+  std::uint64_t alerts_sent_total = 0;  // alerts in accepted POSTs
+  double last_success = 0;              // unix seconds of the last accepted POST; 0 = never
+  std::string last_error;               // empty after a success
+  bool in_flight = false;
+};
 
 // ckpt_drain_*, ckpt_tier_required_*/capacity/time_to_full/next_checkpoint_*,
 // ckpt_job_next_checkpoint_*, ckpt_tier_*_write_bandwidth_*, ckpt_cleanup_*,

@@ -1,6 +1,6 @@
-#include "daemon/metrics/collectors.hpp"
+#include "exporter/collectors.hpp"
 
-#include "daemon/metrics/family.hpp"
+#include "exporter/family.hpp"
 
 namespace ckptmon {
 

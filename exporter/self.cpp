@@ -1,4 +1,4 @@
-#include "daemon/metrics/self.hpp"
+#include "exporter/self.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "daemon/metrics/family.hpp"
+#include "exporter/family.hpp"
 #include "util/version.hpp"
 
 namespace ckptmon {

@@ -1,6 +1,6 @@
-#include "daemon/metrics/gpu.hpp"
+#include "exporter/gpu.hpp"
 
-#include "daemon/metrics/family.hpp"
+#include "exporter/family.hpp"
 #include "util/metric_labels.hpp"
 
 namespace ckptmon {

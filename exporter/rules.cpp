@@ -1,9 +1,9 @@
-#include "daemon/metrics/rules.hpp"
+#include "exporter/rules.hpp"
 
 #include <set>
 #include <string_view>
 
-#include "daemon/metrics/family.hpp"
+#include "exporter/family.hpp"
 #include "util/metric_labels.hpp"
 
 namespace ckptmon {

@@ -1,5 +1,5 @@
 #pragma once
-// The daemon's metric families, one file per domain under daemon/metrics/
+// The daemon's metric families, one file per domain in exporter/
 // (docs/metrics.md names the file that owns each family):
 //   family.hpp      FamilyBuilder, append, serialize: the toolkit
 //   state.hpp       state_families(): tiers, catalog, events, GPU, I/O, collectors
@@ -14,12 +14,12 @@
 //                   ckptmon_build_info, ckptmon_config_last_reload_*
 // Pure functions of their inputs.
 
-#include "daemon/metrics/catalog.hpp"
-#include "daemon/metrics/collectors.hpp"
-#include "daemon/metrics/events.hpp"
-#include "daemon/metrics/family.hpp"
-#include "daemon/metrics/gpu.hpp"
-#include "daemon/metrics/io.hpp"
-#include "daemon/metrics/self.hpp"
-#include "daemon/metrics/state.hpp"
-#include "daemon/metrics/tiers.hpp"
+#include "exporter/catalog.hpp"
+#include "exporter/collectors.hpp"
+#include "exporter/events.hpp"
+#include "exporter/family.hpp"
+#include "exporter/gpu.hpp"
+#include "exporter/io.hpp"
+#include "exporter/self.hpp"
+#include "exporter/state.hpp"
+#include "exporter/tiers.hpp"

@@ -1,8 +1,8 @@
-#include "daemon/metrics/tiers.hpp"
+#include "exporter/tiers.hpp"
 
 #include <algorithm>
 
-#include "daemon/metrics/family.hpp"
+#include "exporter/family.hpp"
 
 namespace ckptmon {
 

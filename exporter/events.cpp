@@ -1,6 +1,6 @@
-#include "daemon/metrics/events.hpp"
+#include "exporter/events.hpp"
 
-#include "daemon/metrics/family.hpp"
+#include "exporter/family.hpp"
 #include "util/metric_labels.hpp"
 
 namespace ckptmon {

@@ -1,4 +1,4 @@
-#include "daemon/metrics/family.hpp"
+#include "exporter/family.hpp"
 
 #include <limits>
 #include <sstream>
