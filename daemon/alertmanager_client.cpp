@@ -19,7 +19,7 @@
 #include <boost/beast/core/detail/base64.hpp>
 #include <boost/beast/http.hpp>
 
-#include "daemon/alerts_wire.hpp"
+#include "api/alerts_wire.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 #include "util/version.hpp"

@@ -10,12 +10,12 @@
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
+#include "api/alerts_wire.hpp"
+#include "api/web.hpp"
 #include "config/config_warnings.hpp"
-#include "daemon/alerts_wire.hpp"
 #include "daemon/malloc_tuning.hpp"
 #include "daemon/report_command.hpp"
 #include "daemon/systemd_notify.hpp"
-#include "daemon/web.hpp"
 #include "exporter/metrics.hpp"
 #include "http/gzip.hpp"
 #include "http/http_get.hpp"

@@ -8,9 +8,9 @@
 #include <set>
 #include <tuple>
 
+#include "api/alerts_wire.hpp"
+#include "api/plan.hpp"
 #include "config/rules_config.hpp"
-#include "daemon/alerts_wire.hpp"
-#include "daemon/plan_command.hpp"
 #include "exporter/family.hpp"
 #include "exporter/gpu.hpp"
 #include "exporter/rules.hpp"
@@ -251,32 +251,6 @@ void RulesCycle::record_tier_figures(const RuleFigures& figures, HistoryWrite& w
       if (c.tier == name) s.required_capacity_bytes = c.required_bytes;
     }
   }
-}
-
-Verifications verifications_of(const State& state, const CheckpointView& checkpoints) {
-  Verifications out;
-  if (!state.integrity) return out;
-  for (const Checkpoint& c : checkpoints) {
-    if (c.state != CkptState::kCommitted) continue;
-    if (auto v = state.integrity->verdict(c.tier, c.job, c.step, c.path)) {
-      out[CheckpointKey{c.tier, c.path}] = *v;
-    }
-  }
-  return out;
-}
-
-std::map<DrainKey, double> drained_totals_of(const State& state) {
-  std::map<DrainKey, double> out;
-  if (!state.events) return out;
-  for (const auto& [key, step] : state.events->steps) {
-    for (const auto& [route, progress] : step.drains) {
-      const auto sep = route.find('>');
-      if (sep == std::string::npos) continue;
-      out[DrainKey{route.substr(0, sep), route.substr(sep + 1), key.job}] +=
-          static_cast<double>(progress.bytes);
-    }
-  }
-  return out;
 }
 
 void RulesCycle::evaluate() {

@@ -18,6 +18,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "api/snapshot.hpp"
 #include "config/config.hpp"
 #include "daemon/alertmanager_client.hpp"
 #include "daemon/clock_timers.hpp"
@@ -33,53 +34,8 @@ namespace ckptmon {
 
 class Store;
 
-// What one cycle produced, published with the snapshot. Immutable once made.
-// One job's GPU cost as the landing page and /api/v1/jobs show it.
-struct GpuJobSummary {
-  std::size_t gpus = 0;
-  double lost_total = 0;  // GPU-seconds lost to checkpoints since start
-  std::uint64_t joined = 0;
-  std::uint64_t unknown = 0;
-  // The newest checkpoint with a known cost.
-  std::optional<std::int64_t> last_step;
-  std::optional<double> last_lost, last_during, last_baseline, last_drop;
-};
-
-// One job's recovery points as the landing page and /api/v1/jobs show them:
-// the newest restorable copy anywhere and the newest on a durable tier.
-struct JobRecoverySummary {
-  RecoveryPoint any;
-  DurabilityFigures durability;
-};
-
-struct RulesOutput {
-  std::string metrics_text;  // rule, alert, Alertmanager and ckptmon_rules_* families
-  std::map<std::string, GpuJobSummary> gpu_jobs;       // by job; empty while gpu.source is none
-  std::map<std::string, JobRecoverySummary> recovery;  // by job, every job with checkpoints
-  std::vector<AlertInstance> active;    // pending and firing alerts, sorted by labels
-  std::string alerts_json;              // GET /api/v1/alerts body: alerts_json(active)
-  std::string plan_json;                // GET /api/v1/plan body (daemon/plan_command.hpp)
-  std::vector<PlanInputs> plan_inputs;  // what plan_json was made from (GET /api/v1/report)
-  // Window I/O and slow verdict per catalog entry, for /api/v1/checkpoints.
-  std::shared_ptr<const std::map<CheckpointKey, CheckpointStoragePath>> storage_path;
-  // The estate's findings (RuleFigures::estate_findings) by tier, with an
-  // entry, empty or not, for every tier evaluated; GET /api/v1/findings and
-  // the audit log show them beside the walks' own.
-  std::map<std::string, std::shared_ptr<const std::vector<AccessFinding>>> estate_findings;
-  double evaluated_at = 0;  // the injected clock's now of the cycle
-};
-
 // Builds the rules' policy from a configuration.
 RulesPolicy rules_policy(const Config& cfg);
-
-// What the integrity verifier found for `checkpoints` (State::integrity):
-// false for a checkpoint that failed, true for one that passed; absent for
-// the ones not verified.
-Verifications verifications_of(const State& state, const CheckpointView& checkpoints);
-
-// Cumulative bytes the event logs report drained (shard_drained), per drain
-// source, target and job, over the checkpoints the event catalog keeps.
-std::map<DrainKey, double> drained_totals_of(const State& state);
 
 class RulesCycle {
  public:

@@ -6,9 +6,9 @@
 #include <optional>
 #include <set>
 
+#include "api/web.hpp"
 #include "collectors/tree_scan.hpp"
 #include "config/config.hpp"
-#include "daemon/web.hpp"
 #include "util/columns.hpp"
 #include "util/text.hpp"
 

@@ -3,7 +3,7 @@
 // (alertname, severity, tier, job); the evaluator moves every instance through
 // inactive -> pending -> firing after its `for:` and back when the condition
 // clears. It returns plain alert states; the daemon renders them for /metrics,
-// /api/v1/alerts, the history and Alertmanager's v2 API (daemon/alerts_wire.hpp).
+// /api/v1/alerts, the history and Alertmanager's v2 API (api/alerts_wire.hpp).
 // No I/O.
 
 #include <array>

@@ -14,6 +14,7 @@
 
 #include "model/checkpoint.hpp"
 #include "model/checkpoint_view.hpp"
+#include "model/state.hpp"
 
 namespace ckptmon {
 
@@ -95,5 +96,14 @@ JobCheckpoints group_by_job(const CheckpointView& all, const std::string& tier);
 // checkpoints in the catalog (save start to commit time, closed intervals); at
 // least 1 when the tier has any checkpoint, 0 when it has none.
 std::int64_t observed_concurrency(const CheckpointView& all, const std::string& tier);
+
+// What the integrity verifier found for `checkpoints` (State::integrity):
+// false for a checkpoint that failed, true for one that passed; absent for
+// the ones not verified.
+Verifications verifications_of(const State& state, const CheckpointView& checkpoints);
+
+// Cumulative bytes the event logs report drained (shard_drained), per drain
+// source, target and job, over the checkpoints the event catalog keeps.
+std::map<DrainKey, double> drained_totals_of(const State& state);
 
 }  // namespace ckptmon

@@ -2,7 +2,7 @@
 // How the state database keeps event aggregates (tables event_steps,
 // event_jobs, event_restores, column data, schema 7): a binary row per
 // aggregate that round-trips every field, internal ones included. A
-// persistence format, not the API's: /api/v1 renders steps in daemon/web.cpp,
+// persistence format, not the API's: /api/v1 renders steps in api/web.cpp,
 // the one JSON form of an event step. Schemas 2 to 6 stored JSON; the
 // migration reads it with store/legacy_event_rows.hpp.
 //

@@ -3,7 +3,7 @@
 // event_steps, event_jobs, event_restores): JSON objects. Read only by the
 // migration to schema 7 (store/store.cpp), which re-encodes every row in the
 // binary form of store/event_codec.hpp. Nothing writes this form any more;
-// the API's JSON is daemon/web.cpp's.
+// the API's JSON is api/web.cpp's.
 
 #include <nlohmann/json_fwd.hpp>
 

@@ -1,8 +1,8 @@
-// The alert wire formats (daemon/alerts_wire.hpp): the /api/v1/alerts body
+// The alert wire formats (api/alerts_wire.hpp): the /api/v1/alerts body
 // and the Alertmanager v2 payload, parsed back and compared with values
 // worked out by hand.
 
-#include "daemon/alerts_wire.hpp"
+#include "api/alerts_wire.hpp"
 
 #include <limits>
 #include <string>

@@ -12,7 +12,7 @@
 #include "rules/evaluate.hpp"
 #include "rules/recovery.hpp"
 
-#include "daemon/web.hpp"
+#include "api/web.hpp"
 #include "exporter/metrics.hpp"
 #include "store/event_codec.hpp"
 #include "store/shard_pack.hpp"

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "daemon/web.hpp"
+#include "api/web.hpp"
 #include "store/history.hpp"
 #include "store/store.hpp"
 #include "temp_dir.hpp"

@@ -2,7 +2,7 @@
 // ticks, bytes in binary units, a peak that survives the thinning to one
 // column per pixel, and axes even when there is nothing to draw.
 
-#include "daemon/report_render.hpp"
+#include "api/report_render.hpp"
 
 #include <algorithm>
 #include <regex>

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "daemon/alerts_wire.hpp"  // WindowMissed: the cause reaches /api/v1/alerts
+#include "api/alerts_wire.hpp"  // WindowMissed: the cause reaches /api/v1/alerts
 #include "tests/test_paths.hpp"
 #include "tests/unit/rules_fixtures.hpp"
 #include "util/clock.hpp"

@@ -11,7 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "daemon/alerts_wire.hpp"
+#include "api/alerts_wire.hpp"
 #include "store/history.hpp"
 #include "store/store.hpp"
 #include "tests/unit/rules_fixtures.hpp"

@@ -1,14 +1,14 @@
 // The since/until range GET /api/v1/history and GET /api/v1/report share
-// (daemon/time_range.hpp), and the messages each route gives for it.
+// (api/time_range.hpp), and the messages each route gives for it.
 
 #include <map>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "api/time_range.hpp"
+#include "api/web.hpp"
 #include "daemon/report_command.hpp"
-#include "daemon/time_range.hpp"
-#include "daemon/web.hpp"
 
 namespace ckptmon {
 namespace {

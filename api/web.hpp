@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/daemon.hpp"
+#include "api/snapshot.hpp"
 
 namespace ckptmon {
 
@@ -54,7 +54,7 @@ std::string render_event_checkpoints_json(const Snapshot& snap,
 
 }  // namespace ckptmon
 
-#include "daemon/time_range.hpp"
+#include "api/time_range.hpp"
 #include "store/history.hpp"
 
 namespace ckptmon {

@@ -1,4 +1,4 @@
-#include "daemon/alerts_wire.hpp"
+#include "api/alerts_wire.hpp"
 
 #include <charconv>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "daemon/web.hpp"
+#include "api/web.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -12,10 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/rules_cycle.hpp"
 #include "http/http_server.hpp"
 #include "model/checkpoint_skew.hpp"
 #include "rules/estate.hpp"
+#include "rules/inputs.hpp"
 #include "rules/recovery.hpp"
 #include "util/duration.hpp"
 #include "util/label.hpp"

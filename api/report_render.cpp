@@ -1,4 +1,4 @@
-#include "daemon/report_render.hpp"
+#include "api/report_render.hpp"
 
 #include <algorithm>
 #include <cmath>

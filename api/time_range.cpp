@@ -1,4 +1,4 @@
-#include "daemon/time_range.hpp"
+#include "api/time_range.hpp"
 
 #include <charconv>
 #include <cmath>
