@@ -1,7 +1,7 @@
 #pragma once
 // What scrapes and the API read: the State as published, with what the last
 // rules cycle produced. Every view in api/ is a function of a Snapshot; the
-// loop (daemon/snapshot.hpp SnapshotPublisher, daemon/rules_cycle.hpp) makes
+// loop (serve/publisher.hpp SnapshotPublisher, serve/rules_cycle.hpp) makes
 // them.
 
 #include <cstddef>

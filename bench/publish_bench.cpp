@@ -13,7 +13,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "daemon/snapshot.hpp"
+#include "serve/publisher.hpp"
 
 namespace ckptmon {
 namespace {

@@ -32,7 +32,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "daemon/daemon.hpp"
+#include "serve/daemon.hpp"
 
 namespace {
 

@@ -20,7 +20,7 @@
 
 #include "config/web_config.hpp"
 #include "daemon/burst.hpp"
-#include "daemon/daemon.hpp"
+#include "serve/daemon.hpp"
 #include "util/log.hpp"
 
 namespace ckptmon {

@@ -16,7 +16,7 @@
 
 namespace ckptmon {
 
-// What the Alertmanager notifier (daemon/alertmanager_client.hpp) did, for the
+// What the Alertmanager notifier (serve/alertmanager_client.hpp) did, for the
 // ckptmon_alertmanager_* families and its logs.
 struct AlertmanagerStats {
   std::uint64_t posts_total = 0;        // POSTs finished, successful or not

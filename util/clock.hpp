@@ -9,7 +9,7 @@
 // deadline, a walk's stall timeout). A wall clock stepped back by NTP or an
 // operator moves the first, never the second.
 //
-// Waiting: code that waits for a monotonic reading (daemon/clock_timers.hpp,
+// Waiting: code that waits for a monotonic reading (serve/clock_timers.hpp,
 // a walk's stall timeout) waits on real time for a real clock and, for a
 // clock that moves only when told (FakeClock), wakes when it is moved, so
 // tests move time instead of sleeping.

@@ -2,7 +2,7 @@
 // loopback port, plus its failure paths against local sockets. Skipped when
 // the binary is not installed.
 
-#include "daemon/alertmanager_client.hpp"
+#include "serve/alertmanager_client.hpp"
 
 #include <csignal>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "daemon/config_loader.hpp"
+#include "serve/config_loader.hpp"
 
 #include <future>
 #include <memory>

@@ -1,4 +1,4 @@
-#include "daemon/daemon.hpp"
+#include "serve/daemon.hpp"
 
 #include <chrono>
 #include <cstdlib>

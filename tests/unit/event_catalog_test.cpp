@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/rules_cycle.hpp"
 #include "rules/alerts.hpp"
 #include "rules/evaluate.hpp"
 #include "rules/recovery.hpp"
+#include "serve/rules_cycle.hpp"
 
 #include "api/web.hpp"
 #include "exporter/metrics.hpp"

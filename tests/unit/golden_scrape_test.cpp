@@ -31,8 +31,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "daemon/daemon.hpp"
 #include "loop_helpers.hpp"
+#include "serve/daemon.hpp"
 #include "tests/test_paths.hpp"
 #include "tests/unit/http_client.hpp"
 #include "util/clock.hpp"

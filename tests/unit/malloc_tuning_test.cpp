@@ -1,4 +1,4 @@
-#include "daemon/malloc_tuning.hpp"
+#include "serve/malloc_tuning.hpp"
 
 #include <malloc.h>
 #include <unistd.h>

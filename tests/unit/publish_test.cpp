@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/snapshot.hpp"
 #include "exporter/metrics.hpp"
+#include "serve/publisher.hpp"
 
 namespace ckptmon {
 namespace {

@@ -2,7 +2,7 @@
 // and alerts in the rendered text, history handed to the store, and alert
 // state and tier samples carried across a restart.
 
-#include "daemon/rules_cycle.hpp"
+#include "serve/rules_cycle.hpp"
 
 #include <algorithm>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "daemon/daemon.hpp"
+#include "serve/daemon.hpp"
 
 #include <sys/stat.h>
 
@@ -11,15 +11,15 @@
 #include <nlohmann/json.hpp>
 
 #include "api/alerts_wire.hpp"
+#include "api/report.hpp"
 #include "api/web.hpp"
 #include "config/config_warnings.hpp"
-#include "daemon/malloc_tuning.hpp"
-#include "daemon/report_command.hpp"
-#include "daemon/systemd_notify.hpp"
 #include "exporter/metrics.hpp"
 #include "http/gzip.hpp"
 #include "http/http_get.hpp"
 #include "http/web_security.hpp"
+#include "serve/malloc_tuning.hpp"
+#include "serve/systemd_notify.hpp"
 #include "store/event_journal.hpp"
 #include "store/verification_ledger.hpp"
 

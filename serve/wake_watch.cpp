@@ -1,4 +1,4 @@
-#include "daemon/wake_watch.hpp"
+#include "serve/wake_watch.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "daemon/snapshot.hpp"
+#include "serve/publisher.hpp"
 
 #include "exporter/collectors.hpp"
 #include "exporter/events.hpp"

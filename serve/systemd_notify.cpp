@@ -1,4 +1,4 @@
-#include "daemon/systemd_notify.hpp"
+#include "serve/systemd_notify.hpp"
 
 #include <string>
 

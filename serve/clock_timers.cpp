@@ -1,4 +1,4 @@
-#include "daemon/clock_timers.hpp"
+#include "serve/clock_timers.hpp"
 
 #include <boost/asio/post.hpp>
 

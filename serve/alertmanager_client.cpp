@@ -1,4 +1,4 @@
-#include "daemon/alertmanager_client.hpp"
+#include "serve/alertmanager_client.hpp"
 
 #include <openssl/ssl.h>
 #include <openssl/x509.h>

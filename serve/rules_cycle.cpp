@@ -1,4 +1,4 @@
-#include "daemon/rules_cycle.hpp"
+#include "serve/rules_cycle.hpp"
 
 #include <time.h>
 

@@ -53,4 +53,4 @@ class DeadlineReader {
 
 }  // namespace ckptmon
 
-#include "daemon/config_loader_impl.hpp"
+#include "serve/config_loader_impl.hpp"

@@ -33,8 +33,8 @@
 #include <boost/asio/io_context.hpp>
 
 #include "collectors/collector.hpp"
-#include "daemon/clock_timers.hpp"
 #include "model/state.hpp"
+#include "serve/clock_timers.hpp"
 #include "util/clock.hpp"
 #include "util/worker_pool.hpp"
 

@@ -16,8 +16,8 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "collectors/collector.hpp"
-#include "daemon/collector_runner.hpp"
 #include "model/state.hpp"
+#include "serve/collector_runner.hpp"
 
 namespace ckptmon {
 

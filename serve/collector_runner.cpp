@@ -1,4 +1,4 @@
-#include "daemon/collector_runner.hpp"
+#include "serve/collector_runner.hpp"
 
 #include <algorithm>
 #include <exception>

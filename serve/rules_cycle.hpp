@@ -20,13 +20,13 @@
 
 #include "api/snapshot.hpp"
 #include "config/config.hpp"
-#include "daemon/alertmanager_client.hpp"
-#include "daemon/clock_timers.hpp"
 #include "model/checkpoint_view.hpp"
 #include "model/state.hpp"
 #include "rules/alerts.hpp"
 #include "rules/evaluate.hpp"
 #include "rules/plan.hpp"
+#include "serve/alertmanager_client.hpp"
+#include "serve/clock_timers.hpp"
 #include "store/history.hpp"
 #include "util/clock.hpp"
 
