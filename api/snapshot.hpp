@@ -45,7 +45,7 @@ struct RulesOutput {
   std::map<std::string, JobRecoverySummary> recovery;  // by job, every job with checkpoints
   std::vector<AlertInstance> active;    // pending and firing alerts, sorted by labels
   std::string alerts_json;              // GET /api/v1/alerts body: alerts_json(active)
-  std::string plan_json;                // GET /api/v1/plan body (daemon/plan_command.hpp)
+  std::string plan_json;                // GET /api/v1/plan body (tools/review/plan_command.hpp)
   std::vector<PlanInputs> plan_inputs;  // what plan_json was made from (GET /api/v1/report)
   // Window I/O and slow verdict per catalog entry, for /api/v1/checkpoints.
   std::shared_ptr<const std::map<CheckpointKey, CheckpointStoragePath>> storage_path;

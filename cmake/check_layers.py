@@ -39,9 +39,7 @@ _BELOW = {
     "serve": _DOMAIN + ["http", "exporter", "api"],
     "tools/review": _DOMAIN + ["http", "exporter", "api", "serve"],
     "tools/burst": _DOMAIN + ["http", "exporter", "api", "serve"],
-    # What is left of daemon/ while it is carved into the rows above.
-    "daemon": _DOMAIN + ["http", "exporter", "api", "serve", "tools/review", "tools/burst"],
-    "cli": _DOMAIN + ["http", "exporter", "api", "serve", "tools/review", "tools/burst", "daemon"],
+    "cli": _DOMAIN + ["http", "exporter", "api", "serve", "tools/review", "tools/burst"],
 }
 ALLOWED = {layer: set(below) | {layer} for layer, below in _BELOW.items()}
 LAYERS = list(_BELOW)
@@ -62,20 +60,20 @@ def layer_of(path):
 # fmt...) may be included anywhere.
 THIRD_PARTY = [
     # JSON: util (json_quote), collectors (checkpoint manifests, the Prometheus
-    # API they query), store (the JSON the database keeps), daemon (the wire
-    # formats). model and rules hold plain values and render nothing.
+    # API they query), store (the JSON the database keeps), the layers above
+    # (the wire formats). model and rules hold plain values and render nothing.
     ("nlohmann/", {"util", "collectors", "store", "http", "exporter", "api", "serve",
-                   "tools/review", "tools/burst", "daemon", "cli"}),
+                   "tools/review", "tools/burst", "cli"}),
     ("yaml-cpp/", {"config"}),
     ("sqlite3.h", {"store"}),
-    ("boost/beast", {"http", "serve", "tools/review", "tools/burst", "daemon"}),
-    ("boost/asio", {"http", "serve", "tools/review", "tools/burst", "daemon", "cli"}),
+    ("boost/beast", {"http", "serve", "tools/review", "tools/burst"}),
+    ("boost/asio", {"http", "serve", "tools/review", "tools/burst", "cli"}),
     # TLS is http's (the Alertmanager notifier's own client until issue 25's
     # one client replaces it).
-    ("openssl/ssl.h", {"http", "serve", "daemon"}),
+    ("openssl/ssl.h", {"http", "serve"}),
     ("crypt.h", {"http"}),
-    ("systemd/", {"serve", "daemon"}),
-    ("prometheus/", {"exporter", "serve", "daemon"}),
+    ("systemd/", {"serve"}),
+    ("prometheus/", {"exporter", "serve"}),
     # events parses the event logs with it, collectors the Prometheus API's
     # answers (On-Demand: no document tree of a big matrix).
     ("simdjson.h", {"events", "collectors"}),

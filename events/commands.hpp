@@ -1,6 +1,6 @@
 #pragma once
 // The event-log subcommands behind the CLI: `ckptmon events check FILE...`
-// and `ckptmon emit`. Kept out of daemon/cli.cpp so they are testable with
+// and `ckptmon emit`. Kept out of cli/cli.cpp so they are testable with
 // streams and a fake clock.
 
 #include <optional>

@@ -755,7 +755,7 @@ void Daemon::add_routes() {
       respond(std::move(r));             // carries it to the HTTP thread (route_on_loop)
     });
   });
-  // The report of the own state database (daemon/report_command.hpp), built
+  // The report of the own state database (tools/review/report_command.hpp), built
   // on a worker over a read-only connection of its own (a WAL reader: the
   // store thread goes on writing); one at a time.
   server_.route_async(

@@ -1,7 +1,7 @@
 // The beneath-a-descriptor calls of the burst engine on real trees, with
 // openat2 and with the O_NOFOLLOW walk a kernel without it gets.
 
-#include "daemon/burst_fs.hpp"
+#include "tools/burst/burst_fs.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

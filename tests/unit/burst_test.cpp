@@ -2,7 +2,7 @@
 // rate) is computed from time that only moves when the engine sleeps, so
 // these tests never wait; the files are real.
 
-#include "daemon/burst.hpp"
+#include "tools/burst/burst.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,9 +14,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/burst_fs.hpp"
-#include "daemon/burst_manifest.hpp"
 #include "temp_dir.hpp"
+#include "tools/burst/burst_fs.hpp"
+#include "tools/burst/burst_manifest.hpp"
 
 namespace ckptmon::burst {
 namespace {

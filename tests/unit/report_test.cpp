@@ -3,7 +3,7 @@
 // alert durations against the numbers worked out below; markdown and CSV
 // carry the JSON's numbers; bad sources and flags exit 2 with a message.
 
-#include "daemon/report_command.hpp"
+#include "tools/review/report_command.hpp"
 
 #include <sstream>
 

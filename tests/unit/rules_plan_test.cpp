@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "daemon/plan_command.hpp"
 #include "rules/evaluate.hpp"
 #include "rules_fixtures.hpp"
+#include "tools/review/plan_command.hpp"
 
 namespace ckptmon {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "api/time_range.hpp"
 #include "api/web.hpp"
-#include "daemon/report_command.hpp"
+#include "tools/review/report_command.hpp"
 
 namespace ckptmon {
 namespace {

@@ -1,5 +1,5 @@
 #pragma once
-// `ckptmon burst`: the command line of the burst engine (daemon/burst.hpp):
+// `ckptmon burst`: the command line of the burst engine (tools/burst/burst.hpp):
 // flags as text, checked before anything is created, the run, its report
 // (table with a progress bar on a terminal, plain lines otherwise, JSON) and
 // --expect-detection. Exit codes: 0 done, 1 a detection check failed,

@@ -1,3 +1,3 @@
-#include "daemon/cli.hpp"
+#include "cli/cli.hpp"
 
 int main(int argc, char** argv) { return ckptmon::cli_main(argc, argv); }

@@ -1,4 +1,4 @@
-#include "daemon/burst.hpp"
+#include "tools/burst/burst.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,10 +19,10 @@
 #include <set>
 #include <thread>
 
-#include "daemon/burst_fs.hpp"
-#include "daemon/burst_manifest.hpp"
 #include "events/event.hpp"
 #include "events/writer.hpp"
+#include "tools/burst/burst_fs.hpp"
+#include "tools/burst/burst_manifest.hpp"
 #include "util/digest.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
@@ -127,7 +127,7 @@ namespace {
 // ---- the manifest of created paths -------------------------------------------
 //
 // One line per created path, relative to the manifest's directory, each
-// ending in its keyed digest (daemon/burst_manifest.hpp):
+// ending in its keyed digest (tools/burst/burst_manifest.hpp):
 //   f <dev> <ino> <ctime> <path>   a regular file, listed after its last write
 //                                  (a later line for the same path wins)
 //   d <dev> <ino> <ctime> <path>   a directory (ctime not compared: it changes

@@ -1,4 +1,4 @@
-#include "daemon/burst_expect.hpp"
+#include "tools/burst/burst_expect.hpp"
 
 #include <netdb.h>
 #include <sys/socket.h>

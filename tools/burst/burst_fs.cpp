@@ -1,4 +1,4 @@
-#include "daemon/burst_fs.hpp"
+#include "tools/burst/burst_fs.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "config/rules_config.hpp"
-#include "daemon/burst.hpp"
+#include "tools/burst/burst.hpp"
 #include "util/clock.hpp"
 
 namespace ckptmon {

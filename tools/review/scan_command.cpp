@@ -1,4 +1,4 @@
-#include "daemon/scan_command.hpp"
+#include "tools/review/scan_command.hpp"
 
 #include <algorithm>
 #include <cstdio>

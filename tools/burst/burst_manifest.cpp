@@ -1,4 +1,4 @@
-#include "daemon/burst_manifest.hpp"
+#include "tools/burst/burst_manifest.hpp"
 
 #include <fcntl.h>
 #include <openssl/crypto.h>

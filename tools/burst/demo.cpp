@@ -1,4 +1,4 @@
-#include "daemon/demo.hpp"
+#include "tools/burst/demo.hpp"
 
 #include <sys/mount.h>
 #include <unistd.h>
@@ -19,8 +19,8 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/web_config.hpp"
-#include "daemon/burst.hpp"
 #include "serve/daemon.hpp"
+#include "tools/burst/burst.hpp"
 #include "util/log.hpp"
 
 namespace ckptmon {

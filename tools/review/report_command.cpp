@@ -1,4 +1,4 @@
-#include "daemon/report_command.hpp"
+#include "tools/review/report_command.hpp"
 
 #include <unistd.h>
 
@@ -15,8 +15,6 @@
 #include "api/report_render.hpp"
 #include "api/time_range.hpp"
 #include "api/web.hpp"
-#include "daemon/plan_command.hpp"
-#include "daemon/report_prometheus.hpp"
 #include "http/http_get.hpp"
 #include "http/http_server.hpp"
 #include "model/checkpoint.hpp"
@@ -26,6 +24,8 @@
 #include "rules/series.hpp"
 #include "store/history.hpp"
 #include "store/store.hpp"
+#include "tools/review/plan_command.hpp"
+#include "tools/review/report_prometheus.hpp"
 #include "util/text.hpp"
 #include "util/time_format.hpp"
 
@@ -117,7 +117,7 @@ bool from_daemon_history(const ReportCommandOptions& o, Report& r, double now, s
 }
 
 // The fleet's Prometheus: the same history, alert transitions and required
-// capacity, from range queries (daemon/report_prometheus.cpp).
+// capacity, from range queries (tools/review/report_prometheus.cpp).
 bool from_prometheus(const ReportCommandOptions& o, Report& r, double now, std::string* error,
                      std::ostream& err) {
   PrometheusHistory h;

@@ -1,4 +1,4 @@
-#include "daemon/cli.hpp"
+#include "cli/cli.hpp"
 
 #include <unistd.h>
 
@@ -15,15 +15,15 @@
 
 #include "config/config.hpp"
 #include "config/config_warnings.hpp"
-#include "daemon/burst_command.hpp"
-#include "daemon/demo.hpp"
-#include "daemon/plan_command.hpp"
-#include "daemon/report_command.hpp"
-#include "daemon/scan_command.hpp"
 #include "events/commands.hpp"
 #include "rules/alert_table.hpp"
 #include "serve/daemon.hpp"
 #include "serve/malloc_tuning.hpp"
+#include "tools/burst/burst_command.hpp"
+#include "tools/burst/demo.hpp"
+#include "tools/review/plan_command.hpp"
+#include "tools/review/report_command.hpp"
+#include "tools/review/scan_command.hpp"
 #include "util/duration.hpp"
 #include "util/log.hpp"
 #include "util/version.hpp"

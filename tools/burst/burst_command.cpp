@@ -1,4 +1,4 @@
-#include "daemon/burst_command.hpp"
+#include "tools/burst/burst_command.hpp"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -17,8 +17,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "daemon/burst.hpp"
-#include "daemon/burst_expect.hpp"
+#include "tools/burst/burst.hpp"
+#include "tools/burst/burst_expect.hpp"
 #include "util/columns.hpp"
 #include "util/duration.hpp"
 #include "util/text.hpp"

@@ -1,4 +1,4 @@
-#include "daemon/plan_command.hpp"
+#include "tools/review/plan_command.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -9,11 +9,11 @@
 #include "collectors/tier_stats.hpp"
 #include "collectors/tree_scan.hpp"
 #include "config/config.hpp"
-#include "daemon/report_prometheus.hpp"
 #include "http/http_get.hpp"
 #include "serve/rules_cycle.hpp"
 #include "store/history.hpp"
 #include "store/store.hpp"
+#include "tools/review/report_prometheus.hpp"
 #include "util/columns.hpp"
 #include "util/duration.hpp"
 #include "util/text.hpp"
@@ -501,7 +501,7 @@ bool from_scan(const PlanCommandOptions& o, double now, Source* src, std::string
   return true;
 }
 
-// The fleet's series, with the policy of --config.file (daemon/report_prometheus.cpp).
+// The fleet's series, with the policy of --config.file (tools/review/report_prometheus.cpp).
 bool from_prometheus(const PlanCommandOptions& o, double now, Source* src, std::string* error,
                      std::ostream& err) {
   std::optional<Config> cfg;

@@ -3,7 +3,7 @@
 // its state directory (read-only, beside the running daemon) or from the
 // daemon itself (GET /api/v1/report, the same code over its own database;
 // a daemon without it: /api/v1/history and /api/v1/plan) or from the fleet's
-// Prometheus (range queries, daemon/report_prometheus.hpp): per tier used and
+// Prometheus (range queries, tools/review/report_prometheus.hpp): per tier used and
 // available bytes, growth by least squares with its spread, time to full,
 // required capacity against size; per job stored bytes and growth; the
 // alerts that fired, with durations; findings in words; per job, from the

@@ -1,4 +1,4 @@
-#include "daemon/report_prometheus.hpp"
+#include "tools/review/report_prometheus.hpp"
 
 #include <algorithm>
 #include <cmath>

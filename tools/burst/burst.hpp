@@ -8,7 +8,7 @@
 // (<target>/.ckptmon-burst.manifest), each line with a keyed digest, so
 // that cleanup removes only that. Every write resolves beneath the target's
 // (and the drain directory's) descriptor, no symlink followed
-// (daemon/burst_fs.hpp): a directory swapped for a symlink mid-run fails the
+// (tools/burst/burst_fs.hpp): a directory swapped for a symlink mid-run fails the
 // write instead of leading it outside.
 //
 // Time: event timestamps come from the injected Clock; durations and pacing
@@ -107,7 +107,7 @@ struct Options {
   std::string tier;              // tier name in events; default: basename of target
   std::string drain_tier;        // default: basename of drain_to
   std::int64_t step_stride = 100;  // step of the i-th save (1-based) = i × stride
-  std::string key_file;  // the manifest's key (daemon/burst_manifest.hpp); "" = the default
+  std::string key_file;  // the manifest's key (tools/burst/burst_manifest.hpp); "" = the default
 };
 
 enum class CkptOutcome { kCommitted, kPartial, kInProgress };
