@@ -2,7 +2,7 @@
 // inotify for collectors on local file systems: jobs add watches on the
 // directories they read, each on behalf of a target (a tier, a log glob); the
 // event loop drains the descriptor and runs the targets whose directories
-// changed early (daemon/wake_watch). Network file systems get no watches:
+// changed early (serve/wake_watch). Network file systems get no watches:
 // inotify sees nothing other clients write there, so they are polled.
 // Thread-safe.
 

@@ -3,7 +3,7 @@
 // a checksum (queued by manifest_tail) and the files listed in Megatron
 // torch_dist `integrity.json` manifests, within a read budget in bytes per
 // second, and records ok / mismatch / missing / error per tier. A checkpoint
-// that fails verification is not restorable (daemon/metrics.cpp).
+// that fails verification is not restorable (exporter/metrics.cpp).
 // Progress is committed to the state database file by file, so a restart
 // neither repeats nor skips a count.
 

@@ -1,5 +1,5 @@
 #pragma once
-// The toolkit every metric family of daemon/metrics/ is built with: a builder
+// The toolkit every metric family of exporter/ is built with: a builder
 // that escapes label values, appending, and the text exposition.
 
 #include <initializer_list>

@@ -5,7 +5,7 @@
 // deploy/prometheus/ckptmon-recording-rules.yml where they are loaded) are
 // turned into the same in-memory history `--state-dir` reads from SQLite
 // (HistorySeries, AlertTransition), so both sources go through one report
-// code path. Blocking HTTP (daemon/http_get); one-shot commands only.
+// code path. Blocking HTTP (http/http_get); one-shot commands only.
 
 #include <map>
 #include <string>
