@@ -70,10 +70,8 @@ std::string durable_cell(const JobRecoverySummary& r) {
 
 // Per job, the rules cycle's recovery points: the newest checkpoint that can
 // be restored from any tier (ckpt_restorable_*) and from a durable one
-// (ckpt_durable_restorable_*). Before the first cycle, the first of them
-// evaluated here.
+// (ckpt_durable_restorable_*). Unknown before the first cycle.
 std::string render_recovery_section(const Snapshot& snap) {
-  const State& s = snap.state;
   std::string h = "<h2>Recovery point</h2>\n";
   if (snap.rules) {
     if (snap.rules->recovery.empty()) return h + "<p>No checkpoints found yet.</p>\n";
@@ -93,31 +91,9 @@ std::string render_recovery_section(const Snapshot& snap) {
     }
     return h + "</table>\n";
   }
-  std::vector<Checkpoint> all;
-  std::set<std::string> deletion;
-  for (const auto& [name, t] : s.tiers) {
-    if (t.config.role == TierRole::kDeletion) deletion.insert(name);
-  }
-  for (const auto& [tier, cat] : s.catalogs) {
-    all.insert(all.end(), cat->checkpoints.begin(), cat->checkpoints.end());
-  }
-  const auto points = evaluate_recovery(all, verifications_of(s, all), deletion);
-  if (points.empty()) return h + "<p>No checkpoints found yet.</p>\n";
-  h += "<table><tr><th>job</th><th>step</th><th>committed</th><th>tier</th><th>path</th>"
-       "<th>verified</th></tr>\n";
-  for (const RecoveryPoint& p : points) {
-    if (!p.restorable) {
-      h += "<tr><td>" + html_escape(p.job) +
-           "</td><td class=\"down\" colspan=\"5\">nothing restorable</td></tr>\n";
-      continue;
-    }
-    h += "<tr><td>" + html_escape(p.job) + "</td><td>" +
-         (p.step >= 0 ? std::to_string(p.step) : "-") + "</td><td>" +
-         html_escape(format_rfc3339(p.timestamp)) + "</td><td>" + html_escape(p.tier) +
-         "</td><td><code>" + html_escape(p.path) + "</code></td><td>" +
-         (p.verified ? "yes" : "no") + "</td></tr>\n";
-  }
-  return h + "</table>\n";
+  // Before the first cycle nothing is evaluated; the page does not evaluate
+  // the rule itself (it would copy every catalog per request).
+  return h + "<p>Not known yet: the first rules cycle has not run.</p>\n";
 }
 
 }  // namespace
