@@ -1,11 +1,8 @@
 #include "api/report.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
@@ -13,9 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/plan.hpp"
-#include "api/report_render.hpp"
 #include "api/time_range.hpp"
-#include "api/web.hpp"
 #include "http/http_server.hpp"
 #include "model/checkpoint.hpp"
 #include "model/namespace_rule.hpp"

@@ -1,27 +1,14 @@
 #include "tools/review/report_command.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <limits>
-#include <map>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "api/report_render.hpp"
 #include "api/time_range.hpp"
-#include "api/web.hpp"
 #include "http/http_get.hpp"
-#include "http/http_server.hpp"
-#include "model/checkpoint.hpp"
-#include "model/namespace_rule.hpp"
-#include "rules/alerts.hpp"
-#include "rules/capacity.hpp"
-#include "rules/series.hpp"
 #include "store/history.hpp"
 #include "store/store.hpp"
 #include "tools/review/plan_command.hpp"
