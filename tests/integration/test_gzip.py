@@ -52,6 +52,11 @@ class GzipScrape(unittest.TestCase):
         ck = self.ws.ckptmon(harness.config_yaml([harness.tier_yaml("rapid", tier)],
                                                  scan_interval="1h"))
         ck.wait_ready()
+        # Ready comes with the first collection's publish; the first rules
+        # cycle publishes again just after it. Wait for its families, so both
+        # requests below read the same snapshot.
+        harness.wait_for(lambda: ck.scrape().get("ckptmon_rules_evaluations_total") == 1,
+                         what="the first rules cycle's families")
 
         status, h, plain = fetch(ck.port, None)
         self.assertEqual(status, 200)
