@@ -23,6 +23,7 @@
 #include "tools/burst/demo.hpp"
 #include "tools/review/plan_command.hpp"
 #include "tools/review/report_command.hpp"
+#include "tools/review/report_prometheus.hpp"
 #include "tools/review/scan_command.hpp"
 #include "util/duration.hpp"
 #include "util/log.hpp"
@@ -46,6 +47,36 @@ std::optional<Duration> duration_flag(const char* command, const char* flag,
   }
   std::cerr << ", got \"" << text << "\"\n";
   return std::nullopt;
+}
+
+// The --prometheus.* flags of `plan` and `report`: how to reach a
+// Prometheus, Thanos or Mimir behind TLS, credentials or a tenant header.
+void add_prometheus_client_flags(CLI::App* cmd, PrometheusClientFlags& f) {
+  cmd->add_option("--prometheus.ca-file", f.ca_file,
+                  "CA bundle (PEM) for an https --prometheus (default: the system's)");
+  cmd->add_option("--prometheus.cert-file", f.cert_file, "Client certificate (PEM), with key-file");
+  cmd->add_option("--prometheus.key-file", f.key_file, "Key of --prometheus.cert-file (PEM)");
+  cmd->add_option("--prometheus.server-name", f.server_name,
+                  "Name the server's certificate must carry (default: the URL's host)");
+  cmd->add_flag("--prometheus.insecure-skip-verify", f.insecure_skip_verify,
+                "Do not verify the server's certificate");
+  cmd->add_option("--prometheus.basic-auth-user", f.basic_auth_user,
+                  "Basic auth user, with --prometheus.basic-auth-password-file");
+  cmd->add_option("--prometheus.basic-auth-password-file", f.basic_auth_password_file,
+                  "File holding the basic auth password");
+  cmd->add_option("--prometheus.bearer-token-file", f.bearer_token_file,
+                  "File holding a bearer token (Authorization: Bearer)");
+  cmd->add_option("--prometheus.header", f.headers,
+                  "Extra request header NAME=VALUE, e.g. X-Scope-OrgID=team-a (repeatable)");
+}
+
+// Checks `flags` into `out`; false after one line on stderr naming the flag.
+bool prometheus_client_flags(const char* command, const PrometheusClientFlags& flags,
+                             HttpClientConfig& out) {
+  std::string error;
+  if (prometheus_client_config(flags, &out, &error)) return true;
+  std::cerr << "ckptmon " << command << ": " << error << "\n";
+  return false;
 }
 
 int cmd_serve(ServeOptions opts) {
@@ -236,6 +267,8 @@ int cli_main(int argc, char** argv) {
        }) {
     plan->add_option(f.flag, *f.field, f.help);
   }
+  PrometheusClientFlags plan_prometheus;
+  add_prometheus_client_flags(plan, plan_prometheus);
   double plan_now = 0;
   plan->add_option("--now", plan_now, "Evaluate as of this unix time (reproducible output)");
 
@@ -255,6 +288,8 @@ int cli_main(int argc, char** argv) {
   report->add_option("--format", report_opts.format, "markdown, csv, json or html")
       ->capture_default_str();
   report->add_option("--output", report_opts.output, "Write to this file instead of stdout");
+  PrometheusClientFlags report_prometheus;
+  add_prometheus_client_flags(report, report_prometheus);
   double report_now = 0;
   report->add_option("--now", report_now, "End of the period as unix time (reproducible output)");
   std::string report_min_history = "1h";
@@ -361,10 +396,14 @@ int cli_main(int argc, char** argv) {
   }
   if (*plan) {
     if (plan->count("--now") > 0) plan_opts.now = plan_now;
+    if (!prometheus_client_flags("plan", plan_prometheus, plan_opts.prometheus_client)) return 2;
     return run_plan_command(plan_opts, SystemClock(), std::cout, std::cerr);
   }
   if (*report) {
     if (report->count("--now") > 0) report_opts.now = report_now;
+    if (!prometheus_client_flags("report", report_prometheus, report_opts.prometheus_client)) {
+      return 2;
+    }
     auto min_history = parse_duration(report_min_history);
     if (!min_history || min_history->count() <= 0) {
       std::cerr << "ckptmon report: --min-history: expected a duration such as 1h, got \""

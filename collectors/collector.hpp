@@ -69,9 +69,10 @@ struct CollectorEnv {
   // by store/ and injected by the daemon; null in tools without one.
   std::shared_ptr<EventJournal> event_journal;
   std::shared_ptr<VerificationLedger> verification_ledger;
-  // HTTP GET for sources that scrape or query a peer (gpu.source dcgm,
-  // prometheus); null in tools without one (the source then reports down).
-  HttpFetch http_fetch;
+  // Makes the HTTP GET of sources that scrape or query a peer (gpu.source
+  // dcgm, prometheus) with their TLS, credentials and headers; null in tools
+  // without one (the source then reports down).
+  HttpFetchFactory http_fetch;
 };
 
 // Every collector the daemon runs, in a fixed order (collectors/registry.cpp).

@@ -73,6 +73,24 @@ double GpuCollector::fetch_timeout(const GpuConfig& cfg) {
 
 void GpuCollector::configure(const Config& cfg) {
   cfg_ = cfg.gpu;
+  {
+    HttpFetch fresh = http_fetch_ ? http_fetch_(cfg_.client) : HttpFetch{};
+    const std::lock_guard lock(fetch_->mu);
+    fetch_->fetch = std::move(fresh);
+  }
+  // What the sources call: the fetch of the newest configuration (none in
+  // a tool without HTTP, and the source says so).
+  HttpFetch fetch;
+  if (http_fetch_) {
+    fetch = [shared = fetch_](const std::string& url, double timeout, std::size_t max) {
+      HttpFetch f;
+      {
+        const std::lock_guard lock(shared->mu);
+        f = shared->fetch;
+      }
+      return f(url, timeout, max);
+    };
+  }
   std::string key = std::string(to_string(cfg_.source)) + "|" + cfg_.nvml_library + "|" +
                     cfg_.dcgm_url + "|" + cfg_.prometheus_url + "|" + cfg_.prometheus_selector +
                     "|" + std::to_string(fetch_timeout(cfg_)) + "|" +
@@ -82,14 +100,14 @@ void GpuCollector::configure(const Config& cfg) {
   source_key_ = key;
   if (cfg_.source == GpuSourceKind::kNvml) source_ = make_nvml_source(cfg_.nvml_library);
   if (cfg_.source == GpuSourceKind::kDcgm) {
-    source_ = make_dcgm_source(cfg_.dcgm_url, http_fetch_, fetch_timeout(cfg_));
+    source_ = make_dcgm_source(cfg_.dcgm_url, fetch, fetch_timeout(cfg_));
   }
   if (cfg_.source == GpuSourceKind::kPrometheus) {
     // The first poll fills the whole ring: windows that ended before the
     // daemon started are joined too.
     const double history = static_cast<double>(ring_capacity(cfg_) - 2) *
                            std::chrono::duration<double>(cfg_.interval).count();
-    source_ = make_prometheus_source(cfg_.prometheus_url, cfg_.prometheus_selector, http_fetch_,
+    source_ = make_prometheus_source(cfg_.prometheus_url, cfg_.prometheus_selector, fetch,
                                      fetch_timeout(cfg_), history);
   }
 }

@@ -7,6 +7,7 @@
 // fails is down (ckptmon_gpu_source_up 0) and the rest of the daemon goes on.
 
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,7 +21,7 @@ namespace ckptmon {
 // source itself is used by one job at a time.
 class GpuCollector final : public Collector {
  public:
-  explicit GpuCollector(std::shared_ptr<const Clock> clock, HttpFetch http_fetch = {})
+  explicit GpuCollector(std::shared_ptr<const Clock> clock, HttpFetchFactory http_fetch = {})
       : clock_(std::move(clock)), http_fetch_(std::move(http_fetch)) {}
   std::string_view name() const override { return "gpu"; }
   void configure(const Config& cfg) override;
@@ -40,8 +41,17 @@ class GpuCollector final : public Collector {
  private:
   void down(State& state, const std::string& error);
 
+  // The fetch a source calls, swapped at each configure() (so rotated
+  // certificate and token files are read again) without rebuilding the
+  // source and its state.
+  struct SharedFetch {
+    std::mutex mu;
+    HttpFetch fetch;
+  };
+
   std::shared_ptr<const Clock> clock_;
-  HttpFetch http_fetch_;
+  HttpFetchFactory http_fetch_;
+  std::shared_ptr<SharedFetch> fetch_ = std::make_shared<SharedFetch>();
   GpuConfig cfg_;
   std::shared_ptr<GpuSource> source_;
   std::string source_key_;  // what source_ was made from

@@ -3,7 +3,7 @@
 // as ckptmon speaks it: request targets for /api/v1/query and
 // /api/v1/query_range, and a strict parser of their JSON answers. Pure
 // functions; the HTTP itself goes through an HttpFetch (collectors/http_fetch.hpp)
-// or http/http_get. Used by gpu.source prometheus and `ckptmon report/plan
+// or http/http_client. Used by gpu.source prometheus and `ckptmon report/plan
 // --prometheus`.
 
 #include <cstddef>

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "config/http_client_config.hpp"
 #include "config/rules_config.hpp"
 
 namespace ckptmon {
@@ -17,13 +18,6 @@ void url_key(YamlMap& m, std::string_view key, std::string& out, ErrorSink& sink
   auto url = parse_http_url(*v, &error);
   if (!url) {
     sink.add(f.mark(), f.path, error + ", got " + describe(f.value));
-    return;
-  }
-  // The GPU sources speak plain HTTP (dcgm-exporter's default); say so
-  // rather than fail later on a TLS endpoint.
-  if (url->tls) {
-    sink.add(f.mark(), f.path,
-             "https is not supported for GPU sources (plain http://), got " + describe(f.value));
     return;
   }
   out = *v;
@@ -109,6 +103,10 @@ void read_gpu(YamlMap& m, GpuConfig& out, ErrorSink& sink) {
     if (auto v = read_abs_path(f, sink)) out.job_mapping_dir = *v;
   }
   if (auto f = m.get("job_map"); f.present()) read_job_map(f, out.job_map, sink);
+  // The client settings serve whichever HTTP source is chosen.
+  const bool prometheus = out.source == GpuSourceKind::kPrometheus;
+  read_http_client(m, (prometheus ? out.prometheus_url : out.dcgm_url).starts_with("https://"),
+                   prometheus ? "gpu.prometheus.url" : "gpu.dcgm_url", out.client, sink);
   if (out.source == GpuSourceKind::kPrometheus && out.prometheus_url.empty()) {
     YamlField f = m.get("source");
     sink.add(f.mark(), f.path, "source prometheus needs gpu.prometheus.url");

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "config/http_client_config.hpp"
 #include "model/access.hpp"
 #include "model/events.hpp"
 #include "rules/alert_table.hpp"
@@ -400,80 +401,6 @@ void read_history(YamlMap& m, HistoryPolicy& out, ErrorSink& sink) {
   m.finish();
 }
 
-namespace {
-
-// `tls_config`, `basic_auth` and `authorization` of alerting, as Prometheus'
-// alertmanagers spell them.
-void read_alertmanager_client(YamlMap& m, AlertingConfig& out, ErrorSink& sink) {
-  const bool https = out.alertmanager_url.starts_with("https://");
-  if (auto f = m.get("tls_config"); f.present()) {
-    YamlMap t(f.value, f.path, sink);
-    if (t.ok()) {
-      AlertmanagerTlsConfig& tls = out.tls_config;
-      for (auto [key, target] :
-           {std::pair{"ca_file", &tls.ca_file}, std::pair{"cert_file", &tls.cert_file},
-            std::pair{"key_file", &tls.key_file}}) {
-        if (auto k = t.get(key); k.present()) {
-          if (auto v = read_abs_path(k, sink)) *target = *v;
-        }
-      }
-      string_key(t, "server_name", tls.server_name, sink);
-      if (auto k = t.get("insecure_skip_verify"); k.present()) {
-        if (auto v = read_bool(k, sink)) tls.insecure_skip_verify = *v;
-      }
-      if (tls.cert_file.empty() != tls.key_file.empty()) {
-        sink.add(f.mark(), f.path, "cert_file and key_file go together");
-      }
-      t.finish();
-    }
-    if (!https) {
-      sink.add(f.mark(), f.path, "needs an https:// alertmanager_url");
-    }
-  }
-  YamlField basic = m.get("basic_auth");
-  YamlField authz = m.get("authorization");
-  if (basic.present() && authz.present()) {
-    sink.add(authz.mark(), authz.path, "at most one of basic_auth and authorization");
-  }
-  AlertmanagerAuthConfig& auth = out.auth;
-  if (basic.present()) {
-    YamlMap b(basic.value, basic.path, sink);
-    if (b.ok()) {
-      if (auto k = b.require("username"); k.present()) {
-        if (auto v = read_string(k, sink)) auth.username = *v;
-      }
-      string_key(b, "password", auth.password, sink);
-      if (auto k = b.get("password_file"); k.present()) {
-        if (auto v = read_abs_path(k, sink)) auth.password_file = *v;
-      }
-      if (!auth.password.empty() && !auth.password_file.empty()) {
-        sink.add(basic.mark(), basic.path, "at most one of password and password_file");
-      }
-      b.finish();
-    }
-  }
-  if (authz.present()) {
-    YamlMap a(authz.value, authz.path, sink);
-    if (a.ok()) {
-      auth.type = "Bearer";
-      string_key(a, "type", auth.type, sink);
-      if (auth.type.empty() || auth.type.find_first_of(" \t\r\n") != std::string::npos) {
-        sink.add(authz.mark(), authz.path + ".type", "must be one word such as Bearer");
-      }
-      string_key(a, "credentials", auth.credentials, sink);
-      if (auto k = a.get("credentials_file"); k.present()) {
-        if (auto v = read_abs_path(k, sink)) auth.credentials_file = *v;
-      }
-      if (auth.credentials.empty() == auth.credentials_file.empty()) {
-        sink.add(authz.mark(), authz.path, "exactly one of credentials and credentials_file");
-      }
-      a.finish();
-    }
-  }
-}
-
-}  // namespace
-
 void read_alerting(YamlMap& m, AlertingConfig& out, ErrorSink& sink) {
   if (auto f = m.get("alertmanager_url"); f.present()) {
     if (auto v = read_string(f, sink)) {
@@ -485,7 +412,8 @@ void read_alerting(YamlMap& m, AlertingConfig& out, ErrorSink& sink) {
       }
     }
   }
-  read_alertmanager_client(m, out, sink);
+  read_http_client(m, out.alertmanager_url.starts_with("https://"), "alertmanager_url", out.client,
+                   sink);
   seconds_key(m, "resend_interval", out.resend_interval_seconds, sink, 1);
   seconds_key(m, "timeout", out.timeout_seconds, sink, 0.1);
   string_key(m, "external_url", out.external_url, sink);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/access.hpp"
+#include "model/http_client_config.hpp"
 
 namespace ckptmon {
 
@@ -306,33 +307,11 @@ struct AlertRules {
 };
 
 // YAML `alerting`.
-// How ckptmon connects to an https:// Alertmanager, spelled like the
-// tls_config of Prometheus' `alertmanagers`. Paths are read when the push
-// client is created (start and every reload).
-struct AlertmanagerTlsConfig {
-  std::string ca_file;    // PEM CA bundle; empty = the system's trust store
-  std::string cert_file;  // client certificate (PEM), with key_file
-  std::string key_file;
-  std::string server_name;  // the name the certificate must carry; default: the URL's host
-  bool insecure_skip_verify = false;
-};
-
-// Credentials for Alertmanager: at most one of basic_auth and authorization,
-// as in Prometheus. A *_file is read when the push client is created.
-struct AlertmanagerAuthConfig {
-  std::string username;  // basic_auth
-  std::string password;
-  std::string password_file;
-  std::string type;  // authorization: "Bearer" unless set; empty when unused
-  std::string credentials;
-  std::string credentials_file;
-};
-
 struct AlertingConfig {
   // Alertmanager base URL ("http://127.0.0.1:9093" or https://); empty = do not push.
   std::string alertmanager_url;
-  AlertmanagerTlsConfig tls_config;
-  AlertmanagerAuthConfig auth;
+  // TLS, credentials and headers of the push (model/http_client_config.hpp).
+  HttpClientConfig client;
   // Firing alerts are sent again this often while they fire.
   double resend_interval_seconds = 60;
   // Deadline of one POST, connect included.

@@ -37,6 +37,8 @@ struct GpuConfig {
   Duration max_window = std::chrono::minutes(10);
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string dcgm_url = "http://127.0.0.1:9400/metrics";
+  // TLS, credentials and headers of the dcgm or prometheus source's requests.
+  HttpClientConfig client;
   std::string prometheus_url;               // gpu.prometheus.url
   std::string prometheus_selector;          // gpu.prometheus.selector, e.g. {cluster="a"}
   std::string job_mapping_dir;              // empty: not used

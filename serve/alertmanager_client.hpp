@@ -1,12 +1,13 @@
 #pragma once
-// Pushes alerts to Alertmanager's v2 API (POST /api/v2/alerts) over http or
-// https (CA, client certificate, basic auth or a bearer token, as Prometheus'
-// alertmanagers config has them) from the daemon's io_context: firing alerts
-// when they start and again every resend interval, resolved ones once
-// (retried until accepted or too old). Every request, the TLS handshake
-// included, is asynchronous with a deadline; nothing here blocks the loop. A certificate that fails
-// verification is a failed push with the reason, like any other. Loop thread only (not
-// thread-safe).
+// Pushes alerts to Alertmanager's v2 API (POST /api/v2/alerts) through the
+// one HTTP client (http/http_client.hpp: http or https, basic auth or a
+// bearer token, extra headers such as a Mimir tenant's X-Scope-OrgID) from
+// the daemon's io_context: firing alerts when they start and again every
+// resend interval, resolved ones once (retried until accepted or too old).
+// Every request, the TLS handshake included, is asynchronous with a
+// deadline; nothing here blocks the loop. A certificate that fails
+// verification is a failed push with the reason, like any other. Loop
+// thread only (not thread-safe).
 
 #include <cstdint>
 #include <map>
@@ -17,18 +18,19 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ssl/context.hpp>
 
 #include "config/rules_config.hpp"
 #include "exporter/rules.hpp"
+#include "http/http_client.hpp"
 #include "rules/alerts.hpp"
 
 namespace ckptmon {
 
 struct AlertmanagerOptions {
-  HttpUrl url;                  // Alertmanager base URL (url.tls: https)
-  AlertmanagerTlsConfig tls;    // for https: CA, client certificate, server name
-  AlertmanagerAuthConfig auth;  // basic_auth or authorization; files read by the client
+  HttpUrl url;  // Alertmanager base URL (url.tls: https)
+  // TLS (for https), basic_auth or authorization, extra headers; files read
+  // when the client is built.
+  HttpClientConfig client;
   double timeout_seconds = 10;  // one POST, name resolution and connect included
   double resend_interval_seconds = 60;
   // A resolved alert Alertmanager did not accept is retried this long, then dropped.
@@ -55,8 +57,6 @@ class AlertmanagerClient {
   const AlertmanagerStats& stats() const { return stats_; }
   std::size_t pending_resolved() const { return resolved_.size(); }
 
-  struct Request;  // one POST in flight
-
  private:
   void post(std::string body, std::set<AlertLabels> sent_firing,
             std::vector<AlertLabels> sent_resolved, double now);
@@ -65,16 +65,14 @@ class AlertmanagerClient {
 
   boost::asio::io_context& io_;
   AlertmanagerOptions options_;
-  // Built once from options_ (certificates and credential files read here);
-  // when that failed, setup_error_ says why and every push fails with it.
-  std::shared_ptr<boost::asio::ssl::context> tls_;
-  std::string authorization_;  // the Authorization header value; empty = none
-  std::string setup_error_;
+  // Built once from options_ (certificates and credential files read then);
+  // when that failed, its setup_error() says why and every push fails with it.
+  HttpClient http_;
   AlertmanagerStats stats_;
   std::map<AlertLabels, AlertInstance> resolved_;  // waiting to be accepted
   std::set<AlertLabels> accepted_firing_;          // the firing set of the last accepted POST
-  double last_accepted_ = -1;  // `now` of the last accepted POST with firing alerts
-  std::shared_ptr<Request> request_;
+  double last_accepted_ = -1;          // `now` of the last accepted POST with firing alerts
+  std::shared_ptr<HttpCall> request_;  // the POST in flight
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -16,7 +16,7 @@
 #include "config/config_warnings.hpp"
 #include "exporter/metrics.hpp"
 #include "http/gzip.hpp"
-#include "http/http_get.hpp"
+#include "http/http_client.hpp"
 #include "http/web_security.hpp"
 #include "serve/malloc_tuning.hpp"
 #include "serve/systemd_notify.hpp"
@@ -202,8 +202,9 @@ bool Daemon::start(std::string* error) {
   pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
   runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, clock_, [this] { changed(); });
   // The store implements the collectors' persistence ports.
-  runner_->set_collectors(make_collectors(CollectorEnv{
-      clock_, make_event_journal(store_), make_verification_ledger(store_), make_http_fetch()}));
+  runner_->set_collectors(make_collectors(
+      CollectorEnv{clock_, make_event_journal(store_), make_verification_ledger(store_),
+                   [](const HttpClientConfig& c) { return make_http_fetch(c); }}));
   for (const auto& c : runner_->collectors()) {
     auto w = std::make_unique<WakeWatch>(io_, c, *runner_, state_);
     if (w->start()) wakes_.push_back(std::move(w));

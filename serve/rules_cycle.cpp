@@ -35,9 +35,11 @@ constexpr double kPruneIntervalSeconds = 300;
 
 bool same_options(const AlertmanagerOptions& a, const AlertmanagerOptions& b) {
   return std::tie(a.url.host, a.url.port, a.url.path, a.url.tls, a.timeout_seconds,
-                  a.resend_interval_seconds, a.resolved_retry_seconds, a.generator_url) ==
-         std::tie(b.url.host, b.url.port, b.url.path, b.url.tls, b.timeout_seconds,
-                  b.resend_interval_seconds, b.resolved_retry_seconds, b.generator_url);
+                  a.resend_interval_seconds, a.resolved_retry_seconds, a.generator_url,
+                  a.client.headers) == std::tie(b.url.host, b.url.port, b.url.path, b.url.tls,
+                                                b.timeout_seconds, b.resend_interval_seconds,
+                                                b.resolved_retry_seconds, b.generator_url,
+                                                b.client.headers);
 }
 
 }  // namespace
@@ -94,8 +96,7 @@ void RulesCycle::configure(const Config& cfg, const std::string& self_url) {
     if (auto url = parse_http_url(a.alertmanager_url, &error)) {
       AlertmanagerOptions o;
       o.url = *url;
-      o.tls = a.tls_config;
-      o.auth = a.auth;
+      o.client = a.client;
       o.timeout_seconds = a.timeout_seconds;
       o.resend_interval_seconds = a.resend_interval_seconds;
       std::string base = a.external_url.empty() ? self_url : a.external_url;
@@ -110,8 +111,7 @@ void RulesCycle::configure(const Config& cfg, const std::string& self_url) {
   }
   // With TLS or credentials the client is rebuilt at every reload, so that
   // rotated certificate, password and token files are read again.
-  const bool reads_files =
-      opts && (opts->url.tls || !opts->auth.username.empty() || !opts->auth.type.empty());
+  const bool reads_files = opts && (opts->url.tls || opts->client.auth.any());
   const bool changed = opts.has_value() != alertmanager_options_.has_value() ||
                        (opts && !same_options(*opts, *alertmanager_options_)) || reads_files;
   if (changed) {

@@ -142,7 +142,7 @@ class AlertmanagerTls(unittest.TestCase):
         other = Pki(self.ws.mkdir("other"), "other")
         ck = self.ckptmon(other.ca, self.password_file)
         self.wait_failures(ck, 2)  # failed, then failed again at the next cycle: no hang
-        ck.wait_line(r'msg="alertmanager push failed".*TLS handshake: .*certificate verify failed')
+        ck.wait_line(r'msg="alertmanager push failed".*TLS handshake with [^:]+:[0-9]+: certificate verify failed')
         m = ck.scrape()
         self.assertEqual(m.get("ckptmon_alertmanager_alerts_sent_total"), 0)
         self.assertIsNone(m.get("ckptmon_alertmanager_last_success_timestamp_seconds"))

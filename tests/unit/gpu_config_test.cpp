@@ -61,9 +61,30 @@ TEST(GpuConfig, ErrorsAreLocated) {
             std::string::npos)
       << e[0];
   EXPECT_NE(e[1].find("g.yml:5:22:"), std::string::npos) << e[1];
-  e = errors_of("gpu: {dcgm_url: https://x:9400/metrics}\n");
+  // The client settings: tls_config only for an https source, one kind of
+  // credentials, headers that are tokens and not the client's own.
+  e = errors_of("gpu: {dcgm_url: http://x:9400/metrics, tls_config: {ca_file: /ca.pem}}\n");
   ASSERT_EQ(e.size(), 1u);
-  EXPECT_NE(e[0].find("gpu.dcgm_url: https is not supported"), std::string::npos) << e[0];
+  EXPECT_NE(e[0].find("gpu.tls_config: needs an https:// gpu.dcgm_url"), std::string::npos) << e[0];
+  e = errors_of(
+      "gpu: {source: prometheus, prometheus: {url: \"http://p:9090\"}, tls_config: {}}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("needs an https:// gpu.prometheus.url"), std::string::npos) << e[0];
+  e = errors_of("gpu: {basic_auth: {username: u, password: p}, authorization: {credentials: t}}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("gpu.authorization: at most one of basic_auth and authorization"),
+            std::string::npos)
+      << e[0];
+  e = errors_of("gpu: {headers: {\"Bad Name\": x, Authorization: y, X-Ok: \"a\\nb\"}}\n");
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_NE(e[0].find("gpu.headers.Bad Name: a header name is an HTTP token"), std::string::npos)
+      << e[0];
+  EXPECT_NE(e[1].find("gpu.headers.Authorization: Authorization is the client's own header"),
+            std::string::npos)
+      << e[1];
+  EXPECT_NE(e[2].find("gpu.headers.X-Ok: a header value may not hold control characters"),
+            std::string::npos)
+      << e[2];
   e = errors_of("gpu: {source: prometheus}\n");
   ASSERT_EQ(e.size(), 1u);
   EXPECT_NE(e[0].find("gpu.source: source prometheus needs gpu.prometheus.url"), std::string::npos);
@@ -83,6 +104,28 @@ TEST(GpuConfig, ErrorsAreLocated) {
   e = errors_of("gpu: nvml\n");
   ASSERT_EQ(e.size(), 1u);
   EXPECT_NE(e[0].find("gpu"), std::string::npos) << e[0];
+}
+
+// An https dcgm-exporter behind a proxy that wants a token and a tenant.
+TEST(GpuConfig, ReadsTheClientSettingsOfAnHttpsSource) {
+  LoadResult r = parse_config(R"(tiers: [{name: a, path: /a, role: rapid}]
+gpu:
+  source: dcgm
+  dcgm_url: https://dcgm.example:9400/metrics
+  tls_config: {ca_file: /etc/ssl/dcgm-ca.pem, server_name: dcgm.internal}
+  authorization: {credentials_file: /run/secrets/dcgm-token}
+  headers: {X-Scope-OrgID: team-a, X-Extra: "v 1"}
+)",
+                              "g.yml");
+  ASSERT_TRUE(r.config) << r.errors.at(0).to_string();
+  const HttpClientConfig& c = r.config->gpu.client;
+  EXPECT_EQ(r.config->gpu.dcgm_url, "https://dcgm.example:9400/metrics");
+  EXPECT_EQ(c.tls.ca_file, "/etc/ssl/dcgm-ca.pem");
+  EXPECT_EQ(c.tls.server_name, "dcgm.internal");
+  EXPECT_EQ(c.auth.type, "Bearer");
+  EXPECT_EQ(c.auth.credentials_file, "/run/secrets/dcgm-token");
+  using H = std::pair<std::string, std::string>;
+  EXPECT_EQ(c.headers, (std::vector<H>{H{"X-Scope-OrgID", "team-a"}, H{"X-Extra", "v 1"}}));
 }
 
 }  // namespace

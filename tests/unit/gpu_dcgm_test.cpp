@@ -142,6 +142,46 @@ TEST(GpuDcgm, SourceAsksWithADeadlineAndCapAndReportsBadAnswers) {
   EXPECT_EQ(none->poll(1.0).error, "no HTTP client in this tool");
 }
 
+// The source's requests are made with gpu's client settings, and a reload
+// that changes them swaps the fetch under the same source: the ring of
+// readings survives, the next poll goes through the new fetch.
+TEST(GpuCollector, AReloadSwapsTheHttpClientAndKeepsTheRing) {
+  auto load = [](const char* tenant) {
+    LoadResult cfg = parse_config(
+        std::string("tiers: [{name: a, path: /a, role: rapid}]\n"
+                    "gpu: {source: dcgm, dcgm_url: \"https://dcgm:9400/metrics\", interval: 2s, "
+                    "max_window: 1m, headers: {X-Scope-OrgID: ") +
+            tenant + "}}\n",
+        "c.yml");
+    EXPECT_TRUE(cfg.config) << (cfg.errors.empty() ? "" : cfg.errors[0].to_string());
+    return *cfg.config;
+  };
+  auto made = std::make_shared<std::vector<std::string>>();    // tenant per fetch made
+  auto polled = std::make_shared<std::vector<std::string>>();  // tenant per request
+  HttpFetchFactory factory = [made, polled](const HttpClientConfig& client) {
+    const std::string tenant = client.headers.empty() ? "" : client.headers[0].second;
+    made->push_back(tenant);
+    return HttpFetch([polled, tenant](const std::string& url, double, std::size_t) {
+      polled->push_back(tenant + " " + url);
+      return FetchResult{true, 200, "text/plain",
+                         "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\",UUID=\"GPU-a\"} 0.5\n", ""};
+    });
+  };
+  auto clock = std::make_shared<FakeClock>(1000.0);
+  GpuCollector c(clock, factory);
+  c.configure(load("team-a"));
+  State st;
+  c.prepare("gpu", st)()(st);
+  c.configure(load("team-b"));
+  clock->advance(2.0);
+  c.prepare("gpu", st)()(st);
+  EXPECT_EQ(*made, (std::vector<std::string>{"team-a", "team-b"}));
+  EXPECT_EQ(*polled, (std::vector<std::string>{"team-a https://dcgm:9400/metrics",
+                                               "team-b https://dcgm:9400/metrics"}));
+  ASSERT_TRUE(st.gpu);
+  EXPECT_EQ(st.gpu->series.at(0).size(), 2u);  // one source throughout: the ring kept both
+}
+
 TEST(GpuCollector, DcgmSourceFillsTheRingAndGoesDownOnBadAnswers) {
   LoadResult cfg = parse_config(
       "tiers: [{name: a, path: /a, role: rapid}]\n"
@@ -157,7 +197,7 @@ TEST(GpuCollector, DcgmSourceFillsTheRingAndGoesDownOnBadAnswers) {
     return FetchResult{true, 200, "text/plain", *body, ""};
   };
   auto clock = std::make_shared<FakeClock>(1000.0);
-  GpuCollector c(clock, fetch);
+  GpuCollector c(clock, [fetch](const HttpClientConfig&) { return fetch; });
   c.configure(*cfg.config);
   // 0.8 x min(interval 2 s, timeout 5 s): a slow exporter fails before the next poll.
   EXPECT_DOUBLE_EQ(GpuCollector::fetch_timeout(cfg.config->gpu), 1.6);
@@ -203,7 +243,7 @@ TEST(GpuCollector, ASampleFromTheFutureIsRefusedCountedAndLoggedNotTheNewestBuck
   };
   testing::LogCapture logged;
   auto clock = std::make_shared<FakeClock>(1000.0);
-  GpuCollector c(clock, fetch);
+  GpuCollector c(clock, [fetch](const HttpClientConfig&) { return fetch; });
   c.configure(*cfg.config);
   State st;
   const std::string series = "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\",UUID=\"GPU-a\"} ";

@@ -390,20 +390,20 @@ TEST(RulesConfig, ReadsAlertmanagerTlsAndAuth) {
                             "basic_auth: {username: ckptmon, password_file: /etc/pw}\n",
                             &a),
             std::vector<std::string>{});
-  EXPECT_EQ(a.tls_config.ca_file, "/ca.pem");
-  EXPECT_EQ(a.tls_config.cert_file, "/c.pem");
-  EXPECT_EQ(a.tls_config.key_file, "/k.pem");
-  EXPECT_EQ(a.tls_config.server_name, "am.example");
-  EXPECT_TRUE(a.tls_config.insecure_skip_verify);
-  EXPECT_EQ(a.auth.username, "ckptmon");
-  EXPECT_EQ(a.auth.password_file, "/etc/pw");
-  EXPECT_EQ(a.auth.type, "");
+  EXPECT_EQ(a.client.tls.ca_file, "/ca.pem");
+  EXPECT_EQ(a.client.tls.cert_file, "/c.pem");
+  EXPECT_EQ(a.client.tls.key_file, "/k.pem");
+  EXPECT_EQ(a.client.tls.server_name, "am.example");
+  EXPECT_TRUE(a.client.tls.insecure_skip_verify);
+  EXPECT_EQ(a.client.auth.username, "ckptmon");
+  EXPECT_EQ(a.client.auth.password_file, "/etc/pw");
+  EXPECT_EQ(a.client.auth.type, "");
   AlertingConfig b;
   ASSERT_EQ(alerting_errors("authorization: {credentials_file: /etc/token}\n", &b),
             std::vector<std::string>{});
-  EXPECT_EQ(b.auth.type, "Bearer");  // Prometheus' default
-  EXPECT_EQ(b.auth.credentials_file, "/etc/token");
-  EXPECT_EQ(b.auth.username, "");
+  EXPECT_EQ(b.client.auth.type, "Bearer");  // Prometheus' default
+  EXPECT_EQ(b.client.auth.credentials_file, "/etc/token");
+  EXPECT_EQ(b.client.auth.username, "");
 }
 
 TEST(RulesConfig, ParsesHttpUrls) {

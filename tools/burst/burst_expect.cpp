@@ -1,10 +1,6 @@
 #include "tools/burst/burst_expect.hpp"
 
-#include <netdb.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "collectors/exposition.hpp"
+#include "http/http_client.hpp"
 #include "util/duration.hpp"
 #include "util/text.hpp"
 
@@ -27,50 +25,26 @@ double mono() {
 
 void pause_a_little() { std::this_thread::sleep_for(std::chrono::milliseconds(250)); }
 
-// The value of `name{...labels...}` samples whose labels include every
-// `want` (key="value"); summed over matches. nullopt when none matches.
+// The sum of `name` samples whose labels include every (key, value) of
+// `want`; nullopt when none matches or the text is not the exposition format.
 std::optional<double> metric(const std::string& text, const std::string& name,
-                             const std::vector<std::string>& want) {
+                             const std::vector<std::pair<std::string, std::string>>& want) {
+  const Exposition e = parse_exposition(text);
+  if (!e.ok) return std::nullopt;
   std::optional<double> sum;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t eol = text.find('\n', pos);
-    if (eol == std::string::npos) eol = text.size();
-    std::string_view line(text.data() + pos, eol - pos);
-    pos = eol + 1;
-    if (!line.starts_with(name)) continue;
-    std::string_view rest = line.substr(name.size());
-    if (rest.empty() || (rest[0] != '{' && rest[0] != ' ')) continue;
-    std::string_view labels;
-    if (rest[0] == '{') {
-      const auto close = rest.find('}');
-      if (close == std::string_view::npos) continue;
-      labels = rest.substr(1, close - 1);
-      rest = rest.substr(close + 1);
-    }
-    // Whole labels only: tier="a" must not match to_tier="a".
-    bool match = true;
-    for (const auto& w : want) {
-      match = match && (labels.starts_with(w) || labels.find("," + w) != std::string_view::npos);
-    }
-    if (!match) continue;
-    const auto sp = rest.find_first_not_of(' ');
-    if (sp == std::string_view::npos) continue;
-    std::string value(rest.substr(sp));
-    if (auto s2 = value.find(' '); s2 != std::string::npos) value.resize(s2);
-    double v = 0;
-    if (value == "+Inf") {
-      v = INFINITY;
-    } else if (std::sscanf(value.c_str(), "%lf", &v) != 1) {
-      continue;
-    }
-    sum = sum.value_or(0) + v;
+  for (const ExpositionSample& s : e.samples) {
+    if (s.name != name) continue;
+    const bool match = std::all_of(want.begin(), want.end(), [&](const auto& w) {
+      const std::string* v = s.label(w.first);
+      return v != nullptr && *v == w.second;
+    });
+    if (match) sum = sum.value_or(0) + s.value;
   }
   return sum;
 }
 
-std::string label(const char* key, const std::string& value) {
-  return std::string(key) + "=\"" + value + "\"";
+std::pair<std::string, std::string> label(const char* key, const std::string& value) {
+  return {key, value};
 }
 
 struct DaemonTier {
@@ -82,11 +56,24 @@ struct DaemonTier {
   bool has_stats = false;
 };
 
+// One GET of the daemon; false with `error` on a network error or timeout.
+bool get_text(const HttpUrl& url, const std::string& path, double timeout, int* status,
+              std::string* body, std::string* error) {
+  HttpClientResponse r = http_get(url, path, timeout);
+  if (!r.ok) {
+    *error = r.error;
+    return false;
+  }
+  *status = static_cast<int>(r.status);
+  *body = std::move(r.body);
+  return true;
+}
+
 bool get_json(const HttpUrl& url, const std::string& path, nlohmann::json& out,
               std::string* error) {
   int status = 0;
   std::string body;
-  if (!http_get(url, path, 5, &status, &body, error)) return false;
+  if (!get_text(url, path, 5, &status, &body, error)) return false;
   if (status != 200) {
     *error = path + " answered " + std::to_string(status);
     return false;
@@ -145,74 +132,6 @@ std::string secs(double s) {
 
 }  // namespace
 
-bool http_get(const HttpUrl& url, const std::string& path, double timeout, int* status,
-              std::string* body, std::string* error) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  const std::string port = std::to_string(url.port);
-  if (int rc = ::getaddrinfo(url.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-    *error = url.host + ": " + gai_strerror(rc);
-    return false;
-  }
-  int fd = -1;
-  std::string last = "no address";
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(timeout);
-  tv.tv_usec = static_cast<suseconds_t>((timeout - std::floor(timeout)) * 1e6);
-  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
-    last = errno_text(errno);
-    ::close(fd);
-    fd = -1;
-  }
-  ::freeaddrinfo(res);
-  if (fd < 0) {
-    *error = "cannot connect to " + url.host + ":" + port + ": " + last;
-    return false;
-  }
-  const std::string req = "GET " + url.path + path + " HTTP/1.0\r\nHost: " + url.host + ":" + port +
-                          "\r\nConnection: close\r\n\r\n";
-  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
-    *error = "cannot send to " + url.host + ":" + port + ": " + errno_text(errno);
-    ::close(fd);
-    return false;
-  }
-  std::string data;
-  char buf[65536];
-  const double deadline = mono() + timeout;
-  while (true) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = "no answer from " + url.host + ":" + port + " within " + secs(timeout);
-      ::close(fd);
-      return false;
-    }
-    if (n == 0) break;
-    data.append(buf, static_cast<std::size_t>(n));
-    if (mono() > deadline || data.size() > (256u << 20)) {
-      *error = "answer from " + url.host + ":" + port + " too slow or too large";
-      ::close(fd);
-      return false;
-    }
-  }
-  ::close(fd);
-  const auto hdr_end = data.find("\r\n\r\n");
-  if (!data.starts_with("HTTP/") || hdr_end == std::string::npos) {
-    *error = url.host + ":" + port + " did not answer HTTP";
-    return false;
-  }
-  const auto sp = data.find(' ');
-  *status = std::atoi(data.c_str() + sp + 1);
-  *body = data.substr(hdr_end + 4);
-  return true;
-}
-
 std::optional<ExpectTarget> prepare_expect(const std::string& url, const std::string& timeout,
                                            std::string* error) {
   ExpectTarget t;
@@ -263,7 +182,7 @@ std::vector<ExpectCheck> run_expect(const ExpectTarget& t, const burst::Options&
         const std::uint64_t ours = engine.drain_backlog();
         int status = 0;
         std::string body;
-        if (http_get(t.url, "/metrics", 5, &status, &body, &error) && status == 200) {
+        if (get_text(t.url, "/metrics", 5, &status, &body, &error) && status == 200) {
           seen = metric(body, "ckpt_drain_backlog_bytes",
                         {label("tier", tier->name), label("to_tier", to->name)})
                      .value_or(0);
@@ -335,7 +254,7 @@ std::vector<ExpectCheck> run_expect(const ExpectTarget& t, const burst::Options&
       int status = 0;
       std::string body;
       std::optional<double> fits, headroom;
-      if (http_get(t.url, "/metrics", 5, &status, &body, &error) && status == 200) {
+      if (get_text(t.url, "/metrics", 5, &status, &body, &error) && status == 200) {
         fits = metric(body, "ckpt_tier_next_checkpoint_fits", {label("tier", tier->name)});
         headroom = metric(body, "ckpt_tier_capacity_headroom_ratio", {label("tier", tier->name)});
       }

@@ -1,5 +1,5 @@
 #pragma once
-// `ckptmon burst --expect-detection URL`: asks a running ckptmon (plain HTTP,
+// `ckptmon burst --expect-detection URL`: asks a running ckptmon (http or https,
 // /api/v1/tiers, /api/v1/checkpoints, /metrics) whether it saw what the burst
 // did: each failed writer's checkpoint reported partial within the tier's
 // partial_after + one scan interval, the fill threshold (the next checkpoint
@@ -37,9 +37,5 @@ std::optional<ExpectTarget> prepare_expect(const std::string& url, const std::st
 std::vector<ExpectCheck> run_expect(const ExpectTarget& t, const burst::Options& o,
                                     const burst::Result& r, const burst::Burst& engine,
                                     const Clock& clock);
-
-// One GET; false with `error` on a network error or timeout.
-bool http_get(const HttpUrl& url, const std::string& path, double timeout, int* status,
-              std::string* body, std::string* error);
 
 }  // namespace ckptmon

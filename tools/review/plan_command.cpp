@@ -9,7 +9,7 @@
 #include "collectors/tier_stats.hpp"
 #include "collectors/tree_scan.hpp"
 #include "config/config.hpp"
-#include "http/http_get.hpp"
+#include "http/http_client.hpp"
 #include "serve/rules_cycle.hpp"
 #include "store/history.hpp"
 #include "store/store.hpp"
@@ -366,7 +366,7 @@ bool from_daemon(const PlanCommandOptions& o, Source* src, std::string* error) {
     *error = "--from: " + e;
     return false;
   }
-  HttpGetResult r = http_get(*url, "/api/v1/plan", o.timeout_seconds);
+  HttpClientResponse r = http_get(*url, "/api/v1/plan", o.timeout_seconds);
   if (!r.ok) {
     *error = "--from " + o.from + ": " + r.error;
     return false;
@@ -508,8 +508,9 @@ bool from_prometheus(const PlanCommandOptions& o, double now, Source* src, std::
   if (!o.config_file.empty() && !load_policy(o.config_file, &cfg, error)) return false;
   const RulesPolicy policy = cfg ? rules_policy(*cfg) : RulesPolicy{};
   std::vector<std::string> notes;
-  if (!prometheus_plan_inputs("--prometheus", o.prometheus, now, o.timeout_seconds, policy,
-                              &src->inputs, &notes, error)) {
+  if (!prometheus_plan_inputs(
+          {"--prometheus", o.prometheus, o.prometheus_client, o.timeout_seconds}, now, policy,
+          &src->inputs, &notes, error)) {
     return false;
   }
   for (const std::string& n : notes)

@@ -15,6 +15,7 @@
 
 #include "api/plan.hpp"
 #include "model/checkpoint_view.hpp"
+#include "model/http_client_config.hpp"
 #include "model/settings.hpp"
 
 #include <nlohmann/json.hpp>
@@ -36,12 +37,13 @@ struct PlanFlags {
 bool parse_plan_flags(const PlanFlags& flags, PlanWhatIfs* out, std::string* error);
 
 struct PlanCommandOptions {
-  std::string from;                // http://host:port of a running daemon
-  std::string state_dir;           // the daemon's state directory, read-only
-  std::string prometheus;          // http://host:9090 of a Prometheus that scraped ckptmon
-  std::string config_file;         // policy (with state_dir) or tiers to scan (alone)
-  std::vector<std::string> tiers;  // only these; empty = all
-  std::string format = "table";    // table | json | markdown
+  std::string from;                    // http://host:port of a running daemon
+  std::string state_dir;               // the daemon's state directory, read-only
+  std::string prometheus;              // http://host:9090 of a Prometheus that scraped ckptmon
+  HttpClientConfig prometheus_client;  // --prometheus.* (TLS, credentials, headers)
+  std::string config_file;             // policy (with state_dir) or tiers to scan (alone)
+  std::vector<std::string> tiers;      // only these; empty = all
+  std::string format = "table";        // table | json | markdown
   PlanFlags flags;
   std::optional<double> now;
   double timeout_seconds = 30;  // --from

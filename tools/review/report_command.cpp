@@ -8,7 +8,7 @@
 
 #include "api/report_render.hpp"
 #include "api/time_range.hpp"
-#include "http/http_get.hpp"
+#include "http/http_client.hpp"
 #include "store/history.hpp"
 #include "store/store.hpp"
 #include "tools/review/plan_command.hpp"
@@ -46,7 +46,7 @@ bool from_state_dir(const ReportCommandOptions& o, Report& r, double now, std::s
 
 bool get_json(const HttpUrl& url, const ReportCommandOptions& o, const std::string& target,
               json* doc, std::string* error) {
-  HttpGetResult g = http_get(url, target, o.timeout_seconds);
+  HttpClientResponse g = http_get(url, target, o.timeout_seconds);
   if (!g.ok) {
     *error = "--from " + o.from + ": " + g.error;
     return false;
@@ -108,8 +108,8 @@ bool from_daemon_history(const ReportCommandOptions& o, Report& r, double now, s
 bool from_prometheus(const ReportCommandOptions& o, Report& r, double now, std::string* error,
                      std::ostream& err) {
   PrometheusHistory h;
-  if (!prometheus_history("--prometheus", o.prometheus, r.since, r.until, o.timeout_seconds, &h,
-                          error)) {
+  if (!prometheus_history({"--prometheus", o.prometheus, o.prometheus_client, o.timeout_seconds},
+                          r.since, r.until, &h, error)) {
     return false;
   }
   if (!h.missing_rules.empty()) {
@@ -152,7 +152,7 @@ bool from_daemon(const ReportCommandOptions& o, Report& r, double now, std::opti
                        (o.format == "html" ? "&series=1" : "");
   if (!o.tiers.empty()) target += "&tier=" + url_encode(encode_list(o.tiers));
   if (!o.jobs.empty()) target += "&job=" + url_encode(encode_list(o.jobs));
-  HttpGetResult g = http_get(*url, target, o.timeout_seconds);
+  HttpClientResponse g = http_get(*url, target, o.timeout_seconds);
   if (!g.ok) {
     *error = "--from " + o.from + ": " + g.error;
     return false;

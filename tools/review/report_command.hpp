@@ -21,6 +21,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "api/report.hpp"
+#include "model/http_client_config.hpp"
 #include "model/tier.hpp"
 #include "rules/plan.hpp"
 #include "util/clock.hpp"
@@ -29,10 +30,11 @@ namespace ckptmon {
 
 // --tier, --job and --min-history are the ReportScope's.
 struct ReportCommandOptions : ReportScope {
-  std::string from;         // http://host:port of a running daemon
-  std::string state_dir;    // the daemon's state directory, read-only
-  std::string prometheus;   // http://host:9090 of a Prometheus that scraped ckptmon
-  std::string config_file;  // policy for the required capacity (with state_dir)
+  std::string from;                    // http://host:port of a running daemon
+  std::string state_dir;               // the daemon's state directory, read-only
+  std::string prometheus;              // http://host:9090 of a Prometheus that scraped ckptmon
+  HttpClientConfig prometheus_client;  // --prometheus.* (TLS, credentials, headers)
+  std::string config_file;             // policy for the required capacity (with state_dir)
   std::string since = "30d";
   std::string format = "markdown";  // markdown | csv | json | html
   std::string output;               // file; empty = `out`

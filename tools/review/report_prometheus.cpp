@@ -12,8 +12,9 @@
 #pragma GCC diagnostic pop
 
 #include "collectors/prometheus_api.hpp"
+#include "config/http_client_config.hpp"
 #include "config/rules_config.hpp"
-#include "http/http_get.hpp"
+#include "http/http_client.hpp"
 #include "util/text.hpp"
 #include "util/time_format.hpp"
 
@@ -40,7 +41,7 @@ namespace {
 
 struct Client {
   std::string flag, url_text;
-  HttpUrl url;
+  std::shared_ptr<const HttpClient> http;
   double timeout = 30;
 
   std::string where() const { return flag + " " + url_text; }
@@ -48,7 +49,11 @@ struct Client {
   // GET `target`; the body on 200, else false with the reason.
   bool get(const std::string& target, const std::string& what, std::string* body,
            std::string* error) const {
-    HttpGetResult g = http_get(url, target, timeout, std::size_t{64} * 1024 * 1024);
+    HttpClientRequest req;
+    req.target = target;
+    req.timeout_seconds = timeout;
+    req.max_body = std::size_t{64} * 1024 * 1024;
+    HttpClientResponse g = http->fetch(std::move(req));
     if (!g.ok) {
       *error = where() + ": " + g.error;
       return false;
@@ -170,22 +175,21 @@ void add_transitions(const PromSeries& s, double step, double until,
   }
 }
 
-bool make_client(const std::string& flag, const std::string& url, double timeout, Client* c,
-                 std::string* error) {
-  c->flag = flag;
-  c->url_text = url;
-  c->timeout = timeout;
+bool make_client(const PrometheusEndpoint& at, Client* c, std::string* error) {
+  c->flag = at.flag;
+  c->url_text = at.url;
+  c->timeout = at.timeout_seconds;
   std::string e;
-  auto u = parse_http_url(url, &e);
+  auto u = parse_http_url(at.url, &e);
   if (!u) {
-    *error = flag + ": " + e;
+    *error = at.flag + ": " + e;
     return false;
   }
-  if (u->tls) {
-    *error = flag + " " + url + ": https:// is not supported here; use http://";
+  c->http = std::make_shared<const HttpClient>(*u, at.client);
+  if (!c->http->setup_error().empty()) {
+    *error = c->where() + ": " + c->http->setup_error();
     return false;
   }
-  c->url = *u;
   return true;
 }
 
@@ -209,10 +213,10 @@ struct InstanceTier {
 
 }  // namespace
 
-bool prometheus_history(const std::string& flag, const std::string& url, double since, double until,
-                        double timeout_seconds, PrometheusHistory* out, std::string* error) {
+bool prometheus_history(const PrometheusEndpoint& at, double since, double until,
+                        PrometheusHistory* out, std::string* error) {
   Client c;
-  if (!make_client(flag, url, timeout_seconds, &c, error)) return false;
+  if (!make_client(at, &c, error)) return false;
   std::set<std::string> rules;
   if (!loaded_rules(c, &rules, error)) return false;
   for (const PrometheusRecordingRule& r : kReportRecordingRules) {
@@ -285,12 +289,11 @@ bool prometheus_history(const std::string& flag, const std::string& url, double 
   return true;
 }
 
-bool prometheus_plan_inputs(const std::string& flag, const std::string& url, double time,
-                            double timeout_seconds, const RulesPolicy& policy,
+bool prometheus_plan_inputs(const PrometheusEndpoint& at, double time, const RulesPolicy& policy,
                             std::vector<PlanInputs>* out, std::vector<std::string>* notes,
                             std::string* error) {
   Client c;
-  if (!make_client(flag, url, timeout_seconds, &c, error)) return false;
+  if (!make_client(at, &c, error)) return false;
   // (instance, tier) -> what that instance exports.
   std::map<std::pair<std::string, std::string>, InstanceTier> views;
   const char* tier_metrics[] = {"ckpt_tier_size_bytes",
@@ -434,6 +437,66 @@ bool prometheus_plan_inputs(const std::string& flag, const std::string& url, dou
     out->push_back(std::move(*worst));
   }
   for (const std::string& m : missing) notes->push_back("not exported, assumed: " + m);
+  return true;
+}
+
+bool prometheus_client_config(const PrometheusClientFlags& f, HttpClientConfig* out,
+                              std::string* error) {
+  HttpClientConfig c;
+  for (auto [flag, value, target] :
+       {std::tuple{"--prometheus.ca-file", &f.ca_file, &c.tls.ca_file},
+        std::tuple{"--prometheus.cert-file", &f.cert_file, &c.tls.cert_file},
+        std::tuple{"--prometheus.key-file", &f.key_file, &c.tls.key_file},
+        std::tuple{"--prometheus.basic-auth-password-file", &f.basic_auth_password_file,
+                   &c.auth.password_file},
+        std::tuple{"--prometheus.bearer-token-file", &f.bearer_token_file,
+                   &c.auth.credentials_file}}) {
+    if (value->empty()) continue;
+    if (value->front() != '/') {
+      // Relative paths would depend on where the command runs; the
+      // configuration's *_file keys refuse them too.
+      *error = std::string(flag) + ": expected an absolute path, got \"" + *value + "\"";
+      return false;
+    }
+    *target = *value;
+  }
+  c.tls.server_name = f.server_name;
+  c.tls.insecure_skip_verify = f.insecure_skip_verify;
+  if (c.tls.cert_file.empty() != c.tls.key_file.empty()) {
+    *error = "--prometheus.cert-file and --prometheus.key-file go together";
+    return false;
+  }
+  if (!f.basic_auth_user.empty() && !f.bearer_token_file.empty()) {
+    *error = "at most one of --prometheus.basic-auth-user and --prometheus.bearer-token-file";
+    return false;
+  }
+  if (f.basic_auth_user.empty() != f.basic_auth_password_file.empty()) {
+    *error = "--prometheus.basic-auth-user and --prometheus.basic-auth-password-file go together";
+    return false;
+  }
+  c.auth.username = f.basic_auth_user;
+  if (!f.bearer_token_file.empty()) c.auth.type = "Bearer";
+  for (const std::string& h : f.headers) {
+    const auto eq = h.find('=');
+    if (eq == std::string::npos) {
+      *error = "--prometheus.header: expected NAME=VALUE, got \"" + h + "\"";
+      return false;
+    }
+    std::string name = h.substr(0, eq);
+    std::string value = h.substr(eq + 1);
+    if (std::string why = extra_header_error(name, value); !why.empty()) {
+      *error = "--prometheus.header " + name;
+      *error += ": ";
+      *error += why;
+      return false;
+    }
+    if (c.headers.size() >= kMaxExtraHeaders) {
+      *error = "--prometheus.header: at most " + std::to_string(kMaxExtraHeaders) + " headers";
+      return false;
+    }
+    c.headers.emplace_back(std::move(name), std::move(value));
+  }
+  *out = std::move(c);
   return true;
 }
 

@@ -5,17 +5,42 @@
 // deploy/prometheus/ckptmon-recording-rules.yml where they are loaded) are
 // turned into the same in-memory history `--state-dir` reads from SQLite
 // (HistorySeries, AlertTransition), so both sources go through one report
-// code path. Blocking HTTP (http/http_get); one-shot commands only.
+// code path. Blocking HTTP (http/http_client.hpp, with the --prometheus.*
+// flags' TLS, credentials and headers); one-shot commands only.
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "model/http_client_config.hpp"
 #include "rules/alerts.hpp"
 #include "rules/plan.hpp"
 #include "store/history.hpp"
 
 namespace ckptmon {
+
+// Where and how to ask: `flag` ("--prometheus") and `url` name it in errors.
+struct PrometheusEndpoint {
+  std::string flag = "--prometheus";
+  std::string url;
+  HttpClientConfig client;  // from --prometheus.ca-file, .bearer-token-file, ...
+  double timeout_seconds = 30;
+};
+
+// The --prometheus.* flags as given, before they are checked.
+struct PrometheusClientFlags {
+  std::string ca_file, cert_file, key_file, server_name;
+  bool insecure_skip_verify = false;
+  std::string basic_auth_user, basic_auth_password_file;
+  std::string bearer_token_file;
+  std::vector<std::string> headers;  // NAME=VALUE
+};
+
+// The client configuration of `flags`; false with `error` naming the flag
+// (a header that is not NAME=VALUE or not allowed, a certificate without its
+// key, both basic auth and a bearer token, a relative path).
+bool prometheus_client_config(const PrometheusClientFlags& flags, HttpClientConfig* out,
+                              std::string* error);
 
 // The recording rules a Prometheus source uses, with the raw expression each
 // falls back to where the rule is not loaded (or has no samples yet).
@@ -52,10 +77,11 @@ struct PrometheusHistory {
   std::vector<std::string> missing_rules;
 };
 
-// Reads [since, until] from the Prometheus at `url`. False with `error`
-// naming `flag` and the URL (unreachable, an API error, not JSON).
-bool prometheus_history(const std::string& flag, const std::string& url, double since, double until,
-                        double timeout_seconds, PrometheusHistory* out, std::string* error);
+// Reads [since, until] from the Prometheus at `at`. False with `error`
+// naming the flag and the URL (unreachable, a TLS or credential failure, an
+// API error, not JSON).
+bool prometheus_history(const PrometheusEndpoint& at, double since, double until,
+                        PrometheusHistory* out, std::string* error);
 
 // `plan --prometheus`: the plan inputs of every tier from the latest values
 // at `time` of ckptmon's series (sizes, avail, per-job latest checkpoint and
@@ -64,9 +90,8 @@ bool prometheus_history(const std::string& flag, const std::string& url, double 
 // tier's shards are summed into one tier; of a tier several unsharded
 // instances export (node-local tiers), the instance the rule asks most of.
 // `notes` gets what was missing and assumed. False with `error` naming
-// `flag` and the URL.
-bool prometheus_plan_inputs(const std::string& flag, const std::string& url, double time,
-                            double timeout_seconds, const RulesPolicy& policy,
+// the flag and the URL.
+bool prometheus_plan_inputs(const PrometheusEndpoint& at, double time, const RulesPolicy& policy,
                             std::vector<PlanInputs>* out, std::vector<std::string>* notes,
                             std::string* error);
 
