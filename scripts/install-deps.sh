@@ -21,7 +21,9 @@ build_pkgs=(
 # certificates), the fuzzer toolchain and the
 # FUSE file system that simulates a hung storage mount; lintian checks the
 # .deb, python3-yaml and python3-jsonschema the Kubernetes manifests; wrk and
-# curl for bench/load_test.sh (scrapes under load); chromium renders the
+# curl for bench/load_test.sh (scrapes under load); victoria-metrics is a
+# second Prometheus-API engine for report --prometheus
+# (tests/integration/test_report_victoriametrics.py); chromium renders the
 # HTML report headless (tests/integration/test_report.py); clang-format and
 # clang-tidy are make lint's (scripts/lint.sh); acl's setfacl gives the ACL
 # audit's test real POSIX ACLs (tests/integration/test_acl_audit.py); Debian's
@@ -29,7 +31,7 @@ build_pkgs=(
 # detection's test (tests/integration/test_encryption.py).
 test_pkgs=(
   python3 python3-fusepy fuse3 util-linux openssl acl e2fsprogs fscrypt
-  prometheus prometheus-alertmanager prometheus-node-exporter
+  prometheus prometheus-alertmanager prometheus-node-exporter victoria-metrics
   clang libclang-rt-14-dev clang-format clang-tidy
   lintian python3-yaml python3-jsonschema
   wrk curl
