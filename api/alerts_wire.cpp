@@ -5,21 +5,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "prom/sample_value.hpp"
 #include "util/label.hpp"
 #include "util/metric_labels.hpp"
 #include "util/time_format.hpp"
 
 namespace ckptmon {
 namespace {
-
-// A sample value as Prometheus writes it: shortest exact form, "+Inf", "NaN".
-std::string number(double v) {
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  if (std::isnan(v)) return "NaN";
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
 
 nlohmann::json labels_json(const AlertLabels& l) {
   nlohmann::json j = nlohmann::json::object();
@@ -47,7 +39,7 @@ std::string alerts_json(std::span<const AlertInstance> active) {
                       {"annotations", annotations_json(a)},
                       {"state", std::string(to_string(a.state))},
                       {"activeAt", format_rfc3339(a.active_at)},
-                      {"value", number(a.value)}});
+                      {"value", prom_value(a.value)}});
   }
   nlohmann::json doc = {{"status", "success"}, {"data", {{"alerts", std::move(alerts)}}}};
   // Labels and texts come from outside (job and tier names): never throw on bad UTF-8.

@@ -1,6 +1,6 @@
 // Memory and time of parsing one big, valid Prometheus range-query answer
 // (issue 27 item 11): parse_prometheus_response (simdjson On-Demand,
-// collectors/prometheus_api.cpp) against its peer, nlohmann::json's document
+// prom/prometheus_api.cpp) against its peer, nlohmann::json's document
 // tree (what it replaced), one parser per process so each peak is its own.
 //
 //   prom_parse_bench ckptmon|nlohmann [MiB]
@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "collectors/prometheus_api.hpp"
+#include "prom/prometheus_api.hpp"
 
 namespace {
 

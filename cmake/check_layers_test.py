@@ -59,38 +59,39 @@ WRONG_INCLUDES = [
     ("a rule including the exporter: the rules layer sits below it",
      "rules/evaluate.cpp", '#include "exporter/metrics.hpp"',
      "rules/evaluate.cpp:2: rules may not include exporter/metrics.hpp "
-     "(layer exporter; rules may use events, model, rules, util)"),
+     "(layer exporter; rules may use events, model, prom, rules, util)"),
     ("the loop including a one-shot command",
      "serve/rules_cycle.cpp", '#include "tools/review/plan_command.hpp"',
      "serve/rules_cycle.cpp:2: serve may not include tools/review/plan_command.hpp "
      "(layer tools/review; serve may use api, collectors, config, events, exporter, http, model, "
-     "rules, serve, store, util)"),
+     "prom, rules, serve, store, util)"),
     ("a view including the loop: views take a snapshot",
      "api/web.cpp", '#include "serve/daemon.hpp"',
      "api/web.cpp:2: api may not include serve/daemon.hpp "
-     "(layer serve; api may use api, collectors, config, events, http, model, rules, store, util)"),
+     "(layer serve; api may use api, collectors, config, events, http, model, prom, rules, store, "
+     "util)"),
     ("the HTTP server including a metric family",
      "http/http_server.cpp", '#include "exporter/self.hpp"',
      "http/http_server.cpp:2: http may not include exporter/self.hpp "
-     "(layer exporter; http may use collectors, config, events, http, model, rules, util)"),
+     "(layer exporter; http may use collectors, config, events, http, model, prom, rules, util)"),
     ("a metric family including the loop",
      "exporter/rules.cpp", '#include "serve/rules_cycle.hpp"',
      "exporter/rules.cpp:2: exporter may not include serve/rules_cycle.hpp "
-     "(layer serve; exporter may use collectors, config, events, exporter, http, model, rules, "
-     "store, util)"),
+     "(layer serve; exporter may use collectors, config, events, exporter, http, model, prom, "
+     "rules, store, util)"),
     ("one command including another's folder",
      "tools/burst/burst.cpp", '#include "tools/review/scan_command.hpp"',
      "tools/burst/burst.cpp:2: tools/burst may not include tools/review/scan_command.hpp "
      "(layer tools/review; tools/burst may use api, collectors, config, events, exporter, http, "
-     "model, rules, serve, store, tools/burst, util)"),
+     "model, prom, rules, serve, store, tools/burst, util)"),
     ("a collector including its sibling layer, rules",
      "collectors/tier_stats.cpp", '#include "rules/capacity.hpp"',
      "collectors/tier_stats.cpp:2: collectors may not include rules/capacity.hpp "
-     "(layer rules; collectors may use collectors, events, model, util)"),
+     "(layer rules; collectors may use collectors, events, model, prom, util)"),
     ("the store including its sibling layer, config",
      "store/history.cpp", '#include "config/config.hpp"',
      "store/history.cpp:2: store may not include config/config.hpp "
-     "(layer config; store may use collectors, events, model, rules, store, util)"),
+     "(layer config; store may use collectors, events, model, prom, rules, store, util)"),
     ("SQLite outside store/",
      "model/catalog.cpp", "#include <sqlite3.h>",
      "model/catalog.cpp:2: <sqlite3.h> belongs to store, not model"),
@@ -99,6 +100,13 @@ WRONG_INCLUDES = [
      "rules/alerts.cpp:2: <nlohmann/json.hpp> belongs to "
      "api, cli, collectors, exporter, http, serve, store, tools/burst, tools/review, util, "
      "not rules"),
+    ("the Prometheus parsers including the model: prom is pure, beside events",
+     "prom/exposition.cpp", '#include "model/checkpoint.hpp"',
+     "prom/exposition.cpp:2: prom may not include model/checkpoint.hpp "
+     "(layer model; prom may use prom, util)"),
+    ("TLS outside http/: the one client and the server own it",
+     "serve/alertmanager_client.cpp", "#include <openssl/ssl.h>",
+     "serve/alertmanager_client.cpp:2: <openssl/ssl.h> belongs to http, not serve"),
 ]
 
 

@@ -1,5 +1,5 @@
 // gpu.source dcgm: dcgm-exporter's /metrics, scraped with the collectors'
-// HttpFetch and read with the exposition parser (collectors/exposition.hpp).
+// HttpFetch and read with the exposition parser (prom/exposition.hpp).
 
 #include <algorithm>
 #include <array>
@@ -7,8 +7,8 @@
 #include <cmath>
 #include <map>
 
-#include "collectors/exposition.hpp"
 #include "collectors/gpu_source.hpp"
+#include "prom/exposition.hpp"
 
 namespace ckptmon {
 namespace {

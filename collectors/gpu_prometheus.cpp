@@ -16,8 +16,8 @@
 #include <tuple>
 
 #include "collectors/gpu_source.hpp"
-#include "collectors/prometheus_api.hpp"
 #include "model/gpu.hpp"
+#include "prom/prometheus_api.hpp"
 
 namespace ckptmon {
 namespace {

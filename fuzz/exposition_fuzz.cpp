@@ -1,5 +1,5 @@
 // libFuzzer target for the Prometheus text exposition parser
-// (collectors/exposition.hpp) and the dcgm source's reading of it
+// (prom/exposition.hpp) and the dcgm source's reading of it
 // (dcgm_readings). Beyond "never crash" (ASan + UBSan):
 //  - the text is rejected exactly when there is an error, which names a line
 //    that exists, and a rejected text yields no samples;
@@ -17,8 +17,8 @@
 #include <string>
 #include <string_view>
 
-#include "collectors/exposition.hpp"
 #include "collectors/gpu_source.hpp"
+#include "prom/exposition.hpp"
 
 namespace {
 

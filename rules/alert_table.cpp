@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "prom/sample_value.hpp"
 #include "util/duration.hpp"
 
 namespace ckptmon {
@@ -731,13 +732,7 @@ std::vector<std::pair<std::string, std::string>> alert_params(const AlertRules& 
   return p;
 }
 
-std::string alert_number(double v) {
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  if (std::isnan(v)) return "NaN";
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
+std::string alert_number(double v) { return prom_value(v); }
 
 std::string alert_percent(double ratio) {
   return alert_number(std::round(ratio * 1000) / 10) + "%";

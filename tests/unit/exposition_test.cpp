@@ -1,6 +1,7 @@
-// The Prometheus text exposition parser (collectors/exposition.hpp) on
+// The Prometheus text exposition parser (prom/exposition.hpp) on
 // dcgm-exporter's output and on what must be rejected.
-#include "collectors/exposition.hpp"
+#include "prom/exposition.hpp"
+#include "prom/sample_value.hpp"
 #include "tests/test_paths.hpp"
 
 #include <cmath>
@@ -135,6 +136,23 @@ TEST(Exposition, CapsLineLengthSeriesAndLabels) {
   EXPECT_EQ(e.error, "line 2: longer than 32 bytes");
   e = parse_exposition("m{a=\"1\",b=\"2\",c=\"3\"} 1\n", lim);
   EXPECT_EQ(e.error, "line 1: more than 2 labels");
+}
+
+// The one formatter of sample values: what the parser reads back is the
+// same double, and the specials are spelled as the format spells them.
+TEST(PromValue, ShortestTextThatReadsBackTheSame) {
+  EXPECT_EQ(prom_value(0.05), "0.05");
+  EXPECT_EQ(prom_value(3600), "3600");
+  EXPECT_EQ(prom_value(1e21), "1e+21");
+  EXPECT_EQ(prom_value(-0.0), "-0");
+  EXPECT_EQ(prom_value(INFINITY), "+Inf");
+  EXPECT_EQ(prom_value(-INFINITY), "-Inf");
+  EXPECT_EQ(prom_value(NAN), "NaN");
+  for (double v : {0.1, 1.0 / 3, 6.02214076e23, 5e-324, 1.7976931348623157e308}) {
+    const Exposition e = parse_exposition("m " + prom_value(v) + "\n");
+    ASSERT_TRUE(e.ok) << e.error;
+    EXPECT_EQ(e.samples.at(0).value, v) << prom_value(v);
+  }
 }
 
 }  // namespace

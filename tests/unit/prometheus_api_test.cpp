@@ -1,4 +1,4 @@
-#include "collectors/prometheus_api.hpp"
+#include "prom/prometheus_api.hpp"
 
 #include <cmath>
 #include <memory>

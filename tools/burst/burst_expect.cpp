@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "collectors/exposition.hpp"
 #include "http/http_client.hpp"
+#include "prom/exposition.hpp"
 #include "util/duration.hpp"
 #include "util/text.hpp"
 

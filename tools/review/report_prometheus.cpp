@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #pragma GCC diagnostic pop
 
-#include "collectors/prometheus_api.hpp"
 #include "config/http_client_config.hpp"
 #include "config/rules_config.hpp"
 #include "http/http_client.hpp"
+#include "prom/prometheus_api.hpp"
 #include "util/text.hpp"
 #include "util/time_format.hpp"
 

@@ -1,4 +1,4 @@
-#include "collectors/exposition.hpp"
+#include "prom/exposition.hpp"
 
 #include <algorithm>
 #include <charconv>
