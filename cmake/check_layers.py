@@ -21,8 +21,10 @@ import sys
 #   <- http <- {exporter, api} <- serve <- {tools/review, tools/burst} <- cli.
 # prom (the Prometheus text format and HTTP API, the sample-value text) is
 # pure like events and beside it: model holds no Prometheus text.
-# collectors and rules never include each other, config or store; http (the
-# server, TLS, the client) knows no metric family, view or loop; exporter
+# collectors and rules never include each other, config or store; config
+# (the YAML reader) knows only the plain types it fills (util, events,
+# model); http (the server, TLS, the client) knows no metric family, view or
+# loop; exporter
 # (the metric families) and api (the JSON and HTML views of a snapshot) never
 # include the loop that feeds them (serve), which never includes a one-shot
 # command (tools/), which cli wires.
@@ -34,7 +36,7 @@ _BELOW = {
     "model": ["util", "events"],
     "collectors": ["util", "events", "prom", "model"],
     "rules": ["util", "events", "prom", "model"],
-    "config": ["util", "events", "prom", "model", "collectors", "rules"],
+    "config": ["util", "events", "model"],
     "store": ["util", "events", "prom", "model", "collectors", "rules"],
     "http": _DOMAIN[:7],
     "exporter": _DOMAIN + ["http"],

@@ -100,6 +100,10 @@ WRONG_INCLUDES = [
      "rules/alerts.cpp:2: <nlohmann/json.hpp> belongs to "
      "api, cli, collectors, exporter, http, serve, store, tools/burst, tools/review, util, "
      "not rules"),
+    ("the configuration reader including the rules: it fills plain types",
+     "config/rules_config.cpp", '#include "rules/alert_table.hpp"',
+     "config/rules_config.cpp:2: config may not include rules/alert_table.hpp "
+     "(layer rules; config may use config, events, model, util)"),
     ("the Prometheus parsers including the model: prom is pure, beside events",
      "prom/exposition.cpp", '#include "model/checkpoint.hpp"',
      "prom/exposition.cpp:2: prom may not include model/checkpoint.hpp "

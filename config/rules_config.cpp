@@ -7,8 +7,8 @@
 
 #include "config/http_client_config.hpp"
 #include "model/access.hpp"
+#include "model/alert_id.hpp"
 #include "model/events.hpp"
-#include "rules/alert_table.hpp"
 
 namespace ckptmon {
 namespace {

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/alert_id.hpp"
 #include "model/policy.hpp"
 
 namespace ckptmon {
@@ -31,41 +32,6 @@ namespace ckptmon {
 // CkptmonStateWriteFailing fires after this many failed writes in a row
 // (/-/ready fails from then on too).
 inline constexpr std::uint64_t kStoreFailingAfter = 3;
-
-enum class AlertId : std::uint8_t {
-  // Evaluated by the daemon (and in PromQL).
-  kDrainBacklogGrowing,
-  kDrainTooSlow,
-  kTierFillingUp,
-  kTierAlmostFull,
-  kNextWontFit,
-  kPartial,
-  kCleanupStalled,
-  kRecoveryPointStale,
-  kCompletionSkewHigh,
-  kTierDown,
-  kBandwidthShortfall,
-  kStateWriteFailing,
-  kStallingGpus,
-  kGoodputLow,
-  kWindowMissed,
-  kRtoAtRisk,
-  kRecoveryPointNotDurable,
-  kUnderCopied,
-  kIntegrityFailed,
-  kTierInodesLow,
-  kSavesFailing,
-  kAccessFinding,
-  kDeletionStalled,
-  kOutsideAllowedResidency,
-  kTierNotEncrypted,
-  // In PromQL only: about ckptmon itself, which a dead or blind daemon cannot report.
-  kCkptmonDown,
-  kCollectorFailing,
-  kConfigReloadFailed,
-  kCatalogStale,
-  kAlertmanagerUnreachable,
-};
 
 // The Prometheus rule group an alert belongs to.
 enum class AlertGroup : std::uint8_t { kDaemon, kCheckpoints, kGpu, kStoragePath };
@@ -101,7 +67,6 @@ struct AlertSpec {
 // Every alert, daemon ones first in AlertId order.
 std::span<const AlertSpec> alert_table();
 const AlertSpec& alert_spec(AlertId id);
-inline std::string_view alert_name(AlertId id) { return alert_spec(id).name; }
 
 // The policy rule of a daemon alert (enabled, for, severity); nullptr for a
 // Prometheus-only one.
