@@ -65,6 +65,9 @@ class ConfigWatch(harness.TwoTierTest):
         self.vol.update({"ckptmon.yml": self.config(
             [harness.tier_yaml("a", self.a), harness.tier_yaml("b", self.b)])})
         harness.wait_for(lambda: self.tiers() == ["a", "b"], what="tier b after the update")
+        # The API may show the new tiers before the reader thread has the log
+        # line: wait for the line itself, then count.
+        harness.wait_for(lambda: self.reloads() >= 1, what="the reload's log line")
         self.assertEqual(self.reloads(), 1)
         m = self.ck.scrape()
         self.assertEqual(m.get("ckptmon_config_last_reload_successful"), 1)
@@ -84,6 +87,7 @@ class ConfigWatch(harness.TwoTierTest):
         self.vol.update({"ckptmon.yml": self.config([harness.tier_yaml("b", self.b)])})
         harness.wait_for(lambda: self.tiers() == ["b"], what="the fixed update")
         self.assertEqual(self.ck.scrape().get("ckptmon_config_last_reload_successful"), 1)
+        harness.wait_for(lambda: self.reloads() >= 2, what="the second reload's log line")
         self.assertEqual(self.reloads(), 2)
 
 
