@@ -7,12 +7,23 @@
 // OneTier:   one checkpoint of one tier changed (a walk found a new save).
 // Events:    the event catalog changed (a log line): every tier's catalog
 //            families read it.
+// GpuPoll:   the GPU collector's update per poll: copy the published
+//            GpuState (8 GPUs, rings full at the default 1 s interval and
+//            10 m max_window: 1,802 buckets each) and add one bucket per GPU.
+// GpuPollDeepCopy: the same with the ring as one flat vector copied whole,
+//            the shape before the rings shared their chunks (issue 25 item 4);
+//            the peer of GpuPoll in the same run.
 // The "before" figures of docs/performance.md are of the code before issue 16
 // item 6, where publish copied the whole State and rendered every family:
 //   snap->state = state; snap->metrics_text = serialize(state_families(state));
 
 #include <benchmark/benchmark.h>
 
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "model/gpu.hpp"
 #include "serve/publisher.hpp"
 
 namespace ckptmon {
@@ -89,6 +100,55 @@ void BM_PublishEvents(benchmark::State& bs) {
   }
 }
 
+constexpr unsigned kGpus = 8;
+constexpr std::size_t kRing = 1802;
+
+void BM_GpuPoll(benchmark::State& bs) {
+  auto published = std::make_shared<GpuState>();
+  double t = 1;
+  for (unsigned g = 0; g < kGpus; ++g) {
+    GpuSeries s(kRing, 1.0);
+    for (std::size_t i = 0; i < kRing; ++i) s.add_bucket(static_cast<double>(i + 1), 0.5, 1);
+    published->series.emplace(g, std::move(s));
+  }
+  t = kRing;
+  std::shared_ptr<const GpuState> snapshot = published;
+  for (auto _ : bs) {
+    auto next = std::make_shared<GpuState>(*snapshot);
+    t += 1;
+    for (auto& [g, s] : next->series) s.add_bucket(t, 0.5, 1);
+    snapshot = std::move(next);  // the new state is published; the old one let go
+    benchmark::DoNotOptimize(snapshot);
+  }
+}
+
+void BM_GpuPollDeepCopy(benchmark::State& bs) {
+  struct Flat {
+    std::vector<GpuBucket> buf;
+    std::size_t head = 0;
+  };
+  auto published = std::make_shared<std::map<unsigned, Flat>>();
+  for (unsigned g = 0; g < kGpus; ++g) {
+    Flat f;
+    f.buf.assign(kRing, GpuBucket{1, 0.5, 1});
+    published->emplace(g, std::move(f));
+  }
+  double t = kRing;
+  std::shared_ptr<const std::map<unsigned, Flat>> snapshot = published;
+  for (auto _ : bs) {
+    auto next = std::make_shared<std::map<unsigned, Flat>>(*snapshot);
+    t += 1;
+    for (auto& [g, f] : *next) {
+      f.buf[f.head] = GpuBucket{t, 0.5, 1};
+      f.head = (f.head + 1) % f.buf.size();
+    }
+    snapshot = std::move(next);
+    benchmark::DoNotOptimize(snapshot);
+  }
+}
+
+BENCHMARK(BM_GpuPoll)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GpuPollDeepCopy)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PublishUnchanged)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PublishOneTier)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PublishEvents)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);

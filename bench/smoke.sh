@@ -25,5 +25,5 @@ run "$b/scrape_bench" "$work/c.yml" 0.2 1 2 5 5
 run "$b/tail_bench" 1
 run bench/prom_parse_bench.sh "${1:-build}" 0.5
 run "$b/event_parse_bench" --benchmark_filter='^BM_EventParserChunks/65536$'
-run "$b/publish_bench" --benchmark_min_time=0.01 --benchmark_filter='/10000$'
+run "$b/publish_bench" --benchmark_min_time=0.01 --benchmark_filter='/10000$|^BM_GpuPoll'
 run "$b/rules_bench" --benchmark_min_time=0.01 --benchmark_filter='/10/25$'

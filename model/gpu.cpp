@@ -10,31 +10,46 @@ bool gpu_sample_from_future(double t, double now) {
 }
 
 bool GpuSeries::add(double t, double ratio) {
-  if (!std::isfinite(t) || !std::isfinite(ratio) || buf_.empty()) return false;
+  if (!std::isfinite(t) || !std::isfinite(ratio) || capacity_ == 0) return false;
   const double end = std::ceil(t / width_) * width_;
   return add_bucket(end, std::clamp(ratio, 0.0, 1.0), 1);
 }
 
+GpuBucket& GpuSeries::writable(std::size_t j) {
+  std::shared_ptr<Chunk>& c = chunks_[j / kChunk];
+  // use_count 1: no copy holds it (copies are made only from this series or
+  // from snapshots, which hold their own count), so writing in place is safe.
+  if (c.use_count() > 1) c = std::make_shared<Chunk>(*c);
+  return (*c)[j % kChunk];
+}
+
 bool GpuSeries::add_bucket(double end, double mean, std::uint32_t samples) {
-  if (!std::isfinite(end) || !std::isfinite(mean) || buf_.empty() || samples == 0) return false;
+  if (!std::isfinite(end) || !std::isfinite(mean) || capacity_ == 0 || samples == 0) return false;
   mean = std::clamp(mean, 0.0, 1.0);
   if (size_ > 0) {
-    GpuBucket& last = buf_[(head_ + size_ - 1) % buf_.size()];
+    const GpuBucket& newest = back();
     // Bucket ends sit on a grid of `width`; compare with half a width of slack.
-    if (std::abs(end - last.end) < width_ / 2) {
+    if (std::abs(end - newest.end) < width_ / 2) {
+      GpuBucket& last = writable(first_ + size_ - 1);
       const double n = static_cast<double>(last.samples);
       const double m = static_cast<double>(samples);
       last.mean = (last.mean * n + mean * m) / (n + m);
       last.samples += samples;
       return true;
     }
-    if (end < last.end) return false;
+    if (end < newest.end) return false;
   }
-  if (size_ == buf_.size()) {
-    head_ = (head_ + 1) % buf_.size();
+  if (size_ == capacity_) {  // drop the oldest, and its chunk once all of it is gone
+    ++first_;
     --size_;
+    if (first_ == kChunk) {
+      chunks_.erase(chunks_.begin());
+      first_ = 0;
+    }
   }
-  buf_[(head_ + size_) % buf_.size()] = GpuBucket{end, mean, samples};
+  const std::size_t j = first_ + size_;
+  if (j / kChunk == chunks_.size()) chunks_.push_back(std::make_shared<Chunk>());
+  writable(j) = GpuBucket{end, mean, samples};
   ++size_;
   return true;
 }

@@ -5,8 +5,11 @@
 // its baseline. Published to State as an immutable snapshot; plain data, not
 // thread-safe by itself.
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,17 +34,30 @@ bool gpu_sample_from_future(double t, double now);
 
 // A fixed-capacity ring of buckets in time order. Buckets older than the last
 // one are dropped (a clock stepping back does not rewrite history).
+//
+// Copies share: the buckets live in chunks of kChunk behind shared pointers,
+// and only the newest chunk is ever written (a bucket is appended or the
+// last one folded into). Copying a series copies the chunk pointers; the
+// first write after a copy clones the newest chunk alone. So the collector's
+// copy-and-update of the GPU state on every poll costs one chunk per GPU, not
+// the whole ring, and published snapshots keep reading theirs. A series is
+// written by one thread; its copies may be read by any.
 class GpuSeries {
  public:
+  static constexpr std::size_t kChunk = 64;
+
   GpuSeries() = default;
-  GpuSeries(std::size_t capacity, double width) : buf_(capacity), width_(width) {}
+  GpuSeries(std::size_t capacity, double width) : capacity_(capacity), width_(width) {}
 
   std::size_t size() const { return size_; }
-  std::size_t capacity() const { return buf_.size(); }
+  std::size_t capacity() const { return capacity_; }
   double width() const { return width_; }
   bool empty() const { return size_ == 0; }
   // i-th bucket, oldest first.
-  const GpuBucket& operator[](std::size_t i) const { return buf_[(head_ + i) % buf_.size()]; }
+  const GpuBucket& operator[](std::size_t i) const {
+    const std::size_t j = first_ + i;
+    return (*chunks_[j / kChunk])[j % kChunk];
+  }
   const GpuBucket& back() const { return (*this)[size_ - 1]; }
 
   // Folds one raw sample taken at `t` (covering the time just before it) into
@@ -55,9 +71,15 @@ class GpuSeries {
   std::size_t upper(double t) const;
 
  private:
-  std::vector<GpuBucket> buf_;
-  std::size_t head_ = 0;
+  using Chunk = std::array<GpuBucket, kChunk>;
+  // The chunk holding bucket index j (counted from chunks_[0][0]), cloned
+  // first when a copy shares it.
+  GpuBucket& writable(std::size_t j);
+
+  std::vector<std::shared_ptr<Chunk>> chunks_;
+  std::size_t first_ = 0;  // the oldest bucket's index in chunks_[0]
   std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
   double width_ = 1;
 };
 

@@ -2,6 +2,8 @@
 // in the comments: lost = sum over GPUs of max(0, baseline - during) x window.
 #include "rules/gpu_cost.hpp"
 
+#include <deque>
+
 #include <gtest/gtest.h>
 
 namespace ckptmon {
@@ -287,6 +289,48 @@ TEST(GpuSeries, RingKeepsTheNewestAndFoldsSamplesIntoBuckets) {
   EXPECT_EQ(s.upper(13), 1u);
   EXPECT_EQ(s.upper(12), 0u);
   EXPECT_EQ(s.upper(15), 3u);
+}
+
+// The chunked ring against a plain deque doing the same (the ring's old
+// shape), over several chunks and wraps; and copies share all but the
+// chunk the next write touches, while each copy keeps reading what it had.
+TEST(GpuSeries, CopiesShareTheirChunksAndEachKeepsItsOwnBuckets) {
+  const std::size_t cap = 3 * GpuSeries::kChunk + 5;
+  GpuSeries s(cap, 1.0);
+  std::deque<GpuBucket> want;
+  auto add = [&](double end, double mean) {
+    ASSERT_TRUE(s.add_bucket(end, mean, 1));
+    if (want.size() == cap) want.pop_front();
+    want.push_back(GpuBucket{end, mean, 1});
+  };
+  auto same = [](const GpuSeries& got, const std::deque<GpuBucket>& w) {
+    ASSERT_EQ(got.size(), w.size());
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      ASSERT_DOUBLE_EQ(got[i].end, w[i].end) << i;
+      ASSERT_DOUBLE_EQ(got[i].mean, w[i].mean) << i;
+    }
+  };
+  for (int i = 1; i <= 1000; ++i) add(i, (i % 10) / 10.0);  // wraps the ring 4 times
+  same(s, want);
+
+  const GpuSeries copy = s;  // what a published snapshot holds
+  const std::deque<GpuBucket> copy_want = want;
+  // A bucket is shared when both series hand out the same object.
+  ASSERT_EQ(&copy[0], &s[0]);
+  ASSERT_EQ(&copy.back(), &s.back());
+  add(1001, 0.5);  // the writer's next poll: the ring is full, the oldest goes
+  same(s, want);
+  same(copy, copy_want);  // untouched by the write
+  // The write cloned the newest chunk only: older buckets are still shared
+  // (s's bucket i is copy's i + 1 now).
+  EXPECT_EQ(&copy[1], &s[0]);
+  EXPECT_NE(&copy.back(), &s[s.size() - 2]);
+  EXPECT_DOUBLE_EQ(copy.back().end, s[s.size() - 2].end);
+  // Folding into the newest bucket of a fresh copy clones again, not in place.
+  const GpuSeries copy2 = s;
+  ASSERT_TRUE(s.add(1001, 1.0));  // t = 1001 ends bucket (1000, 1001]
+  EXPECT_DOUBLE_EQ(s.back().mean, 0.75);
+  EXPECT_DOUBLE_EQ(copy2.back().mean, 0.5);
 }
 
 // What the collector refuses: further than kGpuMaxFutureSkewSeconds past now.
