@@ -86,8 +86,8 @@ set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/ckptmon/ckptmon")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "monitor AI training checkpoint storage for Prometheus")
 # CPack writes the summary as the synopsis line and indents this text below it.
 set(CPACK_PACKAGE_DESCRIPTION "ckptmon watches the storage tiers that AI training jobs write their
-checkpoints to (node-local staging, shared parallel file systems, object
-store mounts) and exports Prometheus metrics and alerts about them: space
+checkpoints to (node-local staging, shared parallel and network file
+systems) and exports Prometheus metrics and alerts about them: space
 and time to full, drain backlog, partial and committed checkpoints, the
 recovery point of every job and shard integrity.
 
