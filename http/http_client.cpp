@@ -523,13 +523,7 @@ HttpFetch make_http_fetch(const HttpClientConfig& config) {
     }
     req.timeout_seconds = timeout_seconds;
     req.max_body = max_bytes;
-    HttpClientResponse g = client->fetch(std::move(req));
-    r.ok = g.ok;
-    r.status = g.status;
-    r.content_type = std::move(g.content_type);
-    r.body = std::move(g.body);
-    r.error = std::move(g.error);
-    return r;
+    return client->fetch(std::move(req));
   };
 }
 

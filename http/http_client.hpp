@@ -37,13 +37,10 @@ class io_context;
 
 namespace ckptmon {
 
-struct HttpClientResponse {
-  bool ok = false;  // a whole response arrived (any status)
-  unsigned status = 0;
-  std::string content_type;
-  std::string body;
-  std::string error;  // why no usable response arrived, when !ok
-};
+// What a request gave: the collectors' FetchResult (collectors/http_fetch.hpp),
+// one type on both sides of the fetch seam. `ok`: a whole response arrived
+// (any status); `error`: why not.
+using HttpClientResponse = FetchResult;
 
 enum class HttpMethod { kGet, kPost };
 

@@ -26,8 +26,7 @@ constexpr std::string_view kInstance = "instance, job";
 // {{ $value }}); ${param} is filled from the policy (alert_params), ${for}
 // with the rule's `for:`.
 const std::array<AlertSpec, kAlertCount> kTable = {{
-    {AlertId::kDrainBacklogGrowing, alert_name(AlertId::kDrainBacklogGrowing), G::kCheckpoints,
-     true, 0, kWarn, kDrain,
+    {AlertId::kDrainBacklogGrowing, G::kCheckpoints, true, 0, kWarn, kDrain,
      "At least ${min_overlapping} checkpoint(s) of the job committed on the tier before the "
      "previous one finished draining to to_tier; clears when none overlaps.",
      "ckpt_drain_overlapping_checkpoints >= ${min_overlapping}",
@@ -39,8 +38,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "by {{ $labels.instance }}, for ${for}). Staging fills and the durable recovery point falls "
      "behind.",
      "", "", "", ""},
-    {AlertId::kDrainTooSlow, alert_name(AlertId::kDrainTooSlow), G::kCheckpoints, true, 0, kWarn,
-     kDrain,
+    {AlertId::kDrainTooSlow, G::kCheckpoints, true, 0, kWarn, kDrain,
      "The oldest checkpoint of the job waiting to drain has waited more than ${max_pending_age}, "
      "or the backlog takes more than ${max_time_to_empty} to empty at the measured drain rate.",
      "ckpt_drain_oldest_pending_age_seconds > ${max_pending_age_seconds}\n"
@@ -54,8 +52,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "drain to {{ $labels.to_tier }} at the current rate ({{ $value | humanizeDuration }}, seen by "
      "{{ $labels.instance }}).",
      "", "", "", ""},
-    {AlertId::kTierFillingUp, alert_name(AlertId::kTierFillingUp), G::kCheckpoints, true, 0, kWarn,
-     kTier,
+    {AlertId::kTierFillingUp, G::kCheckpoints, true, 0, kWarn, kTier,
      "The linear trend of the tier's available space (sizing.trend_window) reaches zero within "
      "${horizon}; clears beyond ${clear_horizon}.",
      "ckpt_tier_time_to_full_seconds < ${horizon_seconds}",
@@ -67,8 +64,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "", "", "",
      "While too little history gives no trend the daemon's alert holds; Prometheus has no "
      "ckpt_tier_time_to_full_seconds sample then, and its alert resolves."},
-    {AlertId::kTierAlmostFull, alert_name(AlertId::kTierAlmostFull), G::kCheckpoints, true, 0,
-     kCrit, kTier,
+    {AlertId::kTierAlmostFull, G::kCheckpoints, true, 0, kCrit, kTier,
      "The tier's used fraction (1 - avail/size) is above ${used_ratio}; clears at or below "
      "${clear_used_ratio}.",
      "1 - ckpt_tier_avail_bytes / (ckpt_tier_size_bytes > 0) > ${used_ratio}",
@@ -77,8 +73,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "Tier {{ $labels.tier }} (as {{ $labels.instance }} sees it) has less than ${avail_percent} "
      "of its space available to unprivileged writers. The next checkpoint may fail to save.",
      "", "", "", ""},
-    {AlertId::kNextWontFit, alert_name(AlertId::kNextWontFit), G::kCheckpoints, true, 0, kCrit,
-     kTierJob,
+    {AlertId::kNextWontFit, G::kCheckpoints, true, 0, kCrit, kTierJob,
      "The bytes the job's next checkpoint still has to write on the tier (or, with several jobs "
      "checkpointing at once, those of all of them) exceed the tier's available space; clears "
      "once the space exceeds the need by clear_margin_ratio (${clear_margin_ratio}).",
@@ -102,7 +97,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "", "", "",
      "The daemon sums the concurrent jobs' next checkpoints only when the tier holds more than "
      "one job; Prometheus when ckpt_tier_concurrent_jobs is above 1."},
-    {AlertId::kPartial, alert_name(AlertId::kPartial), G::kCheckpoints, true, 0, kWarn, kTierJob,
+    {AlertId::kPartial, G::kCheckpoints, true, 0, kWarn, kTierJob,
      "At least ${min_partial} checkpoint(s) of the job on the tier stayed incomplete past "
      "partial_after; clears when none is left.",
      "ckpt_partial_checkpoints >= ${min_partial}", "ckpt_partial_checkpoints > 0",
@@ -111,8 +106,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "{{ $labels.tier }} are incomplete past partial_after (seen by {{ $labels.instance }}): they "
      "cannot be restored and hold space.",
      "", "", "", ""},
-    {AlertId::kCleanupStalled, alert_name(AlertId::kCleanupStalled), G::kCheckpoints, true, 0,
-     kWarn, kTier,
+    {AlertId::kCleanupStalled, G::kCheckpoints, true, 0, kWarn, kTier,
      "The oldest checkpoint the retention policy says should be gone from the tier has waited "
      "more than ${max_age}.",
      "ckpt_cleanup_oldest_age_seconds > ${max_age_seconds}", "",
@@ -122,8 +116,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "{{ $labels.instance }}); ckpt_cleanup_pending_checkpoints and ckpt_cleanup_pending_bytes "
      "say how much is queued.",
      "", "", "", ""},
-    {AlertId::kRecoveryPointStale, alert_name(AlertId::kRecoveryPointStale), G::kCheckpoints, true,
-     0, kCrit, "training_job",
+    {AlertId::kRecoveryPointStale, G::kCheckpoints, true, 0, kCrit, "training_job",
      "The job's newest restorable checkpoint (on any tier) is older than ${max_age} while the "
      "job still wrote checkpoint data within ${active_window}.",
      "max by (training_job) (time() - ckpt_restorable_timestamp_seconds) > ${max_age_seconds}\n"
@@ -140,8 +133,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "daemon counts its age from its first checkpoint activity, Prometheus does not fire. "
      "Activity is the job's events and writes for the daemon, a change of ckpt_job_stored_bytes "
      "for Prometheus."},
-    {AlertId::kCompletionSkewHigh, alert_name(AlertId::kCompletionSkewHigh), G::kCheckpoints, true,
-     0, kWarn, kTierJob,
+    {AlertId::kCompletionSkewHigh, G::kCheckpoints, true, 0, kWarn, kTierJob,
      "The first and the last shard of the job's latest committed checkpoint on the tier landed "
      "more than ${max_skew} apart; clears at ${clear_skew} or less.",
      "ckpt_last_checkpoint_completion_skew_seconds > ${max_skew_seconds}",
@@ -154,15 +146,14 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "apart (over ${max_skew}): some ranks save much slower than the rest (seen by "
      "{{ $labels.instance }}).",
      "", "", "", ""},
-    {AlertId::kTierDown, alert_name(AlertId::kTierDown), G::kCheckpoints, true, 0, kCrit, kTier,
+    {AlertId::kTierDown, G::kCheckpoints, true, 0, kCrit, kTier,
      "The tier's probe fails or is stuck (ckpt_tier_up 0).", "ckpt_tier_up == 0", "",
      "Tier {{ $labels.tier }} is down",
      "ckptmon on {{ $labels.instance }} cannot probe tier {{ $labels.tier }} (the reason is in "
      "/api/v1/tiers and its log): the tier's figures are stale and checkpoints written there may "
      "fail.",
      "", "", "", ""},
-    {AlertId::kBandwidthShortfall, alert_name(AlertId::kBandwidthShortfall), G::kCheckpoints, true,
-     0, kWarn, kTier,
+    {AlertId::kBandwidthShortfall, G::kCheckpoints, true, 0, kWarn, kTier,
      "The tier's observed checkpoint write bandwidth, over the one its concurrent writers need "
      "to finish within the allowed window, is below ${min_ratio}; clears at ${clear_ratio} or "
      "more.",
@@ -175,8 +166,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "the bandwidth their concurrent writers need to finish within the allowed window (threshold "
      "${min_ratio_percent}, seen by {{ $labels.instance }}).",
      "", "", "", ""},
-    {AlertId::kStateWriteFailing, alert_name(AlertId::kStateWriteFailing), G::kDaemon, true, 0,
-     kCrit, kInstance,
+    {AlertId::kStateWriteFailing, G::kDaemon, true, 0, kCrit, kInstance,
      "${failing_after} or more writes in a row to ckptmon's state database failed; clears at the "
      "next that succeeds.",
      "ckptmon_store_consecutive_errors >= ${failing_after}", "ckptmon_store_consecutive_errors > 0",
@@ -185,7 +175,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "state database failed: catalog changes, event-log positions and history are not kept, and "
      "a restart would lose them. /-/ready fails meanwhile.",
      "", "", "", ""},
-    {AlertId::kStallingGpus, alert_name(AlertId::kStallingGpus), G::kGpu, true, 0, kWarn, kJob,
+    {AlertId::kStallingGpus, G::kGpu, true, 0, kWarn, kJob,
      "Each of the job's last ${consecutive} checkpoints with a known cost dropped GPU utilisation "
      "by more than ${min_drop_ratio} of its baseline and lost at least ${min_lost_gpu_seconds} "
      "GPU-seconds; clears once the last one dropped ${clear_drop_ratio} or less or lost "
@@ -204,7 +194,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "ckpt_checkpoint_gpu_stalled_streak is the daemon's count of the job's latest\n"
      "checkpoints in a row past both thresholds.",
      ""},
-    {AlertId::kGoodputLow, alert_name(AlertId::kGoodputLow), G::kGpu, true, 0, kWarn, kJob,
+    {AlertId::kGoodputLow, G::kGpu, true, 0, kWarn, kJob,
      "GPU-seconds lost to the job's checkpoints over the last ${window} are more than "
      "${max_lost_ratio} of its GPU-seconds in that time; clears at ${clear_lost_ratio} or less.",
      "ckpt_checkpoint_gpu_lost_ratio > ${max_lost_ratio}",
@@ -215,8 +205,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "for {{ $value | humanizePercentage }} of their time (threshold ${max_lost_percent}, seen by "
      "{{ $labels.instance }}).",
      "", "", "", ""},
-    {AlertId::kWindowMissed, alert_name(AlertId::kWindowMissed), G::kStoragePath, true, 0, kWarn,
-     kTierJob,
+    {AlertId::kWindowMissed, G::kStoragePath, true, 0, kWarn, kTierJob,
      "The job's latest committed checkpoint on the tier took longer than its checkpoint_window "
      "or median_multiple (storage_path); clears when a later one is on time.",
      "ckpt_last_checkpoint_slow_cause == 1", "",
@@ -229,8 +218,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "The latest judged checkpoint of the (tier, job) was slow; the cause is the\n"
      "label set to 1 in the state set.",
      ""},
-    {AlertId::kRtoAtRisk, alert_name(AlertId::kRtoAtRisk), G::kStoragePath, true, 0, kWarn,
-     kTierJob,
+    {AlertId::kRtoAtRisk, G::kStoragePath, true, 0, kWarn, kTierJob,
      "The estimated restore time of the job's newest restorable checkpoint on the tier exceeds "
      "its recovery_time_objective; clears at ${clear_ratio} x the objective or less.",
      "ckpt_estimated_restore_seconds\n"
@@ -248,8 +236,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "While no read throughput is known the daemon's alert holds; Prometheus has no "
      "ckpt_estimated_restore_seconds sample then, and its alert resolves."},
 
-    {AlertId::kRecoveryPointNotDurable, alert_name(AlertId::kRecoveryPointNotDurable),
-     G::kCheckpoints, true, 0, kWarn, kJob,
+    {AlertId::kRecoveryPointNotDurable, G::kCheckpoints, true, 0, kWarn, kJob,
      "The oldest restorable checkpoint of the job newer than its durable recovery point (the "
      "newest restorable copy on a durable tier) has waited longer than the job's durable_within "
      "for a durable copy; clears when it has one.",
@@ -266,8 +253,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "ckpt_durable_within_seconds); an instance that watches no durable tier\n"
      "exports neither series.",
      ""},
-    {AlertId::kUnderCopied, alert_name(AlertId::kUnderCopied), G::kCheckpoints, true, 0, kWarn,
-     kJob,
+    {AlertId::kUnderCopied, G::kCheckpoints, true, 0, kWarn, kJob,
      "Restorable checkpoints of the job committed more than its durable_within ago have fewer "
      "complete durable copies (same size as the first copy) than its copies_required.",
      "ckpt_versions_under_copied > 0", "",
@@ -276,8 +262,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "older than its durable_within have fewer complete copies on durable tiers than its "
      "copies_required (seen by {{ $labels.instance }}, for ${for}).",
      "", "", "", ""},
-    {AlertId::kIntegrityFailed, alert_name(AlertId::kIntegrityFailed), G::kCheckpoints, true, 0,
-     kWarn, kTierJob,
+    {AlertId::kIntegrityFailed, G::kCheckpoints, true, 0, kWarn, kTierJob,
      "At least one committed checkpoint of the job on the tier failed integrity verification (a "
      "checksum mismatch or a listed shard missing); clears when none is left in the catalog.",
      "ckpt_integrity_failed_checkpoints > 0", "",
@@ -290,8 +275,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "Only where the integrity verifier runs (checksums from event logs or\n"
      "integrity.json); elsewhere the series is absent, not 0.",
      ""},
-    {AlertId::kTierInodesLow, alert_name(AlertId::kTierInodesLow), G::kCheckpoints, true, 0, kCrit,
-     kTier,
+    {AlertId::kTierInodesLow, G::kCheckpoints, true, 0, kCrit, kTier,
      "The tier's free inodes are fewer than the files the sizing rule still needs (files per "
      "checkpoint x retained versions, plus the next checkpoints of the concurrent jobs, less what "
      "is on the tier), or fewer than ${min_free_ratio} of its inodes; clears once they exceed the "
@@ -312,8 +296,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "A file system without a fixed inode count (f_files 0: btrfs, some NFS\n"
      "servers) exports no ckpt_tier_files_still_needed and never fires.",
      ""},
-    {AlertId::kSavesFailing, alert_name(AlertId::kSavesFailing), G::kCheckpoints, true, 0, kWarn,
-     kTierJob,
+    {AlertId::kSavesFailing, G::kCheckpoints, true, 0, kWarn, kTierJob,
      "At least ${min_failures} checkpoint_failed event(s) of the job on the tier within the last "
      "${window}; clears when none is left in the window.",
      "ckpt_saves_failed_recent >= ${min_failures}", "ckpt_saves_failed_recent > 0",
@@ -328,8 +311,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "CheckpointSavesFailing.window (at most the last 10 failures of a job are\n"
      "kept with their times), not increase() of a counter that resets on restart.",
      ""},
-    {AlertId::kAccessFinding, alert_name(AlertId::kAccessFinding), G::kCheckpoints, true, 0, kWarn,
-     kTier,
+    {AlertId::kAccessFinding, G::kCheckpoints, true, 0, kWarn, kTier,
      "The tier's access audit has findings of a kind listed in kinds (${kinds_list}); clears "
      "when the walk finds none.",
      "sum by (instance, job, tier) (ckpt_access_findings{kind=~\"${kinds_regex}\"}) > 0", "",
@@ -338,8 +320,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "of the kinds ${kinds_list} (seen by {{ $labels.instance }}); /api/v1/findings lists the "
      "paths and who can read them.",
      "", "", "", ""},
-    {AlertId::kDeletionStalled, alert_name(AlertId::kDeletionStalled), G::kCheckpoints, true, 0,
-     kWarn, kTier,
+    {AlertId::kDeletionStalled, G::kCheckpoints, true, 0, kWarn, kTier,
      "The oldest checkpoint on the role: deletion tier (by when the walk first saw it there) has "
      "waited longer than ${deletion_within} to be removed; clears once it is gone.",
      "ckpt_deletion_queue_oldest_age_seconds > ${deletion_within_seconds}", "",
@@ -348,8 +329,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "{{ $value | humanizeDuration }} to be removed (deletion_within ${deletion_within}, seen by "
      "{{ $labels.instance }}); ckpt_deletion_queue_bytes says how much is held there.",
      "", "", "", ""},
-    {AlertId::kOutsideAllowedResidency, alert_name(AlertId::kOutsideAllowedResidency),
-     G::kCheckpoints, true, 0, kWarn, kTierJob,
+    {AlertId::kOutsideAllowedResidency, G::kCheckpoints, true, 0, kWarn, kTierJob,
      "Copies of the job's checkpoints lie on a tier whose residency the job's namespaces do not "
      "allow, however they got there (a drain, a backup, the deletion queue); clears once none "
      "is left there.",
@@ -363,8 +343,7 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "Only for jobs some namespace rule restricts (namespaces[].residency); the\n"
      "allowed set is the intersection of the rules that claim the job on every tier.",
      ""},
-    {AlertId::kTierNotEncrypted, alert_name(AlertId::kTierNotEncrypted), G::kCheckpoints, true, 0,
-     kWarn, kTier,
+    {AlertId::kTierNotEncrypted, G::kCheckpoints, true, 0, kWarn, kTier,
      "The tier requires encryption (encryption_required) and its probe finds its data "
      "unencrypted at rest, or sent in the clear on a network file system; an undetectable "
      "state is unknown and never fires. Clears once detection says otherwise.",
@@ -378,37 +357,34 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "", "", "", ""},
 
     // Prometheus only.
-    {AlertId::kCkptmonDown, alert_name(AlertId::kCkptmonDown), G::kDaemon, false, 300, kCrit,
-     kInstance, "Prometheus cannot scrape ckptmon.", "up{job=\"ckptmon\"} == 0", "",
+    {AlertId::kCkptmonDown, G::kDaemon, false, 300, kCrit, kInstance,
+     "Prometheus cannot scrape ckptmon.", "up{job=\"ckptmon\"} == 0", "",
      "ckptmon on {{ $labels.instance }} does not answer scrapes",
      "Prometheus has not been able to scrape ckptmon at {{ $labels.instance }} for ${for}. The "
      "checkpoint figures of the tiers it watches are missing, and its own alerts (tier down, "
      "recovery point stale, ...) cannot fire.",
      "", "", "", ""},
-    {AlertId::kCollectorFailing, alert_name(AlertId::kCollectorFailing), G::kDaemon, false, 900,
-     kWarn, "instance, job, collector",
+    {AlertId::kCollectorFailing, G::kDaemon, false, 900, kWarn, "instance, job, collector",
      "A collector's last run did not finish successfully and in time.",
      "ckptmon_collector_success == 0", "",
      "ckptmon collector {{ $labels.collector }} on {{ $labels.instance }} keeps failing",
      "The {{ $labels.collector }} collector of ckptmon on {{ $labels.instance }} has not finished "
      "a run successfully and in time for ${for}. The figures it feeds are stale or missing.",
      "", "", "", ""},
-    {AlertId::kConfigReloadFailed, alert_name(AlertId::kConfigReloadFailed), G::kDaemon, false, 600,
-     kWarn, kInstance, "The last configuration reload was rejected.",
-     "ckptmon_config_last_reload_successful == 0", "",
-     "ckptmon on {{ $labels.instance }} rejected its new configuration",
+    {AlertId::kConfigReloadFailed, G::kDaemon, false, 600, kWarn, kInstance,
+     "The last configuration reload was rejected.", "ckptmon_config_last_reload_successful == 0",
+     "", "ckptmon on {{ $labels.instance }} rejected its new configuration",
      "The last configuration reload of ckptmon on {{ $labels.instance }} failed. It keeps running "
      "with the previous configuration, so the change you made is not in effect.",
      "", "", "", ""},
-    {AlertId::kCatalogStale, alert_name(AlertId::kCatalogStale), G::kDaemon, false, 900, kWarn,
-     kTier, "The walk of a tier has run past scan_timeout.", "ckptmon_catalog_stale == 1", "",
+    {AlertId::kCatalogStale, G::kDaemon, false, 900, kWarn, kTier,
+     "The walk of a tier has run past scan_timeout.", "ckptmon_catalog_stale == 1", "",
      "ckptmon on {{ $labels.instance }} cannot finish walking tier {{ $labels.tier }}",
      "The walk of tier {{ $labels.tier }} by ckptmon on {{ $labels.instance }} has run past "
      "scan_timeout for ${for}. Checkpoint counts, partial checkpoints, drain backlog and the "
      "recovery point of that tier come from an older walk.",
      "", "", "", ""},
-    {AlertId::kAlertmanagerUnreachable, alert_name(AlertId::kAlertmanagerUnreachable), G::kDaemon,
-     false, 300, kWarn, kInstance,
+    {AlertId::kAlertmanagerUnreachable, G::kDaemon, false, 300, kWarn, kInstance,
      "POSTs of ckptmon's alerts to Alertmanager failed in the last 15 minutes and none was "
      "accepted.",
      "increase(ckptmon_alertmanager_post_errors_total[15m]) > 0\n"
@@ -492,7 +468,7 @@ std::string expression(const AlertSpec& s, const Params& p) {
   std::string fire = fill(s.fire, p);
   if (s.hold.empty()) return fire;
   return "(" + fire + ")\n  or\n((" + fill(s.hold, p) + ")\n  and on (" + std::string(s.scope) +
-         ")\nALERTS{alertname=\"" + std::string(s.name) + "\"})";
+         ")\nALERTS{alertname=\"" + std::string(s.name()) + "\"})";
 }
 
 // A YAML double-quoted scalar.
@@ -779,7 +755,7 @@ std::string render_prometheus_rules(const AlertingConfig& alerting) {
       first = false;
       const Params p = all_params(rules, s);
       if (!s.comment.empty()) comment(out, "      ", s.comment);
-      out += "      - alert: " + std::string(s.name) + "\n";
+      out += "      - alert: " + std::string(s.name()) + "\n";
       scalar(out, "        ", "expr", expression(s, p));
       // Always written, 0s too: tools that rewrite `for:` find every rule's.
       out += "        for: " + duration(for_seconds(rules, s)) + "\n";
@@ -791,7 +767,7 @@ std::string render_prometheus_rules(const AlertingConfig& alerting) {
         out += "          " + std::string(s.extra_annotation) + ": " +
                quoted(fill(s.extra_annotation_value, p)) + "\n";
       }
-      out += "          runbook_url: " + quoted(runbook_url(alerting.runbook_url, s.name)) + "\n";
+      out += "          runbook_url: " + quoted(runbook_url(alerting.runbook_url, s.name())) + "\n";
     }
   }
   return out;
@@ -806,7 +782,7 @@ std::string render_runbook_index(const AlertingConfig& alerting) {
     const Params p = all_params(rules, s);
     std::string fires = fill(s.condition, p);
     if (!s.promql_differs.empty()) fires += " PromQL: " + fill(s.promql_differs, p);
-    out += "| [" + std::string(s.name) + "](#" + lower(s.name) + ") | " +
+    out += "| [" + std::string(s.name()) + "](#" + lower(s.name()) + ") | " +
            std::string(to_string(severity(rules, s))) + " | " + duration(for_seconds(rules, s)) +
            " | " + (s.daemon ? "daemon, Prometheus" : "Prometheus") + " | " + fires + " |\n";
   }
@@ -818,7 +794,7 @@ std::string render_alert_listing(const AlertingConfig& alerting) {
   std::string out;
   for (const AlertSpec& s : kTable) {
     const Params p = all_params(rules, s);
-    out += std::string(s.name) + "  " + std::string(to_string(severity(rules, s))) + "  for " +
+    out += std::string(s.name()) + "  " + std::string(to_string(severity(rules, s))) + "  for " +
            duration(for_seconds(rules, s)) + "  " +
            (s.daemon ? "daemon and Prometheus" : "Prometheus only") +
            (enabled(rules, s) ? "" : "  DISABLED") + "\n";
@@ -829,7 +805,7 @@ std::string render_alert_listing(const AlertingConfig& alerting) {
     }
     out += "  PromQL:\n    " + expr + "\n";
     if (!s.promql_differs.empty()) out += "  PromQL differs: " + fill(s.promql_differs, p) + "\n";
-    out += "  runbook: " + runbook_url(alerting.runbook_url, s.name) + "\n\n";
+    out += "  runbook: " + runbook_url(alerting.runbook_url, s.name()) + "\n\n";
   }
   return out;
 }

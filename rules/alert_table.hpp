@@ -38,7 +38,8 @@ enum class AlertGroup : std::uint8_t { kDaemon, kCheckpoints, kGpu, kStoragePath
 
 struct AlertSpec {
   AlertId id;
-  std::string_view name;
+  // Its name is its id's (model/alert_id.hpp), written once there.
+  std::string_view name() const { return alert_name(id); }
   AlertGroup group;
   // The daemon evaluates it (alerting.rules.<name> configures it); false:
   // Prometheus only, with the `for:` and severity below.

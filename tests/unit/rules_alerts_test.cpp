@@ -590,7 +590,8 @@ TEST(AlertConditions, EveryAlertHasARunbookSection) {
   ss << in.rdbuf();
   const std::string text = ss.str();
   for (const AlertSpec& spec : alert_table()) {
-    EXPECT_NE(text.find("\n## " + std::string(spec.name) + "\n"), std::string::npos) << spec.name;
+    EXPECT_NE(text.find("\n## " + std::string(spec.name()) + "\n"), std::string::npos)
+        << spec.name();
   }
 }
 
@@ -749,10 +750,10 @@ TEST(AlertTable, RowsMatchTheirIdsAndThresholdsComeFromThePolicy) {
   AlertRules rules;
   for (std::size_t i = 0; i < alert_table().size(); ++i) {
     const AlertSpec& s = alert_table()[i];
-    EXPECT_EQ(static_cast<std::size_t>(s.id), i) << s.name;
-    EXPECT_TRUE(names.insert(s.name).second) << s.name;
-    EXPECT_EQ(alert_rule(rules, s.id) != nullptr, s.daemon) << s.name;
-    EXPECT_FALSE(s.fire.empty()) << s.name;
+    EXPECT_EQ(static_cast<std::size_t>(s.id), i) << s.name();
+    EXPECT_TRUE(names.insert(s.name()).second) << s.name();
+    EXPECT_EQ(alert_rule(rules, s.id) != nullptr, s.daemon) << s.name();
+    EXPECT_FALSE(s.fire.empty()) << s.name();
   }
   AlertingConfig a;
   a.rules.tier_almost_full.used_ratio = 0.9;
