@@ -14,7 +14,7 @@ BUILD_DEMO ?= build-demo
 TSAN_FILTER ?= *
 FUZZ_TIME  ?= 300
 FUZZ_TEST_TIME ?= 10
-FUZZ_TARGETS := event_line config_yaml web_config mountinfo http_request mountstats exposition event_row
+FUZZ_TARGETS := event_line config_yaml web_config mountinfo http_request mountstats exposition event_row dcp_metadata
 JOBS       ?= $(shell nproc)
 # Warnings are errors in the builds `make test` makes (CI); a plain `make
 # build` or `make deb` keeps the CMake default (off, for packagers).

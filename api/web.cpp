@@ -294,6 +294,10 @@ nlohmann::json checkpoint_json(const Checkpoint& c, const State* state) {
     }
   }
   j["component_bytes"] = comp;
+  // Where they come from: the checkpoint's own metadata, or its file names
+  // (with why the metadata could not be used, when there was one).
+  j["component_source"] = c.metadata == "read" ? "metadata" : "names";
+  if (!c.metadata.empty() && c.metadata != "read") j["metadata_note"] = c.metadata;
   if (c.save_start > 0 && c.save_end >= c.save_start) {
     j["save_duration_seconds"] = c.save_end - c.save_start;
   }

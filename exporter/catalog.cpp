@@ -38,11 +38,13 @@ struct JobFamilies {
                                "on disk (st_blocks x 512): below ckpt_last_checkpoint_bytes where "
                                "the file system compresses or files are sparse.",
                                MetricType::Gauge};
-  FamilyBuilder last_components{"ckpt_last_checkpoint_component_bytes",
-                                "Bytes of the job's newest committed checkpoint on the tier by "
-                                "what its files hold (model, optimizer, scheduler, scaler, rng, "
-                                "dataloader, metadata, other), as the layout's file names tell.",
-                                MetricType::Gauge};
+  FamilyBuilder last_components{
+      "ckpt_last_checkpoint_component_bytes",
+      "Bytes of the job's newest committed checkpoint on the tier by "
+      "what its files hold (model, optimizer, scheduler, scaler, rng, "
+      "dataloader, metadata, other), as the checkpoint's own metadata (DCP's "
+      ".metadata) or else the layout's file names tell.",
+      MetricType::Gauge};
   FamilyBuilder last_files{"ckpt_last_checkpoint_files",
                            "Files of the job's newest committed checkpoint on the tier.",
                            MetricType::Gauge};
@@ -122,11 +124,18 @@ struct TierFamilies {
                               "Bytes of the verified removals (ckpt_removed_checkpoints_total), "
                               "as the catalog last saw them.",
                               MetricType::Counter};
+  FamilyBuilder metadata_unusable{
+      "ckpt_checkpoint_metadata_unusable",
+      "Checkpoints on the tier whose own metadata (PyTorch DCP's .metadata) could not give "
+      "their component bytes, by reason: refused (a global or opcode off the unpickler's "
+      "allow-list), malformed, unread (too large or unreadable). Their components come from "
+      "file names; /api/v1/checkpoints says why in metadata_note.",
+      MetricType::Gauge};
 
-  std::array<FamilyBuilder*, 14> all() {
-    return {&scan_dur,      &scan_dirs,  &scan_stats,    &scan_perm,    &scan_gone,
-            &scan_inflight, &scan_slots, &scan_call_dur, &scan_rate,    &scan_ok,
-            &findings,      &stale,      &removed,       &removed_bytes};
+  std::array<FamilyBuilder*, 15> all() {
+    return {&scan_dur,      &scan_dirs,  &scan_stats,    &scan_perm,     &scan_gone,
+            &scan_inflight, &scan_slots, &scan_call_dur, &scan_rate,     &scan_ok,
+            &findings,      &stale,      &removed,       &removed_bytes, &metadata_unusable};
   }
 };
 
@@ -193,6 +202,20 @@ void add_tier_samples(const std::string& tier, const TierCatalog& cat, TierFamil
   if (!cat.scanned) return;
   f.removed.add(t, static_cast<double>(cat.removed_checkpoints_total));
   f.removed_bytes.add(t, static_cast<double>(cat.removed_bytes_total));
+  std::array<std::uint64_t, 3> unusable{};
+  static constexpr std::array<std::string_view, 3> kReasons = {"refused", "malformed", "unread"};
+  for (const Checkpoint& c : cat.checkpoints) {
+    for (std::size_t i = 0; i < kReasons.size(); ++i) {
+      if (c.metadata.starts_with(kReasons[i]) && c.metadata.size() > kReasons[i].size() &&
+          c.metadata[kReasons[i].size()] == ':') {
+        ++unusable[i];
+      }
+    }
+  }
+  for (std::size_t i = 0; i < kReasons.size(); ++i) {
+    f.metadata_unusable.add({{"tier", tier}, {"reason", std::string(kReasons[i])}},
+                            static_cast<double>(unusable[i]));
+  }
   const FindingCounts by_kind = cat.findings ? count_by_kind(*cat.findings) : FindingCounts{};
   for (int k = 0; k < kFindingKindCount; ++k) {
     if (!walk_finding_kind(static_cast<FindingKind>(k))) continue;  // the rules' (estate)

@@ -26,9 +26,9 @@ bool same_record(const Checkpoint& a, const Checkpoint& b) {
          a.files == b.files && a.bytes == b.bytes && a.allocated_bytes == b.allocated_bytes &&
          a.first_write == b.first_write && a.last_write == b.last_write &&
          a.marker_time == b.marker_time && a.component_bytes == b.component_bytes &&
-         a.expected_files == b.expected_files && a.save_start == b.save_start &&
-         a.save_end == b.save_end && a.dir_mtime == b.dir_mtime && a.first_seen == b.first_seen &&
-         a.skew_observed == b.skew_observed;
+         a.metadata == b.metadata && a.expected_files == b.expected_files &&
+         a.save_start == b.save_start && a.save_end == b.save_end && a.dir_mtime == b.dir_mtime &&
+         a.first_seen == b.first_seen && a.skew_observed == b.skew_observed;
 }
 
 bool paths_overlap(const std::string& a, const std::string& b) {

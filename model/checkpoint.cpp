@@ -21,6 +21,32 @@ std::optional<CkptState> ckpt_state_from(std::string_view s) {
   return std::nullopt;
 }
 
+std::optional<Component> component_of_word(std::string_view w) {
+  if (w.find("rng") != std::string::npos || w.find("random_states") != std::string::npos) {
+    return Component::kRng;
+  }
+  if (w.find("scheduler") != std::string::npos || w.find("lr_sched") != std::string::npos) {
+    return Component::kScheduler;
+  }
+  // HF Trainer and Accelerate: scaler.pt (torch.cuda.amp.GradScaler);
+  // DeepSpeed/Lightning: grad_scaler / amp_scaler.
+  if (w.find("scaler") != std::string::npos) return Component::kScaler;
+  // Accelerate: sampler.bin, dl_state_dict.bin (StatefulDataLoader);
+  // torchtitan/torchdata: dataloader*; NeMo: data_loader*.
+  if (w.find("dataloader") != std::string::npos || w.find("data_loader") != std::string::npos ||
+      w.starts_with("dl_state") || w.starts_with("sampler")) {
+    return Component::kDataloader;
+  }
+  if (w.find("optim") != std::string::npos || w.find("opt_state") != std::string::npos) {
+    return Component::kOptimizer;
+  }
+  if (w.find("model") != std::string::npos || w.find("weights") != std::string::npos ||
+      w.find("params") != std::string::npos || w.ends_with(".safetensors")) {
+    return Component::kModel;
+  }
+  return std::nullopt;
+}
+
 std::string_view to_string(Component c) {
   switch (c) {
     case Component::kModel:

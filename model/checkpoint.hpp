@@ -35,6 +35,10 @@ enum class Component : std::uint8_t {
 };
 inline constexpr std::size_t kComponentCount = 8;
 std::string_view to_string(Component c);
+// The component a lower-case word names ("optimizer_states", "rng_state",
+// "lr_scheduler", "model", "sampler"...): file names, directory names and
+// state-dict keys say what they hold this way. nullopt for other words.
+std::optional<Component> component_of_word(std::string_view w);
 
 // One file of a checkpoint, kept only where per-file matching is needed
 // (tiers that drain or are drained to), so memory grows with checkpoints, not
@@ -64,6 +68,12 @@ struct Checkpoint {
   double last_write = 0;              // newest shard mtime
   double marker_time = 0;             // mtime of the commit marker; 0 = none
   std::array<std::uint64_t, kComponentCount> component_bytes{};
+  // What the checkpoint's own metadata (PyTorch DCP's .metadata) gave:
+  // "" when none was read (component_bytes then come from file names),
+  // "read" (they come from its storage entries), or why it could not be
+  // used, starting "refused: " (a global or opcode off the unpickler's
+  // allow-list), "malformed: " or "unread: " (too large, unreadable).
+  std::string metadata;
   // Shards the layout expects (from a manifest or the rank count of sibling
   // checkpoints); 0 when unknown.
   std::uint64_t expected_files = 0;

@@ -13,7 +13,7 @@
 namespace ckptmon {
 namespace {
 
-constexpr int kSchemaVersion = 7;
+constexpr int kSchemaVersion = 8;
 
 bool table_exists(sql::Db& db, std::string_view name) {
   auto st = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
@@ -126,16 +126,26 @@ void migrate(sql::Db& db) {
     db.set_user_version(7);
     tx.commit();
   }
+  // Version 8: what each checkpoint's own metadata gave (model/checkpoint.hpp
+  // Checkpoint::metadata). Rows from before read "": components from names.
+  if (v < 8) {
+    sql::Transaction tx(db);
+    if (!has_column(db, "checkpoints", "metadata")) {
+      db.exec("ALTER TABLE checkpoints ADD COLUMN metadata TEXT NOT NULL DEFAULT ''");
+    }
+    db.set_user_version(8);
+    tx.commit();
+  }
 }
 
 // Column order shared by the SELECT in load_catalog() and the upsert.
-constexpr std::array<const char*, 28> kColumns{
-    "tier",         "path",           "job",          "step",     "framework",
-    "state",        "reason",         "files",        "bytes",    "allocated_bytes",
-    "first_write",  "last_write",     "marker_time",  "c_model",  "c_optimizer",
-    "c_rng",        "c_scheduler",    "c_metadata",   "c_other",  "c_scaler",
-    "c_dataloader", "expected_files", "save_start",   "save_end", "dir_mtime",
-    "first_seen",   "last_seen",      "skew_observed"};
+constexpr std::array<const char*, 29> kColumns{
+    "tier",         "path",           "job",           "step",     "framework",
+    "state",        "reason",         "files",         "bytes",    "allocated_bytes",
+    "first_write",  "last_write",     "marker_time",   "c_model",  "c_optimizer",
+    "c_rng",        "c_scheduler",    "c_metadata",    "c_other",  "c_scaler",
+    "c_dataloader", "expected_files", "save_start",    "save_end", "dir_mtime",
+    "first_seen",   "last_seen",      "skew_observed", "metadata"};
 
 std::string column_list() {
   std::string out;
@@ -352,6 +362,7 @@ Checkpoint checkpoint_from_row(sql::Stmt& st) {
   c.first_seen = st.real(i++);
   c.last_seen = st.real(i++);
   c.skew_observed = st.int64(i++) != 0;
+  c.metadata = st.text(i++);
   return c;
 }
 
@@ -457,6 +468,7 @@ void Store::save_catalog(std::string tier, std::vector<Checkpoint> changed,
       up.bind(++i, c.first_seen);
       up.bind(++i, c.last_seen);
       up.bind(++i, static_cast<std::int64_t>(c.skew_observed ? 1 : 0));
+      up.bind(++i, std::string_view(c.metadata));
       up.run();
     }
     auto del = db.prepare(

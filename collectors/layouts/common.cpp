@@ -149,32 +149,6 @@ bool is_metadata_name(std::string_view name) {
          name.ends_with("-unfinished");
 }
 
-std::optional<Component> classify_word(const std::string& w) {
-  if (w.find("rng") != std::string::npos || w.find("random_states") != std::string::npos) {
-    return Component::kRng;
-  }
-  if (w.find("scheduler") != std::string::npos || w.find("lr_sched") != std::string::npos) {
-    return Component::kScheduler;
-  }
-  // HF Trainer and Accelerate: scaler.pt (torch.cuda.amp.GradScaler);
-  // DeepSpeed/Lightning: grad_scaler / amp_scaler.
-  if (w.find("scaler") != std::string::npos) return Component::kScaler;
-  // Accelerate: sampler.bin, dl_state_dict.bin (StatefulDataLoader);
-  // torchtitan/torchdata: dataloader*; NeMo: data_loader*.
-  if (w.find("dataloader") != std::string::npos || w.find("data_loader") != std::string::npos ||
-      w.starts_with("dl_state") || w.starts_with("sampler")) {
-    return Component::kDataloader;
-  }
-  if (w.find("optim") != std::string::npos || w.find("opt_state") != std::string::npos) {
-    return Component::kOptimizer;
-  }
-  if (w.find("model") != std::string::npos || w.find("weights") != std::string::npos ||
-      w.find("params") != std::string::npos || w.ends_with(".safetensors")) {
-    return Component::kModel;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 bool is_auxiliary(std::string_view name) {
@@ -211,9 +185,9 @@ Component classify_path(std::string_view rel_path, bool& auxiliary) {
   // Megatron's legacy file holds weights, optimizer and RNG together; the
   // weights lead its name and usually its size.
   if (name == "model_optim_rng.pt") return Component::kModel;
-  if (auto c = classify_word(lower(name))) return *c;
+  if (auto c = component_of_word(lower(name))) return *c;
   for (std::size_t i = parts.size() - 1; i-- > 0;) {
-    if (auto c = classify_word(lower(parts[i]))) return *c;
+    if (auto c = component_of_word(lower(parts[i]))) return *c;
   }
   return Component::kOther;
 }

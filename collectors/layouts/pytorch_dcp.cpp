@@ -8,6 +8,7 @@
 
 #include <map>
 
+#include "collectors/formats/dcp_metadata.hpp"
 #include "collectors/layouts/recogniser.hpp"
 
 namespace ckptmon::layouts {
@@ -23,6 +24,72 @@ std::optional<std::int64_t> rank_of(std::string_view name, std::string_view suff
     mid = mid.substr(0, us);
   }
   return parse_uint(mid);
+}
+
+// The file at `rel` (a name, or "dir/name") under the checkpoint directory;
+// nullptr when it is not there. `known` is false when a directory on the
+// way could not be listed: the file's absence is then not a fact.
+const FileEntry* file_at(const DirNode& d, std::string_view rel, bool& known) {
+  known = d.error == 0 && !d.too_deep;
+  const auto slash = rel.find('/');
+  if (slash == std::string_view::npos) return known ? d.file(rel) : nullptr;
+  const DirNode* sub = known ? d.dir(rel.substr(0, slash)) : nullptr;
+  return sub != nullptr ? file_at(*sub, rel.substr(slash + 1), known) : nullptr;
+}
+
+// The checkpoint's component bytes from its `.metadata`: the stored bytes
+// of each key group replace the .distcp files' share, which file names
+// cannot split; bytes of the files that no key claims (headers, alignment)
+// stay `other`. A key whose bytes lie past its file's end, or in a file that
+// is not there, breaks the checkpoint: a restore would fail reading it.
+void apply_metadata(const DirNode& d, const FileEntry& meta, Checkpoint& c, Verdict& v) {
+  if (!meta.content) {
+    c.metadata = meta.size > kMaxManifestBytes
+                     ? "unread: .metadata is " + std::to_string(meta.size) + " bytes, over the " +
+                           std::to_string(kMaxManifestBytes >> 20) + " MiB read"
+                     : "unread: .metadata could not be read";
+    return;
+  }
+  const dcp::ReadResult r = dcp::read_metadata(*meta.content);
+  if (!r.metadata) {
+    c.metadata = (r.refused ? "refused: " : "malformed: ") + r.error;
+    return;
+  }
+  const dcp::Metadata& m = *r.metadata;
+  std::uint64_t past_end = 0;
+  std::string first;
+  for (const dcp::StoredChunk& s : m.storage) {
+    bool known = true;
+    const FileEntry* f = file_at(d, s.file, known);
+    if (!known) continue;
+    if (f == nullptr || f->size < s.offset + s.length || s.offset + s.length < s.offset) {
+      if (past_end++ == 0) {
+        first = f == nullptr ? ".metadata places " + s.fqn + " in " + s.file + ", which is missing"
+                             : ".metadata reads " + s.file + " up to byte " +
+                                   std::to_string(s.offset + s.length) + " (" + s.fqn +
+                                   "), but it holds " + std::to_string(f->size);
+      }
+    }
+  }
+  if (past_end > 0) {
+    if (v.broken.empty())
+      v.broken = first + (past_end > 1 ? " (and " + std::to_string(past_end - 1) + " more)" : "");
+    c.metadata = "read";
+    return;
+  }
+  // The shards' bytes as file names classified them, taken back.
+  std::uint64_t shard_bytes = 0;
+  for (const FileEntry& f : d.files) {
+    if (!f.name.ends_with(".distcp")) continue;
+    auto& slot = c.component_bytes[static_cast<std::size_t>(classify(f.name))];
+    slot -= std::min(slot, f.size);
+    shard_bytes += f.size;
+  }
+  for (std::size_t i = 0; i < kComponentCount; ++i) c.component_bytes[i] += m.component_bytes[i];
+  if (shard_bytes > m.stored_bytes) {
+    c.component_bytes[static_cast<std::size_t>(Component::kOther)] += shard_bytes - m.stored_bytes;
+  }
+  c.metadata = "read";
 }
 
 }  // namespace
@@ -110,6 +177,11 @@ void recognise_pytorch_dcp(DirScope& s) {
     v.has_marker = e.marker != nullptr;
     v.pending = e.pending;
     if (e.marker != nullptr) c.marker_time = e.marker->mtime;
+  }
+  // DCP's own .metadata (also a Megatron torch_dist iteration's), once the
+  // coordinator has renamed it into place.
+  if (e.marker != nullptr && e.marker->name == ".metadata" && e.pending.empty()) {
+    apply_metadata(d, *e.marker, c, v);
   }
   decide(c, v, activity, s.ctx());
   s.emit(std::move(f));

@@ -132,12 +132,11 @@ std::vector<Checkpoint> recognise_tree(const DirNode& root, const LayoutContext&
 }
 
 bool wants_content(std::string_view name) {
-  static constexpr std::array<std::string_view, 6> kNames = {"latest",
-                                                             "latest_checkpointed_iteration.txt",
-                                                             "metadata.json",
-                                                             "integrity.json",
-                                                             "_CHECKPOINT_METADATA",
-                                                             ".snapshot_metadata"};
+  // .metadata: PyTorch DCP's, a pickle (collectors/formats/dcp_metadata).
+  static constexpr std::array<std::string_view, 7> kNames = {
+      ".metadata",         "latest",         "latest_checkpointed_iteration.txt",
+      "metadata.json",     "integrity.json", "_CHECKPOINT_METADATA",
+      ".snapshot_metadata"};
   if (std::find(kNames.begin(), kNames.end(), name) != kNames.end()) return true;
   return name.ends_with(".index.json");
 }

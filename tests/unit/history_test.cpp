@@ -46,11 +46,11 @@ std::int64_t count(Store& store, const std::string& sql) {
   });
 }
 
-TEST(History, ANewDatabaseIsAtSchemaSevenWithTheHistoryTables) {
+TEST(History, ANewDatabaseIsAtSchemaEightWithTheHistoryTables) {
   TempDir dir;
   auto store = open_store(dir);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 7);
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 8);
   for (const char* t : {"tier_samples", "tier_job_samples", "alert_transitions", "alert_active",
                         "drain_peaks", "checkpoint_gpu_costs"}) {
     EXPECT_EQ(
@@ -72,7 +72,7 @@ TEST(History, ADatabaseAtSchemaOneIsMigratedKeepingItsCatalog) {
   }
   auto store = open_store(dir);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 7);
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 8);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM checkpoints"), 1);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM drain_peaks"), 0);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM tier_samples"), 0);
@@ -96,7 +96,7 @@ TEST(History, ADatabaseAtSchemaFiveGainsTheFigureColumnsAsUnknown) {
   }
   auto store = open_store(dir);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 7);
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 8);
   EXPECT_EQ(count(*store,
                   "SELECT count(*) FROM tier_samples WHERE size_bytes=5 AND "
                   "cleanup_pending_bytes IS NULL AND cleanup_oldest_age_seconds IS NULL "

@@ -77,11 +77,11 @@ TEST(LayoutNames, ComponentsFromNames) {
 
 TEST(LayoutNames, ContentWantedForManifestsOnly) {
   for (const char* n : {"latest", "latest_checkpointed_iteration.txt", "metadata.json",
-                        "integrity.json", "_CHECKPOINT_METADATA", ".snapshot_metadata",
+                        "integrity.json", "_CHECKPOINT_METADATA", ".snapshot_metadata", ".metadata",
                         "model.safetensors.index.json", "pytorch_model.bin.index.json"}) {
     EXPECT_TRUE(wants_content(n)) << n;
   }
-  for (const char* n : {"model.safetensors", "__0_0.distcp", ".metadata", "trainer_state.json",
+  for (const char* n : {"model.safetensors", "__0_0.distcp", "__0.metadata", "trainer_state.json",
                         "optimizer.pt", "last.ckpt", "dlrover_latest.txt"}) {
     EXPECT_FALSE(wants_content(n)) << n;
   }

@@ -36,6 +36,7 @@ Checkpoint make(const std::string& path, std::int64_t step, CkptState state) {
   c.last_write = 1700000042.5;
   c.marker_time = 1700000043.0;
   c.component_bytes = {100, 200, 3, 4, 5, 6, 7, 8};  // scaler 7, dataloader 8 (schema 4)
+  c.metadata = "refused: .metadata: global os.system is not on the allow-list";  // schema 8
   c.expected_files = 8;
   c.save_start = 1699999990.0;
   c.save_end = 1700000043.0;
@@ -75,6 +76,7 @@ TEST(Store, SavedCheckpointsComeBackAfterReopen) {
   EXPECT_DOUBLE_EQ(a.first_write, 1700000000.25);
   EXPECT_DOUBLE_EQ(a.last_write, 1700000042.5);
   EXPECT_EQ(a.component_bytes, want.component_bytes);
+  EXPECT_EQ(a.metadata, want.metadata);
   EXPECT_EQ(a.expected_files, 8u);
   EXPECT_DOUBLE_EQ(a.first_seen, 1700000050.0);
   EXPECT_TRUE(a.skew_observed);
