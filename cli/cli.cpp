@@ -24,9 +24,11 @@
 #include "tools/review/plan_command.hpp"
 #include "tools/review/report_command.hpp"
 #include "tools/review/report_prometheus.hpp"
+#include "tools/review/restore_drill.hpp"
 #include "tools/review/scan_command.hpp"
 #include "util/duration.hpp"
 #include "util/log.hpp"
+#include "util/text.hpp"
 #include "util/version.hpp"
 
 namespace ckptmon {
@@ -223,6 +225,43 @@ int cli_main(int argc, char** argv) {
                    "system type, as walk_concurrency in the configuration)")
       ->check(CLI::Range(0, 256))
       ->capture_default_str();
+  RestoreDrillOptions drill_opts;
+  std::int64_t drill_step = -1;
+  std::string drill_rate;
+  std::string drill_objective;
+  auto* drill = app.add_subcommand(
+      "restore-drill",
+      "Read a job's newest committed checkpoint back as its ranks would, phase by phase, "
+      "against the recovery time objective (read-only)");
+  drill
+      ->add_option("tier", drill_opts.tier,
+                   "A tier directory (jobs at --job-depth), or a tier name from --config.file")
+      ->required();
+  drill->add_option("--config.file", drill_opts.config_file,
+                    "Tier settings and the job's recovery_time_objective from this configuration");
+  drill->add_option("--job", drill_opts.job,
+                    "The job (required when several jobs have committed checkpoints)");
+  drill->add_option("--step", drill_step, "This step instead of the newest committed one");
+  drill
+      ->add_option("--ranks", drill_opts.ranks,
+                   "Reader ranks (default: the ranks that wrote it); with a DCP .metadata, "
+                   "another count reads the byte ranges a resharded load would")
+      ->check(CLI::Range(0, 4096));
+  drill->add_flag("--cold", drill_opts.cold,
+                  "Drop the files' pages from the page cache first (POSIX_FADV_DONTNEED), so the "
+                  "figure is the storage's");
+  drill->add_option("--rate", drill_rate,
+                    "Cap the reading at this many bytes per second over all readers, e.g. "
+                    "500MiB/s, so a drill does not starve training I/O");
+  drill->add_option("--objective", drill_objective,
+                    "Recovery time objective, e.g. 10m (default: the job's "
+                    "recovery_time_objective with --config.file)");
+  drill->add_option("--format", drill_opts.format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  drill->add_option("--job-depth", drill_opts.job_depth, "Depth of job directories below the tier")
+      ->check(CLI::Range(0, 16))
+      ->capture_default_str();
   PlanCommandOptions plan_opts;
   auto* plan = app.add_subcommand(
       "plan", "Size storage by the sizing rule, term by term per tier, with what-ifs");
@@ -396,6 +435,28 @@ int cli_main(int argc, char** argv) {
     if (scan->count("--now") > 0) scan_opts.now = scan_now;
     SystemClock clock;
     return run_scan_command(scan_opts, clock, std::cout, std::cerr);
+  }
+  if (*drill) {
+    if (drill_step >= 0) drill_opts.step = drill_step;
+    if (!drill_rate.empty()) {
+      std::string_view text = drill_rate;
+      if (text.ends_with("/s")) text.remove_suffix(2);
+      auto rate = parse_byte_size(text);
+      if (!rate || *rate == 0) {
+        std::cerr << "ckptmon restore-drill: --rate: expected bytes per second such as "
+                     "500MiB/s, got \""
+                  << drill_rate << "\"\n";
+        return 2;
+      }
+      drill_opts.rate_bytes_per_second = static_cast<double>(*rate);
+    }
+    if (!drill_objective.empty()) {
+      auto d = duration_flag("restore-drill", "--objective", drill_objective);
+      if (!d) return 2;
+      drill_opts.objective_seconds = std::chrono::duration<double>(*d).count();
+    }
+    SystemClock clock;
+    return run_restore_drill(drill_opts, clock, std::cout, std::cerr);
   }
   if (*plan) {
     if (plan->count("--now") > 0) plan_opts.now = plan_now;

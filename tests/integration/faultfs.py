@@ -7,7 +7,9 @@ Usage: faultfs.py SOURCE MOUNTPOINT CONTROL_FILE
 Every request is passed to SOURCE. While CONTROL_FILE (a path outside the
 mount) holds "ERRNO_NAME /path" (for example "EIO /jobA"), getattr (the
 kernel's lookup and stat) of that path inside the mount fails with that
-errno; an absent or empty file means no fault. The kernel caches nothing
+errno; "DELAY SECONDS" delays every getattr by that long instead, like a
+network file system's metadata round trip; an absent or empty file means no
+fault. The kernel caches nothing
 (attr_timeout and entry_timeout 0), so every stat reaches this process.
 Nothing is ever written: the mount is read-only.
 
@@ -17,6 +19,7 @@ Runs in the foreground until unmounted. Uses Debian's python3-fusepy.
 import errno
 import os
 import sys
+import time
 import warnings
 
 warnings.simplefilter("ignore", DeprecationWarning)  # fusepy's float-time notice
@@ -39,6 +42,9 @@ class FaultFS(fusepy.Operations):
             with open(self.control) as f:
                 text = f.read().split()
         except FileNotFoundError:
+            return 0
+        if len(text) == 2 and text[0] == "DELAY":
+            time.sleep(float(text[1]))
             return 0
         if len(text) != 2 or text[1] != path:
             return 0

@@ -14,6 +14,21 @@
 
 namespace ckptmon {
 
+TierConfig tier_for_path(const std::string& raw, Duration partial_after, int job_depth,
+                         int walk_concurrency) {
+  std::string path = raw;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  TierConfig t;
+  t.path = std::filesystem::absolute(path).lexically_normal().string();
+  while (t.path.size() > 1 && t.path.back() == '/') t.path.pop_back();
+  t.name = std::filesystem::path(t.path).filename().string();
+  if (t.name.empty()) t.name = "root";
+  t.partial_after = partial_after;
+  t.jobs.depth = job_depth;
+  t.walk_concurrency = walk_concurrency;
+  return t;
+}
+
 int run_scan_command(const ScanCommandOptions& opts, const Clock& clock, std::ostream& out,
                      std::ostream& err) {
   std::vector<Checkpoint> all;
@@ -44,19 +59,10 @@ int run_scan_command(const ScanCommandOptions& opts, const Clock& clock, std::os
       for (auto& c : r.checkpoints) all.push_back(std::move(c));
       continue;
     }
-    std::string path = raw;
-    while (path.size() > 1 && path.back() == '/') path.pop_back();
-    TierConfig t;
-    t.path = std::filesystem::absolute(path).lexically_normal().string();
-    while (t.path.size() > 1 && t.path.back() == '/') t.path.pop_back();
-    std::string base = std::filesystem::path(t.path).filename().string();
-    if (base.empty()) base = "root";
-    t.name = base;
+    TierConfig t = tier_for_path(raw, opts.partial_after, opts.job_depth, opts.walk_concurrency);
+    const std::string base = t.name;
     for (int i = 2; names.contains(t.name); ++i) t.name = base + "-" + std::to_string(i);
     names.insert(t.name);
-    t.partial_after = opts.partial_after;
-    t.jobs.depth = opts.job_depth;
-    t.walk_concurrency = opts.walk_concurrency;
     TierScanner scanner(t, false);
     ScanOutcome r = scanner.scan(now);
     if (!r.root_ok) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model/tier.hpp"
 #include "util/clock.hpp"
 #include "util/duration.hpp"
 
@@ -24,6 +25,11 @@ struct ScanCommandOptions {
   // unix time instead of now: reproducible reports and golden tests.
   std::optional<double> now;
 };
+
+// A tier for a directory given on the command line: named after its last
+// component, its path absolute and normal, jobs at `job_depth`.
+TierConfig tier_for_path(const std::string& path, Duration partial_after, int job_depth,
+                         int walk_concurrency);
 
 // Writes the result to `out`, problems to `err`; returns the exit code (1 when
 // a path could not be walked).
