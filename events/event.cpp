@@ -7,10 +7,12 @@
 namespace ckptmon {
 namespace {
 
-constexpr std::array<std::string_view, 13> kTypeNames = {
-    "unknown",       "checkpoint_start", "shard_written", "checkpoint_commit", "checkpoint_failed",
-    "pause_start",   "pause_end",        "drain_start",   "shard_drained",     "drain_done",
-    "restore_start", "restore_done",     "cleanup",
+constexpr std::array<std::string_view, 17> kTypeNames = {
+    "unknown",           "checkpoint_start",    "shard_written",     "checkpoint_commit",
+    "checkpoint_failed", "pause_start",         "pause_end",         "drain_start",
+    "shard_drained",     "drain_done",          "restore_start",     "restore_done",
+    "cleanup",           "restore_locate_done", "restore_read_done", "restore_reshard_done",
+    "restore_resume",
 };
 
 // Constant-size memcmp calls compile to a few integer comparisons; this runs
@@ -51,6 +53,8 @@ EventType event_type_from_name(std::string_view n) {
                                     : T::kUnknown;
     case 12:
       return is(n, "restore_done") ? T::kRestoreDone : T::kUnknown;
+    case 14:
+      return is(n, "restore_resume") ? T::kRestoreResume : T::kUnknown;
     case 13:
       return is(n, "shard_written")   ? T::kShardWritten
              : is(n, "shard_drained") ? T::kShardDrained
@@ -61,7 +65,12 @@ EventType event_type_from_name(std::string_view n) {
     case 17:
       return is(n, "checkpoint_commit")   ? T::kCheckpointCommit
              : is(n, "checkpoint_failed") ? T::kCheckpointFailed
+             : is(n, "restore_read_done") ? T::kRestoreReadDone
                                           : T::kUnknown;
+    case 19:
+      return is(n, "restore_locate_done") ? T::kRestoreLocateDone : T::kUnknown;
+    case 20:
+      return is(n, "restore_reshard_done") ? T::kRestoreReshardDone : T::kUnknown;
     default:
       return T::kUnknown;
   }

@@ -30,15 +30,31 @@ enum class EventType : std::uint8_t {
   kRestoreStart,
   kRestoreDone,
   kCleanup,
+  // The optional restore phases (schema v1 still: older builds count them
+  // as unknown types and go on).
+  kRestoreLocateDone,
+  kRestoreReadDone,
+  kRestoreReshardDone,
+  kRestoreResume,
 };
 
 // Every known type, in documentation order (kUnknown excluded).
-inline constexpr std::array<EventType, 12> kKnownEventTypes = {
-    EventType::kCheckpointStart,  EventType::kShardWritten, EventType::kCheckpointCommit,
-    EventType::kCheckpointFailed, EventType::kPauseStart,   EventType::kPauseEnd,
-    EventType::kDrainStart,       EventType::kShardDrained, EventType::kDrainDone,
-    EventType::kRestoreStart,     EventType::kRestoreDone,  EventType::kCleanup,
+inline constexpr std::array<EventType, 16> kKnownEventTypes = {
+    EventType::kCheckpointStart,    EventType::kShardWritten,
+    EventType::kCheckpointCommit,   EventType::kCheckpointFailed,
+    EventType::kPauseStart,         EventType::kPauseEnd,
+    EventType::kDrainStart,         EventType::kShardDrained,
+    EventType::kDrainDone,          EventType::kRestoreStart,
+    EventType::kRestoreLocateDone,  EventType::kRestoreReadDone,
+    EventType::kRestoreReshardDone, EventType::kRestoreDone,
+    EventType::kRestoreResume,      EventType::kCleanup,
 };
+
+// True for restore_start, restore_done and the four phase events.
+constexpr bool is_restore_event(EventType t) {
+  return t == EventType::kRestoreStart || t == EventType::kRestoreDone ||
+         t >= EventType::kRestoreLocateDone;
+}
 
 // The `event` value as written in logs ("checkpoint_start", ...); "unknown" for kUnknown.
 std::string_view event_type_name(EventType type);

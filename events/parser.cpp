@@ -43,7 +43,7 @@ constexpr FieldMask bit(Field f) { return FieldMask{1} << f; }
 constexpr FieldMask kEnvelope = bit(kV) | bit(kTs) | bit(kEvent) | bit(kJob);
 
 // Fields each type requires besides the envelope, indexed by EventType.
-constexpr std::array<FieldMask, 13> kRequired = {
+constexpr std::array<FieldMask, 17> kRequired = {
     0,                                                                   // unknown
     bit(kStep),                                                          // checkpoint_start
     bit(kStep) | bit(kRank) | bit(kPath) | bit(kBytes) | bit(kStartTs),  // shard_written
@@ -57,6 +57,10 @@ constexpr std::array<FieldMask, 13> kRequired = {
     bit(kStep),                                                          // restore_start
     bit(kStep) | bit(kBytes) | bit(kOk),                                 // restore_done
     bit(kPath) | bit(kBytes),                                            // cleanup
+    bit(kStep),                                                          // restore_locate_done
+    bit(kStep),                                                          // restore_read_done
+    bit(kStep),                                                          // restore_reshard_done
+    bit(kStep),                                                          // restore_resume
 };
 
 // Compares with constant-size memcmp calls, which compilers turn into one or

@@ -105,13 +105,25 @@ void event_families(const State& state, std::vector<prometheus::MetricFamily>& o
     FamilyBuilder last_restore("ckpt_last_restore_timestamp_seconds",
                                "When the job last finished a successful restore.",
                                MetricType::Gauge);
+    FamilyBuilder phase("ckpt_last_restore_phase_seconds",
+                        "Phases of the job's latest restore, from its restore phase events "
+                        "(locate, read, reshard, resume); a phase whose two ends were not both "
+                        "seen has no series.",
+                        MetricType::Gauge);
     for (const auto& [job, r] : ev.restores) {
       restore.add_histogram({{kTrainingJobLabel, job}}, r.duration);
       if (r.last_ok_ts > 0) last_restore.add({{kTrainingJobLabel, job}}, r.last_ok_ts);
+      if (!r.phases) continue;
+      for (std::size_t i = 0; i < kRestorePhaseNames.size(); ++i) {
+        if (auto sec = phase_seconds(*r.phases, i)) {
+          phase.add({{kTrainingJobLabel, job}, {"phase", std::string(kRestorePhaseNames[i])}},
+                    *sec);
+        }
+      }
     }
     for (auto* b :
          {&lines, &errors, &changes, &bytes, &stale, &unreadable, &files, &open_files, &unread,
-          &backlog, &refused, &duration, &pause, &failures, &restore, &last_restore}) {
+          &backlog, &refused, &duration, &pause, &failures, &restore, &last_restore, &phase}) {
       append(out, std::move(*b));
     }
   }

@@ -44,6 +44,62 @@ std::optional<double> EventStep::completion_skew() const {
 EventJob::EventJob() : duration(duration_buckets()), pause(pause_buckets()) {}
 EventRestores::EventRestores() : duration(restore_buckets()) {}
 
+std::optional<double> phase_seconds(const RestorePhases& p, std::size_t i) {
+  auto span = [](const std::optional<double>& from,
+                 const std::optional<double>& to) -> std::optional<double> {
+    if (!from || !to || *to < *from) return std::nullopt;
+    return *to - *from;
+  };
+  switch (i) {
+    case 0:
+      return span(p.start, p.located);
+    case 1:
+      return span(p.located ? p.located : p.start, p.read);
+    case 2:
+      return span(p.read, p.resharded);
+    case 3:
+      return span(p.done ? p.done : p.resharded ? p.resharded : p.read, p.resumed);
+    default:
+      return std::nullopt;
+  }
+}
+
+void EventRestores::note_phase(EventType type, std::int64_t step, double ts) {
+  if (phases && step < phases->step) return;
+  const bool finished = phases && (phases->done || phases->resumed) &&
+                        ts > std::max(phases->done.value_or(0), phases->resumed.value_or(0));
+  if (!phases || step > phases->step || (type == EventType::kRestoreStart && finished)) {
+    phases = RestorePhases{};
+    phases->step = step;
+  }
+  RestorePhases& p = *phases;
+  auto earliest = [ts](std::optional<double>& m) { m = m ? std::min(*m, ts) : ts; };
+  auto latest = [ts](std::optional<double>& m) { m = m ? std::max(*m, ts) : ts; };
+  switch (type) {
+    case EventType::kRestoreStart:
+      earliest(p.start);
+      break;
+    case EventType::kRestoreLocateDone:
+      latest(p.located);
+      break;
+    case EventType::kRestoreReadDone:
+      latest(p.read);
+      ++p.ranks_read;
+      break;
+    case EventType::kRestoreReshardDone:
+      latest(p.resharded);
+      break;
+    case EventType::kRestoreDone:
+      latest(p.done);
+      break;
+    case EventType::kRestoreResume:
+      earliest(p.resumed);
+      break;
+    default:
+      break;
+  }
+}
+
 std::string_view to_string(FileChange c) {
   switch (c) {
     case FileChange::kTruncated:
@@ -321,7 +377,13 @@ DrainProgress& EventAggregator::drain_for(EventStep& s, const Event& e) {
 void EventAggregator::apply(const Event& e, std::string_view tier) {
   EventJob& j = job_for(tier, e.job);
   j.last_event_ts = std::max(j.last_event_ts, e.ts);
+  if (is_restore_event(e.type) && e.step) restores_for(e.job).note_phase(e.type, *e.step, e.ts);
   switch (e.type) {
+    case EventType::kRestoreLocateDone:
+    case EventType::kRestoreReadDone:
+    case EventType::kRestoreReshardDone:
+    case EventType::kRestoreResume:
+      return;  // only their phase marks (above)
     case EventType::kRestoreStart: {
       EventRestores& r = restores_for(e.job);
       const std::string key = restore_key(e);

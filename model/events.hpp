@@ -167,6 +167,33 @@ struct RestoreRecord {
   std::optional<double> duration;  // when its restore_start was seen
 };
 
+// The phases of a job's latest restore, from the optional phase events
+// (docs/events.md): restore_start, restore_locate_done, restore_read_done
+// (one per rank: the latest counts), restore_reshard_done, restore_done,
+// restore_resume. Each mark is absent until its event is read; a phase is
+// known only when both of its ends are (phase_seconds).
+struct RestorePhases {
+  std::int64_t step = 0;
+  std::optional<double> start;      // earliest restore_start
+  std::optional<double> located;    // latest restore_locate_done
+  std::optional<double> read;       // latest restore_read_done
+  std::optional<double> resharded;  // latest restore_reshard_done
+  std::optional<double> done;       // latest restore_done
+  std::optional<double> resumed;    // earliest restore_resume
+  std::uint64_t ranks_read = 0;     // restore_read_done events
+
+  bool operator==(const RestorePhases&) const = default;
+};
+
+// Phase names in order: locate (start to located), read (located, else
+// start, to the last rank's read), reshard (read to resharded), resume (the
+// last of done, resharded, read to resumed).
+inline constexpr std::array<std::string_view, 4> kRestorePhaseNames = {"locate", "read", "reshard",
+                                                                       "resume"};
+// The seconds of phase `i` of kRestorePhaseNames; nullopt when one of its
+// ends was not seen (unknown is not zero) or they are out of order.
+std::optional<double> phase_seconds(const RestorePhases& p, std::size_t i);
+
 // Restores of one job (a job restores from whichever tier holds its checkpoint).
 struct EventRestores {
   HistogramData duration;      // ckpt_restore_duration_seconds
@@ -178,6 +205,13 @@ struct EventRestores {
   // restore_start still gets its duration.
   std::map<std::string, double> pending_starts;
   std::map<std::string, double> pending_dones;
+  // The latest restore's phases; absent until a restore event is read.
+  std::optional<RestorePhases> phases;
+
+  // Notes a restore event (the six types above) in `phases`: an event of a
+  // newer step, or a restore_start after the latest restore resumed or
+  // finished, begins a new record; one of an older step is ignored.
+  void note_phase(EventType type, std::int64_t step, double ts);
 
   EventRestores();
 };

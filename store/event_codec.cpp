@@ -1,5 +1,6 @@
 #include "store/event_codec.hpp"
 
+#include <array>
 #include <utility>
 
 #include "store/bytes.hpp"
@@ -68,6 +69,12 @@ bool head_ok(Reader& r, Kind k) {
   const std::uint8_t format = r.byte();
   const std::uint8_t kind = r.byte();
   return r.ok() && format == kEventRowFormat && kind == static_cast<std::uint8_t>(k);
+}
+
+// The marks of a restore's phases, in the order a row keeps them.
+template <typename P>
+auto phase_marks(P& p) {
+  return std::array{&p.start, &p.located, &p.read, &p.resharded, &p.done, &p.resumed};
 }
 
 // A row decodes when it was read to its end and is canonical.
@@ -235,6 +242,17 @@ std::string encode_event_row(const EventRestores& rs) {
     put_map(
         w, *m, [&](const std::string& k) { w.str(k); }, [&](double v) { w.f64(v); });
   }
+  // The phases are a trailer, written only when there are some: a row from
+  // before they existed is the same row without it, and still canonical.
+  if (rs.phases) {
+    const RestorePhases& p = *rs.phases;
+    w.i64(p.step);
+    for (const auto* m : phase_marks(p)) {
+      w.flag(m->has_value());
+      if (*m) w.f64(**m);
+    }
+    w.u64(p.ranks_read);
+  }
   return w.take();
 }
 
@@ -259,6 +277,15 @@ std::optional<EventRestores> decode_event_restores(std::string_view row) {
   for (auto* m : {&rs.pending_starts, &rs.pending_dones}) {
     *m = get_map<std::string, double>(
         r, 9, [&] { return r.str(); }, [&] { return r.f64(); });
+  }
+  if (r.ok() && !r.done()) {
+    RestorePhases p;
+    p.step = r.i64();
+    for (auto* m : phase_marks(p)) {
+      if (r.flag()) *m = r.f64();
+    }
+    p.ranks_read = r.u64();
+    rs.phases = std::move(p);
   }
   return finish(r, std::move(rs), row);
 }

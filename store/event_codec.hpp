@@ -13,7 +13,9 @@
 // is canonical: a row decodes only when encoding what it decodes to gives the
 // same bytes back, so a row that is cut short, has bytes left over, a flag
 // other than 0 or 1, keys out of order or a varint padded with zeros is
-// refused, never half-read.
+// refused, never half-read. A job's restores end with the latest restore's
+// phases only when it has some, so rows written before phases existed read
+// as they were.
 
 #include <optional>
 #include <string>

@@ -54,7 +54,11 @@ EVENT_TYPES = (
     "shard_drained",
     "drain_done",
     "restore_start",
+    "restore_locate_done",
+    "restore_read_done",
+    "restore_reshard_done",
     "restore_done",
+    "restore_resume",
     "cleanup",
 )
 
@@ -173,8 +177,21 @@ class EventLog:
     def restore_start(self, step, **kw):
         return self.emit("restore_start", step, **kw)
 
+    def restore_locate_done(self, step, **kw):
+        return self.emit("restore_locate_done", step, **kw)
+
+    def restore_read_done(self, step, *, bytes=None, **kw):
+        """One rank has read its shards (rank: the log's, or rank=...)."""
+        return self.emit("restore_read_done", step, bytes=bytes, **kw)
+
+    def restore_reshard_done(self, step, **kw):
+        return self.emit("restore_reshard_done", step, **kw)
+
     def restore_done(self, step, bytes, ok, **kw):
         return self.emit("restore_done", step, bytes=bytes, ok=bool(ok), **kw)
+
+    def restore_resume(self, step, **kw):
+        return self.emit("restore_resume", step, **kw)
 
     def cleanup(self, path, bytes, *, step=None, **kw):
         return self.emit("cleanup", step, path=os.fspath(path), bytes=bytes, **kw)

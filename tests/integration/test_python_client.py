@@ -82,12 +82,16 @@ class PythonClientTest(unittest.TestCase):
             log.shard_drained(100, "staging", "rapid", 11, path=shard)
             log.drain_done(100, ok=True)
             log.restore_start(100)
+            log.restore_locate_done(100)
+            log.restore_read_done(100, bytes=11)
+            log.restore_reshard_done(100)
             log.restore_done(100, bytes=11, ok=False)
+            log.restore_resume(100)
             log.cleanup(shard, 11, step=50)
             log.emit("model_loaded", 100, extra={"x": 1})  # a type ckptmon does not know
         r = check(self.log_path)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(r.stdout, f"{self.log_path}: 13 lines, 12 ok, 1 unknown event type, "
+        self.assertEqual(r.stdout, f"{self.log_path}: 17 lines, 16 ok, 1 unknown event type, "
                                    "0 blank, 0 rejected\n")
         self.assertEqual(r.stderr, "")
 
@@ -95,8 +99,9 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual([l["event"] for l in lines], [
             "checkpoint_start", "pause_start", "shard_written", "pause_end",
             "checkpoint_commit", "checkpoint_failed", "drain_start", "shard_drained",
-            "drain_done", "restore_start", "restore_done", "cleanup", "model_loaded"])
-        self.assertEqual(sorted(set(l["event"] for l in lines[:12])),
+            "drain_done", "restore_start", "restore_locate_done", "restore_read_done",
+            "restore_reshard_done", "restore_done", "restore_resume", "cleanup", "model_loaded"])
+        self.assertEqual(sorted(set(l["event"] for l in lines[:16])),
                          sorted(ckptmon_events.EVENT_TYPES))
         for i, l in enumerate(lines):
             self.assertEqual(l["v"], 1)
@@ -110,8 +115,9 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(lines[2]["bytes"], 11)
         self.assertEqual(lines[2]["start_ts"], 1714564790.25)
         self.assertEqual(lines[5]["reason"], "ENOSPC")
-        self.assertIs(lines[10]["ok"], False)
-        self.assertEqual(lines[11]["step"], 50)
+        self.assertIs(lines[13]["ok"], False)
+        self.assertEqual(lines[11]["bytes"], 11)  # restore_read_done, rank 3 (the log's)
+        self.assertEqual(lines[15]["step"], 50)
 
     def test_checkpoint_context_reports_failures(self):
         log = EventLog(self.log_path, job="j", raise_errors=True, clock=Clock())
@@ -177,7 +183,11 @@ class EmitTest(unittest.TestCase):
                                "--bytes", "123"]),
             ("drain_done", ["--step", "100", "--ok", "true"]),
             ("restore_start", ["--step", "100"]),
+            ("restore_locate_done", ["--step", "100"]),
+            ("restore_read_done", ["--step", "100", "--bytes", "123"]),
+            ("restore_reshard_done", ["--step", "100"]),
             ("restore_done", ["--step", "100", "--bytes", "246", "--ok", "false"]),
+            ("restore_resume", ["--step", "100"]),
             ("cleanup", ["--path", "/c/step-50", "--bytes", "999"]),
         ]
         for event, args in calls:
@@ -185,7 +195,7 @@ class EmitTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, f"{event}: {r.stderr}")
         r = check(self.log)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("12 lines, 12 ok, 0 unknown event type, 0 blank, 0 rejected", r.stdout)
+        self.assertIn("16 lines, 16 ok, 0 unknown event type, 0 blank, 0 rejected", r.stdout)
         lines = read_lines(self.log)
         self.assertEqual([l["event"] for l in lines], [c[0] for c in calls])
         for l in lines:
@@ -196,7 +206,8 @@ class EmitTest(unittest.TestCase):
                                     "path": "/c/__7_0.distcp", "bytes": 123,
                                     "start_ts": 1714564790.5, "checksum": "crc32c:deadbeef"})
         self.assertIs(lines[8]["ok"], True)
-        self.assertIs(lines[10]["ok"], False)
+        self.assertIs(lines[13]["ok"], False)
+        self.assertEqual(lines[11]["bytes"], 123)
         self.assertEqual(lines[5]["reason"], "rank 3 timed out")
 
     def test_invalid_events_are_refused_and_nothing_is_written(self):

@@ -219,6 +219,54 @@ TEST(EventCatalog, RestoresPairInAnyOrderAndOnlySuccessesAreTimed) {
   EXPECT_EQ(cat.find("rapid", "llama", 100), nullptr);
 }
 
+TEST(EventCatalog, RestorePhasesComeFromTheLatestRestoresEventsInAnyOrder) {
+  EventCatalog cat;
+  Feed feed(cat);
+  // An older restore (step 50) first, then step 100's events out of order:
+  // rank 1's read lands after rank 0's, the resume before the done.
+  feed(ev("restore_start", 10.0, ",\"step\":50") + ev("restore_locate_done", 11.0, ",\"step\":50") +
+       ev("restore_read_done", 1081.0, ",\"step\":100,\"rank\":0") +
+       ev("restore_resume", 1101.0, ",\"step\":100") +
+       ev("restore_start", 1000.0, ",\"step\":100,\"rank\":1") +
+       ev("restore_start", 999.5, ",\"step\":100,\"rank\":0") +
+       ev("restore_locate_done", 1004.0, ",\"step\":100") +
+       ev("restore_read_done", 1088.5, ",\"step\":100,\"rank\":1,\"bytes\":5") +
+       ev("restore_done", 1093.5, ",\"step\":100,\"bytes\":10,\"ok\":true") +
+       // A late event of the older restore changes nothing.
+       ev("restore_reshard_done", 20.0, ",\"step\":50"));
+  const EventRestores& r = cat.restores.at("llama");
+  ASSERT_TRUE(r.phases);
+  EXPECT_EQ(r.phases->step, 100);
+  EXPECT_EQ(r.phases->ranks_read, 2u);
+  // By hand: locate 1004 - 999.5; read 1088.5 - 1004 (the slower rank);
+  // no reshard event; resume 1101 - 1093.5.
+  EXPECT_DOUBLE_EQ(*phase_seconds(*r.phases, 0), 4.5);
+  EXPECT_DOUBLE_EQ(*phase_seconds(*r.phases, 1), 84.5);
+  EXPECT_FALSE(phase_seconds(*r.phases, 2).has_value());
+  EXPECT_DOUBLE_EQ(*phase_seconds(*r.phases, 3), 7.5);
+  // The phase events are not checkpoints and not restores of their own.
+  EXPECT_EQ(r.restores, 1u);
+  EXPECT_EQ(cat.find("rapid", "llama", 100), nullptr);
+  EXPECT_EQ(cat.find("rapid", "llama", 50), nullptr);
+
+  // The same step restored again after it resumed: a new record.
+  feed(ev("restore_start", 2000.0, ",\"step\":100"));
+  ASSERT_TRUE(r.phases);
+  EXPECT_EQ(r.phases->start, 2000.0);
+  EXPECT_FALSE(r.phases->located.has_value());
+  EXPECT_FALSE(phase_seconds(*r.phases, 0).has_value());  // unknown, not 0
+}
+
+TEST(EventCatalog, APhaseThatEndsBeforeItStartsIsUnknown) {
+  RestorePhases p;
+  p.start = 100;
+  p.located = 90;  // clocks of two nodes disagree
+  p.read = 150;
+  EXPECT_FALSE(phase_seconds(p, 0).has_value());
+  EXPECT_DOUBLE_EQ(*phase_seconds(p, 1), 60.0);  // from the located mark
+  EXPECT_FALSE(phase_seconds(p, 4).has_value());
+}
+
 TEST(EventCatalog, DrainsAndCleanupsAttachToTheirCheckpoint) {
   EventCatalog cat;
   Feed feed(cat);
@@ -335,6 +383,41 @@ TEST(EventCatalog, StoredRowsRoundTripEverything) {
   EXPECT_EQ(r2->last->bytes, 7u);
   EXPECT_FALSE(r2->last->duration.has_value());  // no restore_start was read
   EXPECT_EQ(r2->pending_dones.size(), 1u);
+  ASSERT_TRUE(r2->phases);
+  EXPECT_EQ(r2->phases->step, 10);
+  EXPECT_EQ(r2->phases->done, 1100.0);
+  EXPECT_FALSE(r2->phases->start.has_value());
+}
+
+// A restores row from before the phases existed (no trailer) still reads,
+// and re-encodes to itself; with phases, each mark comes back.
+TEST(EventCatalog, RestoresRowsWithAndWithoutPhasesRoundTrip) {
+  EventRestores r;
+  r.restores = 3;
+  r.last_ok_ts = 77;
+  const std::string old_row = encode_event_row(r);
+  const auto r1 = decode_event_restores(old_row);
+  ASSERT_TRUE(r1);
+  EXPECT_FALSE(r1->phases.has_value());
+  EXPECT_EQ(r1->restores, 3u);
+
+  RestorePhases p;
+  p.step = 42;
+  p.start = 1.5;
+  p.read = 9.25;
+  p.resumed = 12;
+  p.ranks_read = 8;
+  r.phases = p;
+  const std::string row = encode_event_row(r);
+  ASSERT_GT(row.size(), old_row.size());
+  EXPECT_EQ(row.substr(0, old_row.size()), old_row);  // a trailer, nothing else moved
+  const auto r2 = decode_event_restores(row);
+  ASSERT_TRUE(r2);
+  ASSERT_TRUE(r2->phases);
+  EXPECT_EQ(*r2->phases, p);
+  // Cut inside the trailer: refused, not half-read.
+  EXPECT_FALSE(decode_event_restores(row.substr(0, row.size() - 1)).has_value());
+  EXPECT_FALSE(decode_event_restores(old_row + '\x01').has_value());
 }
 
 // --- the merge with the scanner's catalog ------------------------------------------
@@ -408,6 +491,24 @@ TEST(EventMerge, LatestCheckpointFiguresComeFromItsEventsWhenPresent) {
   nlohmann::json without = checkpoint_json(scanned(10), &st);
   EXPECT_DOUBLE_EQ(without["completion_skew_seconds"].get<double>(), 30.0);
   EXPECT_FALSE(without.contains("events"));
+}
+
+TEST(EventMerge, RestorePhasesAreGaugesAndAnUnseenPhaseHasNoSeries) {
+  State st = state_with_events();
+  auto cat = std::make_shared<EventCatalog>(*st.events);
+  Feed feed(*cat);
+  feed(ev("restore_start", 3000.0, ",\"step\":20") +
+       ev("restore_locate_done", 3002.25, ",\"step\":20") +
+       ev("restore_read_done", 3010.0, ",\"step\":20,\"rank\":0"));
+  st.events = cat;
+  const std::string text = serialize(state_families(st));
+  EXPECT_TRUE(has_sample(
+      text, "ckpt_last_restore_phase_seconds{training_job=\"llama\",phase=\"locate\"} 2.25"))
+      << text;
+  EXPECT_TRUE(has_sample(
+      text, "ckpt_last_restore_phase_seconds{training_job=\"llama\",phase=\"read\"} 7.75"));
+  EXPECT_EQ(text.find("phase=\"reshard\""), std::string::npos);
+  EXPECT_EQ(text.find("phase=\"resume\""), std::string::npos);
 }
 
 // Step 20's mtimes are 30 s apart, its shards' end times (events) 2.5 s

@@ -124,6 +124,25 @@ std::vector<Sample> samples() {
     e.bytes = 12;
     e.ok = false;
   });
+  add(head + R"("event":"restore_locate_done","step":100})", [](Event& e) {
+    e.type = EventType::kRestoreLocateDone;
+    e.step = 100;
+  });
+  add(head + R"("event":"restore_read_done","step":100,"rank":3,"bytes":7})", [](Event& e) {
+    e.type = EventType::kRestoreReadDone;
+    e.step = 100;
+    e.rank = 3;
+    e.bytes = 7;
+  });
+  add(head + R"("event":"restore_reshard_done","step":100})", [](Event& e) {
+    e.type = EventType::kRestoreReshardDone;
+    e.step = 100;
+  });
+  add(head + R"("event":"restore_resume","step":100,"tier":"rapid"})", [](Event& e) {
+    e.type = EventType::kRestoreResume;
+    e.step = 100;
+    e.tier = "rapid";
+  });
   add(head + R"("event":"cleanup","path":"/ckpt/step-50","bytes":999})", [](Event& e) {
     e.type = EventType::kCleanup;
     e.path = "/ckpt/step-50";
@@ -212,6 +231,10 @@ TEST(EventParser, EveryRequiredFieldIsRequired) {
       {EventType::kRestoreStart, {"step"}},
       {EventType::kRestoreDone, {"step", "bytes", "ok"}},
       {EventType::kCleanup, {"path", "bytes"}},
+      {EventType::kRestoreLocateDone, {"step"}},
+      {EventType::kRestoreReadDone, {"step"}},
+      {EventType::kRestoreReshardDone, {"step"}},
+      {EventType::kRestoreResume, {"step"}},
   };
   for (const auto& s : samples()) {
     std::vector<std::string> fields = required.at(s.event.type);
