@@ -104,6 +104,14 @@ struct ReadRange {
 // (file, offset) order.
 std::vector<std::vector<ReadRange>> plan_reads(const Metadata& m, std::size_t ranks);
 
+// A `.metadata` as DCP's default planner writes it for a checkpoint of
+// `ranks` ranks, each with one file `__{rank}_0.distcp` of `shard_bytes`
+// bytes: its first half the rank's slice of "model.weight", the rest its
+// slice of "optim.state.weight.exp_avg" (torch.uint8, dim 0 split by rank).
+// Python's protocol 4 (dcp_metadata_writer.cpp). What `ckptmon burst` writes,
+// so its DCP and Megatron torch_dist checkpoints read as real ones do.
+std::string synthetic_metadata(std::size_t ranks, std::uint64_t shard_bytes);
+
 // Whether the unpickler may name this global in a DCP `.metadata`.
 bool allowed_global(std::string_view module, std::string_view name);
 

@@ -255,7 +255,9 @@ void recognise_megatron(DirScope& s) {
       }
     } else {
       c.framework = "megatron_torch_dist";
-      megatron_dist_verdict(*it, evaluate_dcp_dir(*it), v, c);
+      const DcpEval e = evaluate_dcp_dir(*it);
+      megatron_dist_verdict(*it, e, v, c);
+      apply_dcp_metadata(*it, e, c, v);
       if (rel == Rel::kNewer && v.broken.empty()) {
         v.pending = v.pending.empty() ? newer : newer + "; " + v.pending;
       } else if ((rel == Rel::kOlder || rel == Rel::kCurrent) && v.broken.empty() &&

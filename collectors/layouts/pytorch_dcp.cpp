@@ -94,6 +94,13 @@ void apply_metadata(const DirNode& d, const FileEntry& meta, Checkpoint& c, Verd
 
 }  // namespace
 
+void apply_dcp_metadata(const DirNode& d, const DcpEval& e, Checkpoint& c, Verdict& v) {
+  // Only once the coordinator has renamed it into place.
+  if (e.marker != nullptr && e.marker->name == ".metadata" && e.pending.empty()) {
+    apply_metadata(d, *e.marker, c, v);
+  }
+}
+
 DcpEval evaluate_dcp_dir(const DirNode& d) {
   DcpEval e;
   std::map<std::int64_t, double> rank_newest;  // rank -> newest mtime of its shards
@@ -178,11 +185,7 @@ void recognise_pytorch_dcp(DirScope& s) {
     v.pending = e.pending;
     if (e.marker != nullptr) c.marker_time = e.marker->mtime;
   }
-  // DCP's own .metadata (also a Megatron torch_dist iteration's), once the
-  // coordinator has renamed it into place.
-  if (e.marker != nullptr && e.marker->name == ".metadata" && e.pending.empty()) {
-    apply_metadata(d, *e.marker, c, v);
-  }
+  apply_dcp_metadata(d, e, c, v);
   decide(c, v, activity, s.ctx());
   s.emit(std::move(f));
 }

@@ -215,6 +215,12 @@ struct DcpEval {
   std::string pending;                // why it is not committed, "" when the marker is there
 };
 DcpEval evaluate_dcp_dir(const DirNode& d);
+// Once DCP's `.metadata` is in place (e.marker, nothing pending): the
+// checkpoint's component bytes from it, Checkpoint::metadata saying how it
+// read, and `v.broken` when it places bytes past a shard's end or in a
+// missing file. A plain DCP directory's and a Megatron torch_dist
+// iteration's alike.
+void apply_dcp_metadata(const DirNode& d, const DcpEval& e, Checkpoint& c, Verdict& v);
 
 // DeepSpeed shard counts of one tag directory.
 struct DsTag {

@@ -137,6 +137,39 @@ class Layouts(unittest.TestCase):
     def test_dcp(self):
         self.check_layout("dcp")
 
+    def test_dcp_metadata_is_a_real_pickle_of_the_shards(self):
+        """Python's own unpickler (with torch's class names, dcp_fixture)
+        reads the .metadata burst writes, its storage rows tile every shard
+        file exactly, and the daemon's scan reads the same split."""
+        import pickle
+        import dcp_fixture  # noqa: F401  (defines the torch classes pickle resolves)
+        for layout, ckpt in (("dcp", "job0/step-100"), ("megatron", "job0/iter_0000100")):
+            target = self.ws.mkdir(layout + "-meta")
+            shard = 100001  # odd: the two halves differ by a byte
+            burst_json("--target", target, "--layout", layout, "--ranks", "3",
+                       "--shard-size", str(shard), "--checkpoints", "1")
+            d = os.path.join(target, ckpt)
+            with open(os.path.join(d, ".metadata"), "rb") as f:
+                meta = pickle.load(f)
+            self.assertEqual(sorted(meta.state_dict_metadata),
+                             ["model.weight", "optim.state.weight.exp_avg"])
+            per_file = {}
+            for idx, info in meta.storage_data.items():
+                per_file.setdefault(info.relative_path, []).append((info.offset, info.length))
+            self.assertEqual(sorted(per_file), [f"__{r}_0.distcp" for r in range(3)])
+            for name, ranges in per_file.items():
+                ranges.sort()
+                self.assertEqual(ranges, [(0, shard // 2), (shard // 2, shard - shard // 2)])
+                self.assertEqual(os.path.getsize(os.path.join(d, name)), shard)
+            w = meta.state_dict_metadata["model.weight"]
+            self.assertEqual(tuple(w.size), (3 * (shard // 2),))
+            self.assertEqual([tuple(c.offsets) for c in w.chunks],
+                             [(0,), (shard // 2,), (2 * (shard // 2),)])
+            got = scan(target)[ckpt]
+            self.assertEqual(got["component_source"], "metadata", got)
+            self.assertEqual(got["component_bytes"]["model"], 3 * (shard // 2))
+            self.assertEqual(got["component_bytes"]["optimizer"], 3 * (shard - shard // 2))
+
     def test_deepspeed(self):
         self.check_layout("deepspeed")
 
@@ -167,6 +200,45 @@ class Behaviour(unittest.TestCase):
         later = scan(target, now=end + 3600)
         self.assertEqual(sorted(p for p, c in later.items() if c["state"] == "partial"),
                          ["job0/step-100", "job0/step-400"])
+
+    def test_restore_as_another_topology_reads_what_dcp_plans(self):
+        """3 writers, 2 readers: each reader loads its half of dim 0 of both
+        tensors, reading every stored chunk that overlaps it whole (DCP's
+        FileSystemReader). Worked out by hand for 100001-byte shards:
+        model.weight is 3 chunks of 50000 rows, rank 0 (rows 0-74999) and
+        rank 1 (75000-149999) each overlap two: 100000 bytes; exp_avg is 3
+        chunks of 50001, halves of 75002 rows: 2 x 50001 each. Rank 0 also
+        reads .metadata."""
+        target = self.ws.mkdir("t")
+        events = self.ws.path("events.jsonl")
+        rep = burst_json("--target", target, "--ranks", "3", "--shard-size", "100001",
+                         "--checkpoints", "1", "--restore", "--restore-ranks", "2",
+                         "--events", events)
+        meta = os.path.getsize(os.path.join(target, "job0/step-100/.metadata"))
+        (r,) = rep["restores"]
+        self.assertEqual((r["ranks"], r["resharded"], r["ok"]), (2, True, True), r)
+        self.assertEqual(r["bytes"], 2 * (100000 + 100002) + meta)
+        with open(events) as f:
+            lines = [json.loads(x) for x in f]
+        reads = sorted((x["rank"], x["bytes"]) for x in lines if x["event"] == "restore_read_done")
+        self.assertEqual(reads, [(0, 200002 + meta), (1, 200002)])
+        kinds = [x["event"] for x in lines]
+        for k in ("restore_start", "restore_locate_done", "restore_reshard_done", "restore_done"):
+            self.assertEqual(kinds.count(k), 1, k)
+        self.assertLess(kinds.index("restore_locate_done"), kinds.index("restore_read_done"))
+        self.assertEqual(ckptmon("events", "check", events).returncode, 0)
+
+        # The writers' own count reads each file whole, once: no reshard.
+        again = self.ws.mkdir("t2")
+        rep = burst_json("--target", again, "--ranks", "3", "--shard-size", "100001",
+                         "--checkpoints", "1", "--restore")
+        (r,) = rep["restores"]
+        self.assertEqual((r["ranks"], r["resharded"]), (3, False))
+        self.assertEqual(r["bytes"], walk(os.path.join(again, "job0/step-100"))[1])
+
+        r = ckptmon("burst", "--target", self.ws.mkdir("t3"), "--restore-ranks", "2")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--restore-ranks needs --restore", r.stderr)
 
     def test_events_log_is_valid_and_complete(self):
         target = self.ws.mkdir("t")
@@ -342,7 +414,8 @@ class Behaviour(unittest.TestCase):
                     "--checkpoints", "2", "--interval", "0s", "--no-fsync")
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = r.stdout.splitlines()
-        self.assertRegex(lines[0], r"^checkpoint job0/step-100 committed files=3 bytes=135296 ")
+        size = walk(os.path.join(target, "job0/step-100"))[1]  # 2 x 64 KiB + .metadata
+        self.assertRegex(lines[0], rf"^checkpoint job0/step-100 committed files=3 bytes={size} ")
         self.assertRegex(lines[-1], r"^total: 2 committed, 0 partial, 0 in progress;")
         self.assertNotIn("\r", r.stdout + r.stderr)
 

@@ -272,6 +272,45 @@ TEST(DcpMetadata, ReshardPlanReadsEveryOverlappingChunkWhole) {
   EXPECT_TRUE(plan_reads(*r.metadata, 0).empty());
 }
 
+// What `ckptmon burst` writes: three ranks of 1001-byte shards, so each
+// rank's file holds 500 bytes of model.weight then 501 of the optimizer's
+// exp_avg (torch.uint8: an element is a byte).
+TEST(DcpMetadata, TheSyntheticMetadataReadsBackAsWritten) {
+  const ReadResult r = read_metadata(synthetic_metadata(3, 1001));
+  ASSERT_TRUE(r.metadata) << r.error;
+  const Metadata& m = *r.metadata;
+  ASSERT_EQ(m.items.size(), 2u);
+  EXPECT_EQ(m.items[0].fqn, "model.weight");
+  EXPECT_EQ(m.items[0].dtype, "torch.uint8");
+  EXPECT_EQ(m.items[0].size, (std::vector<std::int64_t>{1500}));
+  EXPECT_EQ(m.items[1].fqn, "optim.state.weight.exp_avg");
+  EXPECT_EQ(m.items[1].size, (std::vector<std::int64_t>{1503}));
+  EXPECT_EQ(m.component_bytes[static_cast<std::size_t>(Component::kModel)], 1500u);
+  EXPECT_EQ(m.component_bytes[static_cast<std::size_t>(Component::kOptimizer)], 1503u);
+  EXPECT_EQ(m.stored_bytes, 3003u);
+  EXPECT_EQ(m.version, "1.0.0");
+  ASSERT_EQ(m.storage.size(), 6u);  // sorted by (file, offset)
+  EXPECT_EQ(m.storage[1].file, "__0_0.distcp");
+  EXPECT_EQ(m.storage[1].offset, 500u);
+  EXPECT_EQ(m.storage[1].length, 501u);
+  EXPECT_EQ(m.storage[5].file, "__2_0.distcp");
+  // Two new ranks: model.weight rows 0-749 and 750-1499 (chunks of 500 at
+  // 0, 500, 1000): rank 0 reads chunks 0 and 1, rank 1 chunks 1 and 2;
+  // exp_avg rows 0-751 and 752-1502 (chunks of 501 at 0, 501, 1002): the
+  // same pattern. Each reads 2 x 500 + 2 x 501.
+  EXPECT_EQ(planned_bytes(m, 2), (std::vector<std::uint64_t>{2002, 2002}));
+}
+
+TEST(DcpMetadata, SyntheticMetadataOfShardsPast4GiB) {
+  const std::uint64_t shard = (std::uint64_t{5} << 30) + 1;  // LONG1 offsets and lengths
+  const ReadResult r = read_metadata(synthetic_metadata(2, shard));
+  ASSERT_TRUE(r.metadata) << r.error;
+  EXPECT_EQ(r.metadata->stored_bytes, 2 * shard);
+  EXPECT_EQ(r.metadata->storage[1].offset, shard / 2);
+  EXPECT_EQ(r.metadata->items[1].size,
+            (std::vector<std::int64_t>{static_cast<std::int64_t>(2 * (shard - shard / 2))}));
+}
+
 TEST(DcpMetadata, EnumMembersPickledThroughGetattr) {
   // Python 3.11.2 pickles _MEM_FORMAT_ENCODING.TORCH_CONTIGUOUS_FORMAT as
   // getattr(_MEM_FORMAT_ENCODING, "TORCH_CONTIGUOUS_FORMAT"): data, not a call.

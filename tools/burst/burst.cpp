@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <set>
 #include <thread>
 
+#include "collectors/formats/dcp_metadata.hpp"
 #include "events/event.hpp"
 #include "events/writer.hpp"
 #include "tools/burst/burst_fs.hpp"
@@ -599,7 +601,15 @@ struct Burst::Impl {
     return s.size() >= static_cast<std::size_t>(width) ? s : std::string(width - s.size(), '0') + s;
   }
 
-  std::uint64_t meta_size() const { return 4096 + 64 * static_cast<std::uint64_t>(o.ranks); }
+  // DCP's `.metadata` for this run's ranks and shards (the same for every
+  // save), pickled as torch writes it: the daemon reads its components.
+  const std::string& dcp_metadata() {
+    if (dcp_metadata_.empty()) {
+      dcp_metadata_ = dcp::synthetic_metadata(static_cast<std::size_t>(o.ranks), o.shard_size);
+    }
+    return dcp_metadata_;
+  }
+  std::string dcp_metadata_;
 
   JobRound plan(const std::string& job, int index) {
     JobRound r;
@@ -668,7 +678,7 @@ struct Burst::Impl {
     const std::string write_dir = r.write_dir;
     const auto dcp_meta = [&](const std::string& dir) {
       const std::string tmp = dir + "/.metadata.tmp";
-      if (!write_text(tmp, std::string(meta_size(), 'M'), false, c)) return false;
+      if (!write_text(tmp, dcp_metadata(), false, c)) return false;
       if (!rename_rel(tmp, dir + "/.metadata", c)) return false;
       if (o.fsync && fsync_dir(manifest.root(), dir)) ++c.fsyncs;
       markers.push_back(dir + "/.metadata");
@@ -1076,6 +1086,44 @@ struct Burst::Impl {
 
   // ---- restore ----
 
+  // What one reader reads: a file whole, or a byte range of it.
+  struct ReadSpan {
+    std::string file;  // relative to the target
+    std::uint64_t offset = 0, length = 0;
+    bool whole = false;
+  };
+
+  // Each of `n` readers' spans. DCP (and Megatron torch_dist) shards with a
+  // reader count other than the writers': the ranges DCP's reader plans for
+  // `n` ranks from the .metadata this burst wrote, the other files to reader
+  // 0 (the coordinator reads .metadata); otherwise whole files, dealt
+  // round-robin. `resharded` says which.
+  std::vector<std::vector<ReadSpan>> read_plan(const std::string& dir,
+                                               const std::vector<std::string>& files, std::size_t n,
+                                               bool& resharded) {
+    std::vector<std::vector<ReadSpan>> plan(n);
+    const bool dcp_files = o.layout == Layout::kDcp || o.layout == Layout::kMegatron;
+    resharded = false;
+    if (dcp_files && n != static_cast<std::size_t>(o.ranks)) {
+      const dcp::ReadResult meta = dcp::read_metadata(dcp_metadata());
+      if (meta.metadata) {
+        resharded = true;
+        const auto ranges = dcp::plan_reads(*meta.metadata, n);
+        for (std::size_t k = 0; k < n; ++k) {
+          for (const dcp::ReadRange& r : ranges[k]) {
+            plan[k].push_back({dir + "/" + r.file, r.offset, r.length, false});
+          }
+        }
+        for (const std::string& f : files) {
+          if (!f.ends_with(".distcp")) plan[0].push_back({f, 0, 0, true});
+        }
+        return plan;
+      }
+    }
+    for (std::size_t i = 0; i < files.size(); ++i) plan[i % n].push_back({files[i], 0, 0, true});
+    return plan;
+  }
+
   void restore(const std::string& job) {
     std::string dir;
     {
@@ -1106,33 +1154,69 @@ struct Burst::Impl {
         });
     std::sort(files.begin(), files.end());
     const double t1 = b.pacer_.mono();
-    // Read: R readers in parallel, files dealt round-robin.
+    Event located = event(EventType::kRestoreLocateDone, job, step);
+    located.tier = tier;
+    emit(located);
+    const auto n_ranks =
+        static_cast<std::size_t>(std::max(1, o.restore_ranks > 0 ? o.restore_ranks : o.ranks));
+    const std::vector<std::vector<ReadSpan>> plan = read_plan(dir, files, n_ranks, rr.resharded);
+    // Read: one thread per rank, each its own spans.
     std::atomic<std::uint64_t> bytes{0};
     std::atomic<bool> ok{listed};
     std::vector<std::thread> readers;
-    const std::size_t n_ranks = static_cast<std::size_t>(std::max(1, o.ranks));
+    // Per reader: its bytes and when it finished (steady clock; the events
+    // are dated from the burst's clock after the join, offset by these).
+    std::vector<std::uint64_t> read_bytes(n_ranks, 0);
+    std::vector<std::chrono::steady_clock::time_point> read_end(n_ranks);
     for (std::size_t k = 0; k < n_ranks; ++k) {
       readers.emplace_back([&, k] {
         std::vector<char> buf(kChunk);
-        for (std::size_t i = k; i < files.size(); i += n_ranks) {
-          int fd = open_file_beneath(manifest.root(), files[i], O_RDONLY);
+        std::uint64_t mine = 0;
+        for (const ReadSpan& span : plan[k]) {
+          int fd = open_file_beneath(manifest.root(), span.file, O_RDONLY);
           if (fd < 0) {
             ok = false;
             continue;
           }
-          while (true) {
-            ssize_t n = ::read(fd, buf.data(), buf.size());
+          std::uint64_t at = span.offset;
+          const std::uint64_t end = span.whole ? UINT64_MAX : span.offset + span.length;
+          while (at < end) {
+            const std::size_t want =
+                static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), end - at));
+            ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(at));
             if (n < 0 && errno == EINTR) continue;
-            if (n < 0) ok = false;
+            if (n < 0 || (n == 0 && !span.whole)) ok = false;  // short: the plan said more
             if (n <= 0) break;
-            bytes += static_cast<std::uint64_t>(n);
+            at += static_cast<std::uint64_t>(n);
+            mine += static_cast<std::uint64_t>(n);
           }
           ::close(fd);
         }
+        bytes += mine;
+        read_bytes[k] = mine;
+        read_end[k] = std::chrono::steady_clock::now();
       });
     }
     for (auto& t : readers) t.join();
+    {
+      const double now = b.clock_.now();
+      const auto joined = std::chrono::steady_clock::now();
+      for (std::size_t k = 0; k < n_ranks; ++k) {
+        Event e = event(EventType::kRestoreReadDone, job, step);
+        e.tier = tier;
+        e.rank = static_cast<std::int64_t>(k);
+        e.bytes = read_bytes[k];
+        e.ts = now - std::chrono::duration<double>(joined - read_end[k]).count();
+        emit(e);
+      }
+    }
+    if (rr.resharded) {
+      Event e = event(EventType::kRestoreReshardDone, job, step);
+      e.tier = tier;
+      emit(e);
+    }
     const double t2 = b.pacer_.mono();
+    rr.ranks = static_cast<int>(n_ranks);
     rr.files = files.size();
     rr.bytes = bytes;
     rr.locate_seconds = t1 - t0;

@@ -98,14 +98,18 @@ struct Options {
   std::optional<double> fill_to;  // stop when the file system's use reaches this fraction
   std::string drain_to;           // copy committed checkpoints here ("" = no drain)
   std::uint64_t drain_rate = 0;   // bytes per second; 0 = unlimited
-  int keep_last = 0;             // >0: the burst deletes its own older committed checkpoints (demo)
-  bool restore = false;          // read the newest committed checkpoint back at the end
-  int restore_every = 0;         // >0: also after every N-th committed save of a job (demo)
-  std::string events;            // schema-v1 event log ("" = none)
-  bool sparse = false;           // ftruncate shards instead of writing data
-  std::optional<double> window;  // seconds a save should take (reported as met or not)
-  std::string tier;              // tier name in events; default: basename of target
-  std::string drain_tier;        // default: basename of drain_to
+  int keep_last = 0;      // >0: the burst deletes its own older committed checkpoints (demo)
+  bool restore = false;   // read the newest committed checkpoint back at the end
+  int restore_every = 0;  // >0: also after every N-th committed save of a job (demo)
+  // Readers of a restore; 0: as many as wrote it (ranks). With DCP's
+  // .metadata (dcp, megatron) a different count reads the byte ranges DCP
+  // plans for the new topology (collectors/formats/dcp_metadata.hpp).
+  int restore_ranks = 0;
+  std::string events;              // schema-v1 event log ("" = none)
+  bool sparse = false;             // ftruncate shards instead of writing data
+  std::optional<double> window;    // seconds a save should take (reported as met or not)
+  std::string tier;                // tier name in events; default: basename of target
+  std::string drain_tier;          // default: basename of drain_to
   std::int64_t step_stride = 100;  // step of the i-th save (1-based) = i × stride
   std::string key_file;  // the manifest's key (tools/burst/burst_manifest.hpp); "" = the default
 };
@@ -150,6 +154,8 @@ struct RestoreResult {
   std::string path;
   std::int64_t step = 0;
   std::uint64_t files = 0, bytes = 0;
+  int ranks = 0;           // readers
+  bool resharded = false;  // ranks differ from the writers' and the reads follow DCP's plan
   double locate_seconds = 0, read_seconds = 0, total_seconds = 0;
   bool ok = false;
   double throughput() const {

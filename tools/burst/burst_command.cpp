@@ -57,6 +57,10 @@ CLI::App* add_burst_command(CLI::App& app, BurstArgs& a) {
   b->add_option("--drain-rate", a.drain_rate,
                 "Drain bandwidth, e.g. 200MiB/s (default: unlimited)");
   b->add_flag("--restore", a.restore, "Read the newest committed checkpoint back at the end");
+  b->add_option("--restore-ranks", a.restore_ranks,
+                "Readers of the restore (default: --ranks); with dcp or megatron, another count "
+                "reads the byte ranges DCP plans for that topology")
+      ->check(CLI::Range(1, 4096));
   b->add_option("--events", a.events, "Append the schema-v1 event log here (docs/events.md)");
   b->add_flag("--sparse", a.sparse, "Metadata only: shards are sparse files");
   b->add_option("--window", a.window,
@@ -182,6 +186,8 @@ burst::Options parse(const BurstArgs& a) {
   o.fsync = !a.no_fsync;
   o.sparse = a.sparse;
   o.restore = a.restore;
+  if (a.restore_ranks > 0 && !a.restore) throw Bad{"--restore-ranks needs --restore"};
+  o.restore_ranks = a.restore_ranks;
   for (const std::string& spec : a.fail_writer) {
     burst::FailPoint f;
     if (spec.empty()) {
@@ -494,6 +500,8 @@ int run_burst_command(const BurstArgs& a, const Clock& clock, bool tty, std::ost
                     {"step", x.step},
                     {"files", x.files},
                     {"bytes", x.bytes},
+                    {"ranks", x.ranks},
+                    {"resharded", x.resharded},
                     {"locate_seconds", x.locate_seconds},
                     {"read_seconds", x.read_seconds},
                     {"total_seconds", x.total_seconds},

@@ -34,6 +34,7 @@ struct BurstArgs {
   std::string drain_to;
   std::string drain_rate;
   bool restore = false;
+  int restore_ranks = 0;  // 0: --ranks
   std::string events;
   bool sparse = false;
   std::string window;
