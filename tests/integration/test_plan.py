@@ -120,6 +120,28 @@ class Plan(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("temporary-write allowance", r.stdout)
 
+    def test_spare_capacity_counts_what_is_on_the_disk(self):
+        """The sizing rule spares most of the 64 MiB tier, but 40 MiB of
+        something else (not a checkpoint) sits on it: the plan says how
+        little is free now, with the used share statvfs gives here."""
+        with open(os.path.join(self.tier, "scratch.bin"), "wb") as f:
+            f.write(b"\1" * (40 << 20))
+
+        def seen():
+            v = self.d.scrape().get("ckpt_tier_avail_bytes", tier="rapid")
+            return v is not None and v < 30 << 20
+        harness.wait_for(seen, what="the daemon seeing the 40 MiB file")
+        p = self.plan_json("--from", self.url)
+        spare = p["size_bytes"] - p["required_capacity_bytes"]
+        self.assertGreater(spare, 60 << 20)  # the rule alone: nearly all of it
+        r = ckptmon("plan", "--from", self.url)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        st = os.statvfs(self.tier)
+        used = 100 * (1 - st.f_bavail / st.f_blocks)
+        self.assertIn("to spare by the sizing rule, but only ", r.stdout)
+        self.assertIn(f"free now ({used:.3g} % used)", r.stdout)
+        self.assertNotIn("e+", r.stdout)  # no percentage in exponent notation
+
     def test_restore_time_against_the_objective(self):
         # Each latest checkpoint: its bytes at the configured 1 MiB/s, plus 3
         # files (two shards and .metadata) x 3 operations / 1000 ops/s.

@@ -29,7 +29,14 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::string percent(double ratio) { return fmt("%.3g", ratio * 100) + " %"; }
+// "30.6 %", "0.5 %", "1234 %": three significant digits, never an exponent
+// (%.3g writes 1234 as "1.23e+03").
+std::string percent(double ratio) {
+  const double v = ratio * 100;
+  const double a = std::fabs(v);
+  if (a > 0 && a < 1e-4) return "< 0.0001 %";
+  return fmt(a >= 1000 ? "%.0f" : "%.3g", v) + " %";
+}
 
 std::string rate(double bytes_per_second) { return human_bytes(bytes_per_second) + "/s"; }
 
@@ -199,6 +206,14 @@ std::vector<TermRow> term_rows(const TierPlan& p) {
          "; " +
          (*p.shortfall_bytes > 0 ? human_bytes(*p.shortfall_bytes) + " more needed"
                                  : human_bytes(-*p.shortfall_bytes) + " to spare");
+    // The rule sizes the tier against what checkpoints need; what else lives
+    // on the file system takes space too. Where less is free now than the
+    // rule spares, say so: "to spare" alone reads as free space.
+    if (*p.shortfall_bytes <= 0 && p.inputs.has_stats && p.inputs.size_bytes > 0 &&
+        p.inputs.avail_bytes < -*p.shortfall_bytes) {
+      vs += " by the sizing rule, but only " + human_bytes(p.inputs.avail_bytes) + " free now (" +
+            percent(1 - p.inputs.avail_bytes / p.inputs.size_bytes) + " used)";
+    }
   }
   rows.push_back({"required capacity", human_bytes(p.terms.required_bytes), vs});
   std::string bw = human_bytes(p.bytes_per_checkpoint) + " per checkpoint / " +
