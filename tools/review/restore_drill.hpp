@@ -3,14 +3,9 @@
 // checkpoint on a tier back as its ranks would, and says how long a restore
 // takes there, phase by phase, against the recovery time objective.
 //
-// Phases: locate (walk the tier, pick the version, read DCP's .metadata),
-// metadata (open and fstat every file read), read (N reader threads, each
-// its rank's files or, with --ranks M on a DCP checkpoint, the byte ranges
-// the .metadata plans for M new ranks), verify (not yet: no checksum is
-// compared, and the output says so). Read-only: every file is opened under
-// the tier root with open_beneath (no symlink followed, nothing outside),
-// O_RDONLY; --cold drops the files' pages (POSIX_FADV_DONTNEED) first and
-// reports what stayed resident (mincore); --rate caps the reading.
+// The drill itself is collectors/restore_drill.hpp's (phases, what it
+// reads and how); this is the command: the tier from --config.file or a
+// path, the objective from the tier's policy, and the output.
 
 #include <cstdint>
 #include <optional>
@@ -18,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/restore_drill.hpp"
 #include "util/clock.hpp"
 
 namespace ckptmon {
@@ -34,28 +30,6 @@ struct RestoreDrillOptions {
   std::optional<double> objective_seconds;
   std::string format = "table";  // table | json
   int job_depth = 1;
-};
-
-// One reader rank's share.
-struct DrillRank {
-  std::uint64_t bytes = 0;
-  std::uint64_t ranges = 0;  // whole files, or planned byte ranges
-  double seconds = 0;
-};
-
-struct DrillResult {
-  std::string tier, job, path, framework;
-  std::int64_t step = -1;
-  std::size_t writer_ranks = 0;  // 0: the names do not tell
-  bool planned = false;          // reads are the .metadata's plan for the reader ranks
-  std::uint64_t files = 0;       // opened in the metadata phase
-  std::uint64_t bytes = 0;       // read
-  double locate_seconds = 0, metadata_seconds = 0, read_seconds = 0;
-  std::vector<DrillRank> ranks;
-  std::optional<std::uint64_t> resident_after_drop;  // --cold: bytes mincore still saw cached
-  std::optional<double> objective_seconds;
-  std::string failure;  // the file and why, when the drill could not read the checkpoint
-  double total() const { return locate_seconds + metadata_seconds + read_seconds; }
 };
 
 // Exit codes: 0 read within the objective (or none set), 1 over it or failed
