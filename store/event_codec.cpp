@@ -285,7 +285,7 @@ std::optional<EventRestores> decode_event_restores(std::string_view row) {
       if (r.flag()) *m = r.f64();
     }
     p.ranks_read = r.u64();
-    rs.phases = std::move(p);
+    rs.phases = p;
   }
   return finish(r, std::move(rs), row);
 }
