@@ -3,15 +3,21 @@
 127.0.0.1 (a free port) plays dcgm-exporter for two GPUs, and a daemon with
 gpu.source dcgm scrapes it every 250 ms.
 
-The endpoint stamps every series with the time it answered (a timestamp the
-exposition format allows and the source honours), and its value follows
-that time: 90 % busy, except 10 % during a 5 s checkpoint pause the test
-writes with `ckptmon emit`. GPU 0 reports DCGM_FI_PROF_GR_ENGINE_ACTIVE
+The endpoint stamps every series with a timestamp (the exposition format
+allows one and the source honours it) from its own clock: each answer is
+dated one 250 ms bucket after the last, in the middle of the bucket, and
+never ahead of the wall clock. A poll the daemon makes late (a loaded CI
+machine) therefore leaves no hole in the samples and no sample near a
+bucket's edge, and the values follow that clock: 90 % busy, except 10 %
+during a 5 s checkpoint pause the test writes with `ckptmon emit`, placed on
+the endpoint's clock once the daemon has read its first samples. GPU 0 reports DCGM_FI_PROF_GR_ENGINE_ACTIVE
 (0.9 / 0.1) next to a DCGM_FI_PROF_SM_ACTIVE that must be ignored (0.5);
 GPU 1 only DCGM_FI_DEV_GPU_UTIL (90 / 10 %). The pause and its baseline are
 aligned to the 250 ms buckets, so the GPU-seconds lost are exactly
 2 GPUs x (0.9 - 0.1) x 5 s = 8, worked out by hand. The live scrape
-takes the few seconds of the timeline; nothing else waits on wall time.
+takes the few seconds of the timeline; the only wall-time bound left is the
+join's grace (5 polls plus the 5 s timeout), which the endpoint's clock
+would pass only if the daemon fell that far behind its polls.
 
 Bad input: the same endpoint then answers HTML, 100 MB (with and without a
 Content-Length), slower than the
@@ -51,13 +57,20 @@ def assert_dip_joined(test, m, idle_gpu_seconds):
 
 
 class Dcgm:
-    """A scripted dcgm-exporter: mode and dip window are set by the test."""
+    """A scripted dcgm-exporter: mode and dip window are set by the test.
 
-    def __init__(self):
+    Its clock (`stamp()`) dates the answers `step` seconds apart, each in the
+    middle of a bucket of that width, never ahead of the wall clock: the
+    samples are contiguous whatever the pace of the polls."""
+
+    def __init__(self, step=INTERVAL):
         self.mode = "ok"
         self.dip = (0.0, 0.0)
         self.requests = 0
         self.counter = 0
+        self.step = step
+        self.last = None  # the newest answer's timestamp
+        self.lock = threading.Lock()
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -79,10 +92,26 @@ class Dcgm:
         self.server.shutdown()
         self.server.server_close()
 
-    def text(self):
+    def stamp(self):
+        """The next answer's timestamp: one step after the last, or the same
+        bucket again when the wall clock has not reached the next one."""
         now = time.time()
-        ts = int(now * 1000)
-        busy = not (self.dip[0] < ts / 1000 <= self.dip[1])
+        with self.lock:
+            if self.last is None:
+                self.last = (math.floor(now / self.step) - 0.5) * self.step
+            elif self.last + self.step <= now:
+                self.last += self.step
+            return self.last
+
+    def bucket_end(self):
+        """The end of the newest answered bucket (a whole number of steps)."""
+        with self.lock:
+            return None if self.last is None else math.ceil(self.last / self.step) * self.step
+
+    def text(self):
+        t = self.stamp()
+        ts = int(round(t * 1000))
+        busy = not (self.dip[0] < t <= self.dip[1])
         ratio, pct = (0.9, 90) if busy else (0.1, 10)
         common = 'modelName="NVIDIA H100 80GB HBM3",Hostname="gpu-node-07",pod="",namespace="",hpc_job="llama"'
         lines = [
@@ -161,15 +190,16 @@ class GpuDcgmEndToEnd(unittest.TestCase):
         return text + extra
 
     def test_dip_costs_gpu_seconds(self):
-        # A 5 s pause starting at a whole second at least 6 s ahead: 5 s of
-        # baseline before it are scraped live first. 20 buckets of 250 ms
-        # each: a poll that slips past a bucket (the runner's period is not
-        # exact) leaves coverage above the join's 90 %.
-        a = math.ceil(time.time()) + 6.0
-        b = a + 5.0
-        self.dcgm.dip = (a, b)
+        # The daemon reads its first samples, then a 5 s pause starts 6 s
+        # ahead on the endpoint's clock: 5 s of baseline (20 buckets) after
+        # the first sample are scraped live first.
         ck = self.ws.ckptmon(self.config())
         ck.wait_ready()
+        harness.wait_for(lambda: ck.scrape().get("ckpt_gpu_utilization_ratio", gpu="1") is not None,
+                         timeout=30, interval=0.1, what="the first GPU samples")
+        a = self.dcgm.bucket_end() + 6.0
+        b = a + 5.0
+        self.dcgm.dip = (a, b)
         self.emit("checkpoint_start", 100, a - 0.5)
         self.emit("pause_start", 100, a)
         self.emit("pause_end", 100, b)

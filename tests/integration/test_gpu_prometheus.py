@@ -1,24 +1,22 @@
 #!/usr/bin/python3
 """gpu.source prometheus end to end: Debian's prometheus (127.0.0.1, a free
 port, tmp storage, 1 s scrape interval) scrapes a local http.server that
-plays dcgm-exporter for two GPUs (test_gpu_dcgm.Dcgm, without timestamps),
-and a ckptmon daemon with gpu.source prometheus reads the raw samples back
+plays dcgm-exporter for two GPUs (test_gpu_dcgm.Dcgm on a 1 s clock: its
+timestamps, which Prometheus honours, are contiguous seconds whatever the
+pace of the scrapes), and a ckptmon daemon with gpu.source prometheus reads the raw samples back
 through the HTTP API with the configured selector {job="dcgm"}.
 
 The GPUs are 90 % busy except during a 10 s checkpoint pause written with
-`ckptmon emit` (10 % busy). The pause is aligned to whole seconds, the
-daemon's 1 s buckets, and each Prometheus sample covers the second before
-it, so the loss is 2 GPUs x (0.9 - 0.1) x 10 s = 16 GPU-seconds, worked
-out by hand (a sample is mis-valued only when a scrape starts within the
-exporter's reply time, about a millisecond, of the pause's edge). The
-live timeline takes about 25 s of Prometheus scrapes; nothing else waits
-on wall time.
+`ckptmon emit` (10 % busy), placed on the endpoint's clock. The pause is
+aligned to whole seconds, the daemon's 1 s buckets, and every sample sits in
+the middle of one, so the loss is 2 GPUs x (0.9 - 0.1) x 10 s = 16
+GPU-seconds, worked out by hand. The live timeline takes about 25 s of
+Prometheus scrapes; nothing else waits on wall time.
 
 A Prometheus that answers errors, HTML, or too slowly: counted, logged once,
 the source down (readings unknown, not 0), the rest serving."""
 
 import http.server
-import math
 import os
 import sys
 import threading
@@ -86,7 +84,7 @@ class GpuPrometheusEndToEnd(unittest.TestCase):
 
     def test_dip_through_a_real_prometheus(self):
         harness.require_executable(harness.PROMETHEUS, "prometheus")
-        dcgm = Dcgm()
+        dcgm = Dcgm(step=1.0)
         self.addCleanup(dcgm.close)
         cfg = self.ws.write("prometheus.yml", (
             "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
@@ -95,9 +93,9 @@ class GpuPrometheusEndToEnd(unittest.TestCase):
         prom = self.ws.start(harness.Prometheus(cfg, self.ws.mkdir("tsdb")))
         harness.wait_for(lambda: prom.query('up{job="dcgm"} == 1'), timeout=60,
                          interval=0.2, what="Prometheus scraping the dcgm endpoint")
-        # The pause starts on a whole second, 11 s ahead: 10 s of baseline
-        # are scraped first.
-        a = math.ceil(time.time()) + 11.0
+        # The pause starts on a whole second, 11 s ahead on the endpoint's
+        # clock: 10 s of baseline are scraped first.
+        a = dcgm.bucket_end() + 11.0
         b = a + 10.0
         dcgm.dip = (a, b)
         ck = self.ws.ckptmon(self.config(prom.url, '{job="dcgm"}'))
@@ -110,7 +108,11 @@ class GpuPrometheusEndToEnd(unittest.TestCase):
         def joined():
             m = ck.scrape()
             return m if m.get("ckpt_checkpoint_gpu_idle_seconds_count", training_job="llama") == 1 else None
-        m = harness.wait_for(joined, timeout=90, interval=0.5, what="the checkpoint joined")
+        try:
+            m = harness.wait_for(joined, timeout=90, interval=0.5, what="the checkpoint joined")
+        except AssertionError:
+            print(ck.get("/metrics").text(), file=sys.stderr)
+            raise
         self.assertEqual(m.get("ckptmon_gpu_source_up"), 1)
         assert_dip_joined(self, m, 16)  # 2 GPUs x (0.9 - 0.1) x 10 s
         info = sorted((l["uuid"], l["source"]) for l in m.labels_of("ckpt_gpu_info"))
