@@ -17,6 +17,7 @@
 #include "rules/alerts.hpp"
 #include "rules/capacity.hpp"
 #include "rules/series.hpp"
+#include "store/drill_ledger.hpp"
 #include "store/history.hpp"
 #include "store/store.hpp"
 #include "util/text.hpp"
@@ -242,6 +243,13 @@ void fill_gpu_costs(Report& r, const std::vector<StoredGpuCost>& costs, const Re
   }
 }
 
+void fill_drills(Report& r, const std::vector<DrillRecord>& drills, const ReportScope& o) {
+  for (const DrillRecord& d : drills) {
+    TierReport::Job* j = job_entry(r, d.tier, d.job, o);
+    if (j != nullptr) j->drills.push_back(d);
+  }
+}
+
 // `tiers`: the configuration's (null: not known, and the section says so).
 void fill_compliance(Report& r, const std::vector<Checkpoint>& history,
                      const std::vector<TierConfig>* tiers, const ReportScope& o) {
@@ -377,6 +385,32 @@ json gpu_json(const TierReport::Job& j) {
           {"checkpoints_unknown", j.gpu_unknown}};
 }
 
+// null without a drill of the job in the period; else how many, how many were
+// ok (read it all within the objective), the slowest, and the last one.
+json drills_json(const TierReport::Job& j) {
+  if (j.drills.empty()) return nullptr;
+  std::size_t ok = 0;
+  double slowest = 0;
+  for (const DrillRecord& d : j.drills) {
+    ok += d.ok() ? 1 : 0;
+    if (d.read_ok()) slowest = std::max(slowest, d.total_seconds());
+  }
+  const DrillRecord& last = j.drills.back();
+  json l{{"finished_at", last.finished_at},
+         {"step", last.step},
+         {"seconds", last.total_seconds()},
+         {"bytes", last.bytes},
+         {"read_bytes_per_second", opt(last.read_bytes_per_second())},
+         {"objective_seconds", opt(last.objective_seconds)},
+         {"ok", last.ok()},
+         {"failure", last.failure.empty() ? json() : json(last.failure)}};
+  return {{"drills", j.drills.size()},
+          {"ok", ok},
+          {"failed", j.drills.size() - ok},
+          {"slowest_seconds", slowest > 0 ? json(slowest) : json()},  // of those read in full
+          {"last", std::move(l)}};
+}
+
 json points_json(const std::vector<HistoryPoint>& pts) {
   json out = json::array();
   for (const HistoryPoint& p : pts) out.push_back({p.t, p.v});
@@ -405,7 +439,8 @@ json to_json(const Report& r, bool with_series = false) {
                  {"completion_skew_seconds", quantiles_json(j.skew, k)},
                  {"optimizer_share", share_json(j)},
                  {"drain_backlog", drain_json(j)},
-                 {"gpu_cost", gpu_json(j)}};
+                 {"gpu_cost", gpu_json(j)},
+                 {"restore_drills", drills_json(j)}};
       if (with_series) {
         jj["series"] = {{"stored_bytes", points_json(j.stored_points)},
                         {"checkpoint_bytes", points_json(j.sizes)},
@@ -642,6 +677,7 @@ void fill_from_db(sql::Db& db, const ReportScope& o, Report& r, double now,
   fill_compliance(r, history, tiers, o);
   if (auto peaks = load_drain_peaks(db, r.since, r.until)) fill_drain_peaks(r, *peaks, o);
   if (auto costs = load_gpu_costs(db, r.since, r.until)) fill_gpu_costs(r, *costs, o);
+  if (auto drills = load_drills(db, r.since, r.until)) fill_drills(r, *drills, o);
   fill_alerts(r, load_alert_transitions(db, r.since), o);
 }
 
@@ -848,6 +884,35 @@ std::string to_markdown(const json& j) {
   }
   if (!any_gpu) {
     out += "No GPU history in the period (no GPU source, or not known: `--from` has none).\n";
+  }
+  out += "\n## Restore drills\n\n";
+  bool any_drill = false;
+  for (const json& t : j["tiers"]) {
+    for (const json& jb : t["jobs"]) {
+      const json& d = jb["restore_drills"];
+      if (!d.is_object()) continue;
+      if (!any_drill) {
+        out +=
+            "Scheduled restore drills that finished in the period (rules.md, \"Restore "
+            "drills\"): ok = read it all within the job's recovery_time_objective.\n\n| tier | "
+            "job | drills | ok | failed | slowest s | last | last s | last result |\n| --- | "
+            "--- | ---: | ---: | ---: | ---: | --- | ---: | --- |\n";
+      }
+      any_drill = true;
+      const json& l = d["last"];
+      const std::string result = l["ok"].get<bool>()        ? std::string("ok")
+                                 : l["failure"].is_string() ? l["failure"].get<std::string>()
+                                                            : std::string("over the objective");
+      out += "| " + md_cell(t["tier"]) + " | " + md_cell(jb["job"]) + " | " + num(d["drills"]) +
+             " | " + num(d["ok"]) + " | " + num(d["failed"]) + " | " + num(d["slowest_seconds"]) +
+             " | " + format_rfc3339(l["finished_at"].get<double>()) + " | " + num(l["seconds"]) +
+             " | " + md_cell(result) + " |\n";
+    }
+  }
+  if (!any_drill) {
+    out +=
+        "No restore drill in the period (no tier sets restore_drill, or not known: `--from` "
+        "has none).\n";
   }
   out += "\n## Alerts fired\n\n";
   if (j["alerts"].empty())

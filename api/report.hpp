@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/restore_drill.hpp"
 #include "model/tier.hpp"
 #include "rules/alerts.hpp"
 #include "rules/plan.hpp"
@@ -86,6 +87,9 @@ struct TierReport {
     // gpu_known + gpu_unknown == 0: no GPU history for the job.
     double gpu_lost = 0;
     std::size_t gpu_known = 0, gpu_unknown = 0;
+    // Scheduled restore drills that finished in the period (store/drill_ledger.hpp),
+    // oldest first; empty: none, or not known (`--from`).
+    std::vector<DrillRecord> drills;
     std::vector<HistoryPoint> sizes;            // (commit time, bytes)
     std::vector<HistoryPoint> optimizer_share;  // (commit time, optimizer / bytes)
     std::optional<double> checkpoint_first_bytes, checkpoint_last_bytes;  // --prometheus

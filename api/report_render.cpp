@@ -392,6 +392,28 @@ std::string report_html(const json& j) {
         "<th>lost GPU-seconds</th><th>checkpoints known</th><th>unknown</th></tr>\n" +
         gpus + "</table>\n";
   }
+  std::string drills;
+  for (const json& t : j["tiers"]) {
+    for (const json& jb : t["jobs"]) {
+      const json& d = jb["restore_drills"];
+      if (!d.is_object()) continue;
+      const json& l = d["last"];
+      const std::string result = l["ok"].get<bool>()        ? std::string("ok")
+                                 : l["failure"].is_string() ? l["failure"].get<std::string>()
+                                                            : std::string("over the objective");
+      drills += "<tr><td>" + h(t["tier"]) + "</td><td>" + h(jb["job"]) + "</td><td class=\"n\">" +
+                d["drills"].dump() + "</td><td class=\"n\">" + d["ok"].dump() +
+                "</td><td class=\"n\">" + d["failed"].dump() + "</td><td class=\"n\">" +
+                fmt("%.3f", l["seconds"].get<double>()) + "</td><td>" + html_escape(result) +
+                "</td></tr>\n";
+    }
+  }
+  if (!drills.empty()) {
+    out +=
+        "<h2>Restore drills</h2>\n<table><tr><th>tier</th><th>job</th><th>drills</th>"
+        "<th>ok</th><th>failed</th><th>last, seconds</th><th>last result</th></tr>\n" +
+        drills + "</table>\n";
+  }
   out += "<h2>Drain backlog peaks</h2>\n";
   if (drains.empty()) {
     out +=

@@ -57,6 +57,7 @@ class Collector {
   virtual std::set<std::string> on_wake() { return {}; }
 };
 
+class DrillLedger;
 class EventJournal;
 class VerificationLedger;
 
@@ -73,6 +74,9 @@ struct CollectorEnv {
   // dcgm, prometheus) with their TLS, credentials and headers; null in tools
   // without one (the source then reports down).
   HttpFetchFactory http_fetch;
+  // Where the scheduled restore drills keep their results
+  // (collectors/drill_ledger.hpp); null in tools without a state database.
+  std::shared_ptr<DrillLedger> drill_ledger;
 };
 
 // Every collector the daemon runs, in a fixed order (collectors/registry.cpp).

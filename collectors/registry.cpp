@@ -4,6 +4,7 @@
 #include <array>
 
 #include "collectors/collector.hpp"
+#include "collectors/drill_collector.hpp"
 #include "collectors/gpu.hpp"
 #include "collectors/integrity.hpp"
 #include "collectors/manifest_tail.hpp"
@@ -43,6 +44,10 @@ constexpr std::array kCollectors{
     Entry{"gpu",
           [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
             return std::make_shared<GpuCollector>(env.clock, env.http_fetch);
+          }},
+    Entry{"restore_drill",
+          [](const CollectorEnv& env) -> std::shared_ptr<Collector> {
+            return std::make_shared<DrillCollector>(env.clock, env.drill_ledger);
           }},
 };
 

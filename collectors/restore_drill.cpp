@@ -384,10 +384,9 @@ int Drill::run(DrillResult& r, std::string& error) {
     const bool over_objective = r.objective_seconds && need > *r.objective_seconds;
     const bool over_deadline = o_.deadline_seconds > 0 && need > o_.deadline_seconds;
     if (over_objective || over_deadline) {
-      char msg[160];
-      static_cast<void>(std::snprintf(msg, sizeof(msg), "%.0f s", need));
       error = "refused: reading " + human_bytes(static_cast<double>(planned)) + " at " +
-              human_bytes(o_.rate_bytes_per_second) + "/s takes " + msg + ", over the " +
+              human_bytes(o_.rate_bytes_per_second) + "/s takes " + seconds_text(need) +
+              ", over the " +
               (over_objective ? "objective of " + seconds_text(*r.objective_seconds)
                               : "deadline of " + seconds_text(o_.deadline_seconds));
       return 2;

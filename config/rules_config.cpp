@@ -223,6 +223,8 @@ void read_rules(YamlMap& m, AlertRules& r, ErrorSink& sink) {
             [](YamlMap&, auto&, std::size_t) {});
   read_rule(m, alert_name(AlertId::kTierNotEncrypted), r.tier_not_encrypted, sink,
             [](YamlMap&, auto&, std::size_t) {});
+  read_rule(m, alert_name(AlertId::kRestoreDrillFailed), r.restore_drill_failed, sink,
+            [](YamlMap&, auto&, std::size_t) {});
   m.finish();
 }
 
@@ -306,6 +308,70 @@ void read_storage_path(YamlMap& m, StoragePathPolicy& out,
       }
     }
   }
+  m.finish();
+}
+
+namespace {
+
+// "HH:MM" -> minutes after midnight, or nullopt.
+std::optional<int> clock_minutes(std::string_view t) {
+  if (t.size() != 5 || t[2] != ':') return std::nullopt;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (!digit(t[0]) || !digit(t[1]) || !digit(t[3]) || !digit(t[4])) return std::nullopt;
+  const int h = (t[0] - '0') * 10 + (t[1] - '0');
+  const int m = (t[3] - '0') * 10 + (t[4] - '0');
+  if (h > 24 || m > 59 || (h == 24 && m != 0)) return std::nullopt;
+  return h * 60 + m;
+}
+
+}  // namespace
+
+void read_restore_drill(YamlMap& m, RestoreDrillPolicy& out, ErrorSink& sink) {
+  seconds_key(m, "every", out.every_seconds, sink, 60);
+  if (YamlField f = m.get("window"); f.present()) {
+    if (auto text = read_string(f, sink); text && text->empty()) {
+      out.window_start_minute = out.window_end_minute = 0;  // any time of day
+    } else if (text) {
+      const auto dash = text->find('-');
+      std::optional<int> start, end;
+      if (dash != std::string::npos) {
+        start = clock_minutes(std::string_view(*text).substr(0, dash));
+        end = clock_minutes(std::string_view(*text).substr(dash + 1));
+      }
+      if (!start || !end) {
+        sink.add(f.mark(), f.path,
+                 "expected a daily window in UTC such as \"02:00-05:00\" (HH:MM-HH:MM, may wrap "
+                 "past midnight), got \"" +
+                     *text + "\"");
+      } else if (*start == 0 && *end == 1440) {
+        out.window_start_minute = out.window_end_minute = 0;  // the whole day: any time
+      } else if (*start % 1440 == *end % 1440) {
+        sink.add(f.mark(), f.path,
+                 "the window \"" + *text +
+                     "\" starts where it ends; leave `window` out for any time of day");
+      } else {
+        out.window_start_minute = *start % 1440;
+        out.window_end_minute = *end % 1440;
+      }
+    }
+  }
+  if (YamlField f = m.get("rate"); f.present()) {
+    // A size per second ("500MiB" = 500 MiB/s), like storage_path's bandwidths.
+    if (auto v = read_byte_size(f, sink, 0, std::uint64_t{1} << 60)) {
+      out.rate_bytes_per_second = static_cast<double>(*v);
+    }
+  }
+  if (YamlField f = m.get("ranks"); f.present()) {
+    if (f.value.IsScalar() && f.value.Scalar() == "auto") {
+      out.ranks = 0;
+    } else if (auto v = read_int(f, sink, 1, 65536)) {
+      out.ranks = *v;
+    }
+  }
+  if (YamlField f = m.get("cold"); f.present()) {
+    if (auto v = read_bool(f, sink)) out.cold = *v;
+  }
+  seconds_key(m, "deadline", out.deadline_seconds, sink, 1);
   m.finish();
 }
 
@@ -437,6 +503,7 @@ void read_tier_policy(YamlMap& tier, TierPolicy& out, ErrorSink& sink) {
   section("sizing", read_sizing, out.sizing);
   section("bandwidth", read_bandwidth, out.bandwidth);
   section("drain", read_drain, out.drain);
+  section("restore_drill", read_restore_drill, out.restore_drill);
   if (YamlField f = tier.get("storage_path"); f.present()) {
     YamlMap m(f.value, f.path, sink);
     if (m.ok()) read_storage_path(m, out.storage_path, out.job_storage_path, sink);

@@ -20,6 +20,7 @@ void read_retention(YamlMap& m, RetentionPolicy& out, ErrorSink& sink);
 void read_sizing(YamlMap& m, SizingPolicy& out, ErrorSink& sink);
 void read_bandwidth(YamlMap& m, BandwidthPolicy& out, ErrorSink& sink);
 void read_drain(YamlMap& m, DrainPolicy& out, ErrorSink& sink);
+void read_restore_drill(YamlMap& m, RestoreDrillPolicy& out, ErrorSink& sink);
 // `tiers[].storage_path`, with its per-job `jobs: {<job>: {...}}` overrides.
 void read_storage_path(YamlMap& m, StoragePathPolicy& out,
                        std::map<std::string, StoragePathPolicy>& jobs, ErrorSink& sink);

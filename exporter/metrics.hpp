@@ -6,6 +6,7 @@
 //   tiers.hpp       ckpt_tier_*
 //   catalog.hpp     ckpt_checkpoints, ckpt_job_*, ckpt_last_checkpoint_*, ckptmon_scan_*
 //   events.hpp      ckptmon_manifest_*, ckpt_checkpoint_*, ckpt_restore_*, integrity
+//   drills.hpp      ckpt_restore_drill_*, ckptmon_restore_drills_total
 //   gpu.hpp         ckpt_gpu_*, ckpt_checkpoint_gpu_*, ckptmon_gpu_*
 //   io.hpp          ckpt_tier_read/written/metadata, ckpt_network_*, ckptmon_io_*
 //   collectors.hpp  ckptmon_collector_*
@@ -16,6 +17,7 @@
 
 #include "exporter/catalog.hpp"
 #include "exporter/collectors.hpp"
+#include "exporter/drills.hpp"
 #include "exporter/events.hpp"
 #include "exporter/family.hpp"
 #include "exporter/gpu.hpp"

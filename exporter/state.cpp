@@ -2,6 +2,7 @@
 
 #include "exporter/catalog.hpp"
 #include "exporter/collectors.hpp"
+#include "exporter/drills.hpp"
 #include "exporter/events.hpp"
 #include "exporter/family.hpp"
 #include "exporter/gpu.hpp"
@@ -15,7 +16,8 @@ namespace {
 // publisher renders through its cache).
 using Part = void (*)(const State&, std::vector<prometheus::MetricFamily>&);
 constexpr Part kBeforeCatalog[] = {tier_families};
-constexpr Part kAfterCatalog[] = {event_families, gpu_families, io_families, collector_families};
+constexpr Part kAfterCatalog[] = {event_families, drill_families, gpu_families, io_families,
+                                  collector_families};
 
 }  // namespace
 

@@ -39,6 +39,7 @@ enum class AlertId : std::uint8_t {
   kDeletionStalled,
   kOutsideAllowedResidency,
   kTierNotEncrypted,
+  kRestoreDrillFailed,
   // In PromQL only: about ckptmon itself, which a dead or blind daemon cannot report.
   kCkptmonDown,
   kCollectorFailing,
@@ -47,7 +48,7 @@ enum class AlertId : std::uint8_t {
   kAlertmanagerUnreachable,
 };
 
-inline constexpr std::size_t kAlertCount = 30;
+inline constexpr std::size_t kAlertCount = 31;
 
 inline constexpr std::array<std::string_view, kAlertCount> kAlertNames{{
     "CheckpointDrainBacklogGrowing",
@@ -75,6 +76,7 @@ inline constexpr std::array<std::string_view, kAlertCount> kAlertNames{{
     "CheckpointDeletionStalled",
     "CheckpointOutsideAllowedResidency",
     "CheckpointTierNotEncrypted",
+    "CheckpointRestoreDrillFailed",
     "CkptmonDown",
     "CkptmonCollectorFailing",
     "CkptmonConfigReloadFailed",

@@ -116,6 +116,29 @@ struct StoragePathPolicy {
   double restore_metadata_ops_per_second = 1000;
 };
 
+// Scheduled restore drills on the tier (YAML `tiers[].restore_drill`,
+// docs/rules.md "Restore drills"): every `every` seconds each job with a
+// committed checkpoint here has its newest one read back as its ranks would
+// (collectors/restore_drill.hpp), within the daily window, never while the
+// job is saving. Off unless `every` is set.
+struct RestoreDrillPolicy {
+  double every_seconds = 0;  // 0 = no scheduled drills
+  // A daily window in UTC, minutes after midnight, [start, end) and wrapping
+  // past midnight when end < start; start == end: any time of day.
+  int window_start_minute = 0;
+  int window_end_minute = 0;
+  double rate_bytes_per_second = 500.0 * 1024 * 1024;  // over all readers; 0 = no cap
+  std::int64_t ranks = 0;                              // reader ranks; 0 = as written
+  bool cold = true;                                    // drop the files' pages first
+  double deadline_seconds = 3600;                      // one drill, at most
+
+  bool enabled() const { return every_seconds > 0; }
+  bool has_window() const { return window_start_minute != window_end_minute; }
+  // Seconds left in the window at unix time `now` (the deadline at most);
+  // 0 when `now` is outside it.
+  double window_left_seconds(double now) const;
+};
+
 // Everything the rules need for one tier.
 struct TierPolicy {
   RetentionPolicy retention;
@@ -123,6 +146,7 @@ struct TierPolicy {
   BandwidthPolicy bandwidth;
   DrainPolicy drain;
   StoragePathPolicy storage_path;
+  RestoreDrillPolicy restore_drill;
   // Per-job storage-path policy (`storage_path.jobs.<job>`): the tier's with
   // the job's keys read over it.
   std::map<std::string, StoragePathPolicy> job_storage_path;
@@ -304,6 +328,11 @@ struct AlertRules {
   // or, on a network file system, in transit.
   struct TierNotEncrypted : AlertDefaults<0, Severity::kWarning> {
   } tier_not_encrypted;
+  // The last scheduled restore drill of a (tier, job) could not read the
+  // checkpoint back (an unreadable, vanished or short file, its deadline) or
+  // took longer than the job's recovery_time_objective.
+  struct RestoreDrillFailed : AlertDefaults<0, Severity::kWarning> {
+  } restore_drill_failed;
 };
 
 // YAML `alerting`.

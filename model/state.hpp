@@ -14,6 +14,7 @@
 #include "model/events.hpp"
 #include "model/gpu.hpp"
 #include "model/io.hpp"
+#include "model/restore_drill.hpp"
 #include "model/settings.hpp"
 
 namespace ckptmon {
@@ -95,6 +96,9 @@ struct State {
   // What the storage path carried (collectors/tier_io.cpp); null until its
   // first run.
   std::shared_ptr<const IoState> io;
+  // What the scheduled restore drills found (collectors/drill_collector.cpp);
+  // null until that collector's first run.
+  std::shared_ptr<const DrillState> drills;
 
   // The event-log view of a checkpoint the scanner found, or null.
   const EventStep* event_step(const Checkpoint& c) const;

@@ -355,6 +355,18 @@ const std::array<AlertSpec, kAlertCount> kTable = {{
      "finds its data unencrypted at rest or in transit (ckpt_tier_encryption_info says which; "
      "/api/v1/tiers says how it was told).",
      "", "", "", ""},
+    {AlertId::kRestoreDrillFailed, G::kCheckpoints, true, 0, kWarn, kTierJob,
+     "The last scheduled restore drill of the job on the tier (restore_drill) could not read "
+     "its newest committed checkpoint back (an unreadable, vanished or short file, or the "
+     "drill's deadline) or took longer than the job's recovery_time_objective; clears when a "
+     "later drill reads it all within the objective.",
+     "ckpt_restore_drill_ok == 0", "",
+     "A restore drill of job {{ $labels.training_job }} on {{ $labels.tier }} failed",
+     "The last restore drill of job {{ $labels.training_job }} on {{ $labels.tier }} (run by "
+     "ckptmon on {{ $labels.instance }}) did not read the checkpoint back within its recovery "
+     "time objective: ckpt_restore_drill_seconds says how long each phase took, and the daemon's "
+     "log (msg=\"restore drill failed\") names the file and why.",
+     "", "", "Only where a tier sets restore_drill.every; elsewhere the series is absent.", ""},
 
     // Prometheus only.
     {AlertId::kCkptmonDown, G::kDaemon, false, 300, kCrit, kInstance,
@@ -564,6 +576,8 @@ const AlertRuleCommon* alert_rule(const AlertRules& r, AlertId id) {
       return &r.outside_allowed_residency;
     case AlertId::kTierNotEncrypted:
       return &r.tier_not_encrypted;
+    case AlertId::kRestoreDrillFailed:
+      return &r.restore_drill_failed;
     case AlertId::kRecoveryPointStale:
       return &r.recovery_point_stale;
     case AlertId::kCompletionSkewHigh:
@@ -711,6 +725,7 @@ std::vector<std::pair<std::string, std::string>> alert_params(const AlertRules& 
     case AlertId::kIntegrityFailed:
     case AlertId::kOutsideAllowedResidency:
     case AlertId::kTierNotEncrypted:
+    case AlertId::kRestoreDrillFailed:
     case AlertId::kCkptmonDown:
     case AlertId::kCollectorFailing:
     case AlertId::kConfigReloadFailed:

@@ -365,6 +365,19 @@ std::vector<AlertCondition> alert_conditions(const RuleFigures& figures,
             });
   }
 
+  for (const DrillRecord& d : figures.drills) {
+    out.add(AlertId::kRestoreDrillFailed, d.tier, d.job, d.ok() ? Signal::kClear : Signal::kFire,
+            d.ok() ? 0 : 1, [&] {
+              std::string why = !d.read_ok() ? "could not read it back: " + d.failure
+                                             : "took " + human_seconds(d.total_seconds()) +
+                                                   ", over the recovery_time_objective of " +
+                                                   human_seconds(d.objective_seconds.value_or(0));
+              return Texts{"A restore drill of job " + d.job + " on " + d.tier + " failed",
+                           "The last restore drill of job " + d.job + " on " + d.tier + " (step " +
+                               std::to_string(d.step) + ", " + d.path + ") " + why + "."};
+            });
+  }
+
   for (const ResidencyFigures& f : figures.residency) {
     out.add(AlertId::kOutsideAllowedResidency, f.tier, f.job,
             f.violations > 0 ? Signal::kFire : Signal::kClear, static_cast<double>(f.violations),

@@ -15,6 +15,7 @@
 #include "model/checkpoint.hpp"
 #include "model/checkpoint_view.hpp"
 #include "model/policy.hpp"
+#include "model/restore_drill.hpp"
 #include "model/state.hpp"
 #include "rules/capacity.hpp"
 #include "rules/drain.hpp"
@@ -122,6 +123,10 @@ struct RuleFigures {
   // Slow checkpoints and restore estimates; filled by the rules cycle from
   // its StoragePathTracker (evaluate_rules leaves it empty).
   StoragePathFigures storage_path;
+  // The last scheduled restore drill of each (tier, job) on a tier whose
+  // drills are on; filled by the rules cycle from State::drills
+  // (evaluate_rules leaves it empty).
+  std::vector<DrillRecord> drills;
 };
 
 // `tiers` is State::tiers (configuration, up/down, statfs figures).

@@ -8,6 +8,8 @@ std::string_view to_string(ReadSource s) {
       return "restores";
     case ReadSource::kCounters:
       return "counters";
+    case ReadSource::kDrill:
+      return "drill";
     case ReadSource::kConfigured:
       break;
   }
@@ -15,11 +17,30 @@ std::string_view to_string(ReadSource s) {
 }
 
 std::string_view to_string(MetadataSource s) {
-  return s == MetadataSource::kLatency ? "latency" : "rate";
+  switch (s) {
+    case MetadataSource::kLatency:
+      return "latency";
+    case MetadataSource::kDrill:
+      return "drill";
+    case MetadataSource::kRate:
+      break;
+  }
+  return "rate";
 }
 
 std::optional<RestoreEstimate> estimate_restore(const RestoreInputs& in) {
   RestoreEstimate e;
+  if (in.drill_read_bytes_per_second && *in.drill_read_bytes_per_second > 0 &&
+      in.drill_metadata_seconds_per_file && *in.drill_metadata_seconds_per_file >= 0) {
+    e.read_bytes_per_second = *in.drill_read_bytes_per_second;
+    e.read_source = ReadSource::kDrill;
+    e.metadata_source = MetadataSource::kDrill;
+    e.metadata_latency_seconds = *in.drill_metadata_seconds_per_file;
+    e.transfer_seconds = in.bytes / e.read_bytes_per_second;
+    e.metadata_seconds = in.files * e.metadata_latency_seconds;
+    e.seconds = e.transfer_seconds + e.metadata_seconds;
+    return e;
+  }
   if (in.measured_read_bytes_per_second && *in.measured_read_bytes_per_second > 0) {
     e.read_bytes_per_second = *in.measured_read_bytes_per_second;
     e.read_source = ReadSource::kRestores;

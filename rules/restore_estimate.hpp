@@ -15,6 +15,10 @@
 //               interval or the configured restore_metadata_ops_per_second,
 //               whichever is higher;
 //   estimate  = transfer + metadata.
+// A fresh scheduled restore drill of the job on the tier replaces both
+// terms' sources: transfer = bytes / the drill's read rate, metadata = files
+// x the drill's locate and metadata seconds per file it opened; for the
+// checkpoint the drill read, that is the drill's own time.
 // No read throughput known: no estimate (never 0). Pure; thread-safe.
 
 #include <cstdint>
@@ -27,7 +31,7 @@ namespace ckptmon {
 // open, stat and close of every file a restore reads.
 inline constexpr double kRestoreOpsPerFile = 3;
 
-enum class ReadSource : std::uint8_t { kRestores, kCounters, kConfigured };
+enum class ReadSource : std::uint8_t { kRestores, kCounters, kConfigured, kDrill };
 std::string_view to_string(ReadSource s);
 
 struct RestoreInputs {
@@ -40,9 +44,13 @@ struct RestoreInputs {
   double configured_metadata_ops_per_second = 1000;
   // Mean seconds per metadata operation the tier's counters measured.
   std::optional<double> metadata_latency_seconds;
+  // A fresh restore drill's read rate and (locate + metadata) seconds per
+  // file opened; both set or neither.
+  std::optional<double> drill_read_bytes_per_second;
+  std::optional<double> drill_metadata_seconds_per_file;
 };
 
-enum class MetadataSource : std::uint8_t { kLatency, kRate };
+enum class MetadataSource : std::uint8_t { kLatency, kRate, kDrill };
 std::string_view to_string(MetadataSource s);
 
 struct RestoreEstimate {
@@ -53,7 +61,7 @@ struct RestoreEstimate {
   double metadata_seconds = 0;
   double seconds = 0;  // transfer + metadata
   MetadataSource metadata_source = MetadataSource::kRate;
-  double metadata_latency_seconds = 0;  // kLatency: the mean latency used
+  double metadata_latency_seconds = 0;  // kLatency: the mean latency used; kDrill: per file
 };
 
 std::optional<RestoreEstimate> estimate_restore(const RestoreInputs& in);

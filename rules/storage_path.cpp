@@ -27,7 +27,8 @@ StoragePathFigures StoragePathTracker::update(const CheckpointView& checkpoints,
                                               const std::set<std::string>& deletion_tiers,
                                               const EventCatalog* events, const IoState* io,
                                               const Verifications& verified,
-                                              const RulesPolicy& policy, double now) {
+                                              const RulesPolicy& policy, double now,
+                                              const DrillState* drills) {
   static const std::map<std::string, NetInterfaceIo> kNoInterfaces;
   const auto& interfaces = io != nullptr ? io->interfaces : kNoInterfaces;
   // The settled entries by (tier, job): the job's median duration and usual
@@ -252,6 +253,18 @@ StoragePathFigures StoragePathTracker::update(const CheckpointView& checkpoints,
       in.counter_metadata_ops_per_second = best_meta;
       in.metadata_latency_seconds = mean_latency;
       in.configured_metadata_ops_per_second = p.restore_metadata_ops_per_second;
+      if (drills != nullptr) {
+        const RestoreDrillPolicy& dp = policy.for_tier(tier).restore_drill;
+        auto d = drills->last.find({tier, job});
+        if (dp.enabled() && d != drills->last.end() && d->second.read_ok() && d->second.files > 0 &&
+            d->second.read_bytes_per_second() &&
+            now - d->second.finished_at <= 2 * dp.every_seconds) {
+          in.drill_read_bytes_per_second = d->second.read_bytes_per_second();
+          in.drill_metadata_seconds_per_file =
+              (d->second.locate_seconds + d->second.metadata_seconds) /
+              static_cast<double>(d->second.files);
+        }
+      }
       f.estimate = estimate_restore(in);
       out.restore.push_back(std::move(f));
     }

@@ -23,6 +23,7 @@
 #include "model/events.hpp"
 #include "model/io.hpp"
 #include "model/policy.hpp"
+#include "model/restore_drill.hpp"
 #include "rules/inputs.hpp"
 #include "rules/restore_estimate.hpp"
 #include "rules/slow_cause.hpp"
@@ -104,13 +105,16 @@ class StoragePathTracker {
   // but not counted: a restart does not count the catalog's history again.
   void set_count_from(double t) { count_from_ = t; }
 
-  // `events` and `io` may be null (not loaded, not collected). `tiers` are
+  // `events`, `io` and `drills` may be null (not loaded, not collected). A
+  // drill counts for the restore estimate while it is fresh: read in full,
+  // and at most 2 x the tier's restore_drill.every old. `tiers` are
   // the configured tiers; checkpoints elsewhere and on `deletion_tiers` are
   // skipped.
   StoragePathFigures update(const CheckpointView& checkpoints, const std::set<std::string>& tiers,
                             const std::set<std::string>& deletion_tiers, const EventCatalog* events,
                             const IoState* io, const Verifications& verified,
-                            const RulesPolicy& policy, double now);
+                            const RulesPolicy& policy, double now,
+                            const DrillState* drills = nullptr);
 
   using Entries = std::map<CheckpointKey, CheckpointStoragePath>;
   const Entries& checkpoints() const { return *entries_; }

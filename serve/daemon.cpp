@@ -20,6 +20,7 @@
 #include "http/web_security.hpp"
 #include "serve/malloc_tuning.hpp"
 #include "serve/systemd_notify.hpp"
+#include "store/drill_ledger.hpp"
 #include "store/event_journal.hpp"
 #include "store/verification_ledger.hpp"
 
@@ -202,9 +203,9 @@ bool Daemon::start(std::string* error) {
   pool_ = std::make_unique<WorkerPool>(static_cast<std::size_t>(cfg->global.worker_threads));
   runner_ = std::make_unique<CollectorRunner>(io_, *pool_, state_, clock_, [this] { changed(); });
   // The store implements the collectors' persistence ports.
-  runner_->set_collectors(make_collectors(
-      CollectorEnv{clock_, make_event_journal(store_), make_verification_ledger(store_),
-                   [](const HttpClientConfig& c) { return make_http_fetch(c); }}));
+  runner_->set_collectors(make_collectors(CollectorEnv{
+      clock_, make_event_journal(store_), make_verification_ledger(store_),
+      [](const HttpClientConfig& c) { return make_http_fetch(c); }, make_drill_ledger(store_)}));
   for (const auto& c : runner_->collectors()) {
     auto w = std::make_unique<WakeWatch>(io_, c, *runner_, state_);
     if (w->start()) wakes_.push_back(std::move(w));

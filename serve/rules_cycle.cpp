@@ -295,8 +295,9 @@ void RulesCycle::evaluate() {
         names.insert(name);
         if (t.config.role == TierRole::kDeletion) deletion.insert(name);
       }
-      figures.storage_path = storage_path_.update(checkpoints, names, deletion, state_.events.get(),
-                                                  state_.io.get(), verified, policy_, now);
+      figures.storage_path =
+          storage_path_.update(checkpoints, names, deletion, state_.events.get(), state_.io.get(),
+                               verified, policy_, now, state_.drills.get());
       // Where the tier's counters measured the save windows, that is the
       // observed bandwidth; the mtime-derived figure keeps its own name.
       for (BandwidthFigures& b : figures.bandwidth) {
@@ -326,6 +327,15 @@ void RulesCycle::evaluate() {
       gpu_costs_.update(*state_.events, *state_.gpu, gpu_job_map_, gpu_grace_seconds_, now);
       write.gpu_costs = gpu_costs_.take_joined();  // for `ckptmon report`
       figures.gpu_jobs = gpu_job_figures(gpu_costs_, now, policy_.alerting.rules);
+    }
+    if (state_.drills) {
+      // Only tiers whose drills are still on: a drill turned off stops alerting.
+      for (const auto& [key, d] : state_.drills->last) {
+        auto t = state_.tiers.find(key.first);
+        if (t != state_.tiers.end() && t->second.config.policy.restore_drill.enabled()) {
+          figures.drills.push_back(d);
+        }
+      }
     }
     const std::vector<AlertCondition> conditions =
         alert_conditions(figures, state_.tiers, policy_.alerting, self);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <future>
 
+#include "store/drill_ledger.hpp"
 #include "store/event_tables.hpp"
 #include "store/history.hpp"
 #include "store/legacy_event_rows.hpp"
@@ -13,7 +14,7 @@
 namespace ckptmon {
 namespace {
 
-constexpr int kSchemaVersion = 8;
+constexpr int kSchemaVersion = 9;
 
 bool table_exists(sql::Db& db, std::string_view name) {
   auto st = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
@@ -134,6 +135,13 @@ void migrate(sql::Db& db) {
       db.exec("ALTER TABLE checkpoints ADD COLUMN metadata TEXT NOT NULL DEFAULT ''");
     }
     db.set_user_version(8);
+    tx.commit();
+  }
+  // Version 9: the scheduled restore drills (store/drill_ledger.hpp).
+  if (v < 9 || !table_exists(db, "restore_drills")) {
+    sql::Transaction tx(db);
+    create_drill_table(db);
+    if (v < 9) db.set_user_version(9);
     tx.commit();
   }
 }

@@ -81,7 +81,7 @@ class CheckConfig(unittest.TestCase):
                            "(expected one of: name, path, role, durable, drains_to, partial_after, "
                            "jobs, shard, watch, walk_concurrency, walk_max_depth, residency, "
                            "encryption_required, namespaces, "
-                           "layout, retention, sizing, bandwidth, drain, storage_path)"]),
+                           "layout, retention, sizing, bandwidth, drain, restore_drill, storage_path)"]),
             "bad_duration": (
                 "global:\n  scan_interval: 15 s\ntiers:\n  - {name: a, path: /a, role: rapid}\n",
                 lambda t: [f"{position(t, 2, '15 s')}: global.scan_interval: expected a duration "

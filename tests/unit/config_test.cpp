@@ -156,7 +156,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "durable, "
                  "drains_to, partial_after, jobs, shard, watch, walk_concurrency, walk_max_depth, "
                  "residency, encryption_required, "
-                 "namespaces, layout, retention, sizing, bandwidth, drain, storage_path)"}},
+                 "namespaces, layout, retention, sizing, bandwidth, drain, restore_drill, "
+                 "storage_path)"}},
         BadCase{"walk_max_depth_zero",
                 "tiers:\n  - {name: a, path: /a, role: rapid, walk_max_depth: 0}\n",
                 {"bad.yml:2:54: tiers[0].walk_max_depth: expected an integer from 1 to 1024, "
@@ -311,7 +312,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "CheckpointRecoveryTimeObjectiveAtRisk, CheckpointRecoveryPointNotDurable, "
                  "CheckpointUnderCopied, CheckpointIntegrityFailed, CheckpointTierInodesLow, "
                  "CheckpointSavesFailing, CheckpointAccessFinding, CheckpointDeletionStalled, "
-                 "CheckpointOutsideAllowedResidency, CheckpointTierNotEncrypted)"}},
+                 "CheckpointOutsideAllowedResidency, CheckpointTierNotEncrypted, "
+                 "CheckpointRestoreDrillFailed)"}},
         BadCase{"invalid_yaml",
                 "tiers:\n  - {name: a, path: /a\n",
                 {"bad.yml:3:1: invalid YAML: end of map flow not found"}},

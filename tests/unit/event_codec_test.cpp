@@ -232,7 +232,7 @@ TEST(EventCodec, SchemaSixJsonRowsAreMigratedAndAnUnreadableOneIsKept) {
   }
   auto store = open_store(dir);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 8);
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 9);
   EXPECT_NE(store
                 ->call<std::string>([](sql::Db& db) {
                   auto st = db.prepare("SELECT sql FROM sqlite_master WHERE name='event_steps'");

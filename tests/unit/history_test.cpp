@@ -46,13 +46,13 @@ std::int64_t count(Store& store, const std::string& sql) {
   });
 }
 
-TEST(History, ANewDatabaseIsAtSchemaEightWithTheHistoryTables) {
+TEST(History, ANewDatabaseIsAtSchemaNineWithTheHistoryTables) {
   TempDir dir;
   auto store = open_store(dir);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 8);
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 9);
   for (const char* t : {"tier_samples", "tier_job_samples", "alert_transitions", "alert_active",
-                        "drain_peaks", "checkpoint_gpu_costs"}) {
+                        "drain_peaks", "checkpoint_gpu_costs", "restore_drills"}) {
     EXPECT_EQ(
         count(*store, std::string("SELECT count(*) FROM sqlite_master WHERE name='") + t + "'"), 1)
         << t;
@@ -72,7 +72,7 @@ TEST(History, ADatabaseAtSchemaOneIsMigratedKeepingItsCatalog) {
   }
   auto store = open_store(dir);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 8);
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 9);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM checkpoints"), 1);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM drain_peaks"), 0);
   EXPECT_EQ(count(*store, "SELECT count(*) FROM tier_samples"), 0);
@@ -96,7 +96,7 @@ TEST(History, ADatabaseAtSchemaFiveGainsTheFigureColumnsAsUnknown) {
   }
   auto store = open_store(dir);
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 8);
+  EXPECT_EQ(store->call<int>([](sql::Db& db) { return db.user_version(); }), 9);
   EXPECT_EQ(count(*store,
                   "SELECT count(*) FROM tier_samples WHERE size_bytes=5 AND "
                   "cleanup_pending_bytes IS NULL AND cleanup_oldest_age_seconds IS NULL "

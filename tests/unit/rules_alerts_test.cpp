@@ -338,6 +338,29 @@ struct Scene {
     vault.at_rest = "unknown";
     vault.violation = false;
     figs.encryption.push_back(vault);
+    // Restore drills: gpt's could not read a shard; llama's read it all in
+    // 12 min against a 10 min objective; mistral's passed.
+    DrillRecord gpt;
+    gpt.tier = "rapid";
+    gpt.job = "gpt";
+    gpt.step = 50;
+    gpt.path = "gpt/step-50";
+    gpt.failure = "gpt/step-50/__1_0.distcp: No such file or directory";
+    figs.drills.push_back(gpt);
+    DrillRecord llama = gpt;
+    llama.job = "llama";
+    llama.step = 900;
+    llama.path = "llama/step-900";
+    llama.failure = "";
+    llama.objective_seconds = 600;
+    llama.locate_seconds = 60;
+    llama.metadata_seconds = 60;
+    llama.read_seconds = 600;
+    figs.drills.push_back(llama);
+    DrillRecord mistral = llama;
+    mistral.job = "mistral";
+    mistral.read_seconds = 100;
+    figs.drills.push_back(mistral);
   }
   std::vector<AlertCondition> conditions() const {
     return alert_conditions(figs, tiers, cfg, self);
@@ -402,10 +425,22 @@ TEST(AlertConditions, EveryAlertFiresOnItsFigureWithTheFiguresInItsText) {
       {"CheckpointTierNotEncrypted", "plain", "", "warning",
        "Tier plain has encryption_required; at rest: none, in transit: local (no fscrypt policy "
        "on the tier root and no dm-crypt target under /dev/sdb1)."},
+      {"CheckpointRestoreDrillFailed", "rapid", "gpt", "warning",
+       "The last restore drill of job gpt on rapid (step 50, gpt/step-50) could not read it "
+       "back: gpt/step-50/__1_0.distcp: No such file or directory."},
       {"CheckpointOutsideAllowedResidency", "us", "team-a", "warning",
        "2 of the 5 copies of job team-a's checkpoints on tier us lie in residency 'us-east', "
        "which the job's namespaces do not allow (allowed: eu-central, eu-west)."},
   };
+  const AlertCondition* slow = find(cs, "CheckpointRestoreDrillFailed", "rapid", "llama");
+  ASSERT_NE(slow, nullptr);
+  EXPECT_EQ(slow->signal, Signal::kFire);
+  EXPECT_NE(slow->description.find("(step 900, llama/step-900) took "), std::string::npos)
+      << slow->description;
+  EXPECT_NE(slow->description.find(", over the recovery_time_objective of "), std::string::npos);
+  const AlertCondition* passed = find(cs, "CheckpointRestoreDrillFailed", "rapid", "mistral");
+  ASSERT_NE(passed, nullptr);
+  EXPECT_EQ(passed->signal, Signal::kClear);  // 60 + 60 + 100 s, within 10 min
   const AlertCondition* vault = find(cs, "CheckpointTierNotEncrypted", "vault", "");
   ASSERT_NE(vault, nullptr);
   EXPECT_EQ(vault->signal, Signal::kClear);  // unknown is not none

@@ -84,6 +84,34 @@ drain: {rate_window: 5m, move_after: 7d}
   EXPECT_EQ(p.drain.move_after_seconds, 7 * 86400);
 }
 
+TEST(RulesConfig, ReadsRestoreDrill) {
+  TierPolicy p;
+  EXPECT_FALSE(p.restore_drill.enabled());  // opt-in
+  EXPECT_EQ(p.restore_drill.rate_bytes_per_second, 500.0 * 1024 * 1024);
+  EXPECT_TRUE(p.restore_drill.cold);
+  auto e = tier_errors(R"(
+restore_drill: {every: 7d, window: "22:30-04:00", rate: 200MiB, ranks: 8, cold: false,
+                deadline: 2h}
+)",
+                       &p);
+  EXPECT_TRUE(e.empty()) << e[0];
+  EXPECT_EQ(p.restore_drill.every_seconds, 7 * 86400);
+  EXPECT_EQ(p.restore_drill.window_start_minute, 22 * 60 + 30);
+  EXPECT_EQ(p.restore_drill.window_end_minute, 4 * 60);
+  EXPECT_EQ(p.restore_drill.rate_bytes_per_second, 200.0 * 1024 * 1024);
+  EXPECT_EQ(p.restore_drill.ranks, 8);
+  EXPECT_FALSE(p.restore_drill.cold);
+  EXPECT_EQ(p.restore_drill.deadline_seconds, 7200);
+  e = tier_errors("restore_drill: {every: 1d, ranks: auto, window: \"00:00-24:00\"}\n", &p);
+  EXPECT_TRUE(e.empty()) << e[0];
+  EXPECT_EQ(p.restore_drill.ranks, 0);
+  EXPECT_EQ(p.restore_drill.window_start_minute, 0);
+  EXPECT_FALSE(p.restore_drill.has_window()) << "00:00-24:00 is the whole day";
+  e = tier_errors("restore_drill: {every: 1d, window: \"\"}\n", &p);
+  EXPECT_TRUE(e.empty()) << e[0];
+  EXPECT_FALSE(p.restore_drill.has_window()) << "empty: any time of day";
+}
+
 TEST(RulesConfig, ReadsStoragePathWithPerJobOverrides) {
   TierPolicy p;
   auto e = tier_errors(R"(
@@ -252,6 +280,31 @@ INSTANTIATE_TEST_SUITE_P(
             "bandwidth:\n  concurrent_writers: -1\n",
             {"r.yml:2:23: tiers[0].bandwidth.concurrent_writers: expected an integer from 0 to "
              "1000000, got \"-1\""}},
+        Bad{"drill_window_not_a_window",
+            "restore_drill: {every: 1d, window: \"2am-5am\"}\n",
+            {"r.yml:1:36: tiers[0].restore_drill.window: expected a daily window in UTC such as "
+             "\"02:00-05:00\" (HH:MM-HH:MM, may wrap past midnight), got \"2am-5am\""}},
+        Bad{"drill_window_hour_25",
+            "restore_drill: {every: 1d, window: \"02:00-25:00\"}\n",
+            {"r.yml:1:36: tiers[0].restore_drill.window: expected a daily window in UTC such as "
+             "\"02:00-05:00\" (HH:MM-HH:MM, may wrap past midnight), got \"02:00-25:00\""}},
+        Bad{"drill_window_empty",
+            "restore_drill: {every: 1d, window: \"03:00-03:00\"}\n",
+            {"r.yml:1:36: tiers[0].restore_drill.window: the window \"03:00-03:00\" starts where "
+             "it ends; leave `window` out for any time of day"}},
+        Bad{"drill_every_too_often",
+            "restore_drill: {every: 10s}\n",
+            {"r.yml:1:24: tiers[0].restore_drill.every: must be at least 1m, got \"10s\""}},
+        Bad{"drill_ranks_zero",
+            "restore_drill: {every: 1d, ranks: 0}\n",
+            {"r.yml:1:35: tiers[0].restore_drill.ranks: expected an integer from 1 to 65536, "
+             "got \"0\""}},
+        Bad{"drill_unknown_key",
+            "restore_drill: {every: 1d, ranks: all, often: 1}\n",
+            {"r.yml:1:35: tiers[0].restore_drill.ranks: expected an integer from 1 to 65536, "
+             "got \"all\"",
+             "r.yml:1:40: tiers[0].restore_drill.often: unknown key (expected one of: every, "
+             "window, rate, ranks, cold, deadline)"}},
         Bad{"unknown_drain_key",
             "drain: {window: 5m}\n",
             {"r.yml:1:9: tiers[0].drain.window: unknown key (expected one of: rate_window, "
@@ -310,7 +363,7 @@ INSTANTIATE_TEST_SUITE_P(
              "CheckpointRecoveryPointNotDurable, CheckpointUnderCopied, CheckpointIntegrityFailed, "
              "CheckpointTierInodesLow, CheckpointSavesFailing, CheckpointAccessFinding, "
              "CheckpointDeletionStalled, CheckpointOutsideAllowedResidency, "
-             "CheckpointTierNotEncrypted)"}},
+             "CheckpointTierNotEncrypted, CheckpointRestoreDrillFailed)"}},
         Bad{"unknown_finding_kind",
             "rules:\n  CheckpointAccessFinding: {kinds: [world_writable, world_peekable]}\n",
             {"r.yml:2:53: alerting.rules.CheckpointAccessFinding.kinds[1]: unknown finding kind "
