@@ -117,6 +117,14 @@ class Demo(unittest.TestCase):
         self.assertEqual(jobs, {"llama-dcp", "bert-hf", "gpt-megatron"})
         # Restores and cleanups came from the event logs too.
         self.assertTrue(positive(m, "ckpt_restore_duration_seconds_count"))
+        # A scheduled restore drill read a drained copy back from rapid.
+        drilled = harness.wait_for(
+            lambda: (lambda x: x if positive(x, "ckptmon_restore_drills_total", tier="rapid",
+                                             outcome="ok") else None)(harness.scrape(port)),
+            timeout=60, interval=1, what="a restore drill on rapid")
+        oks = drilled.labels_of("ckpt_restore_drill_ok", tier="rapid")
+        self.assertTrue(oks, "no ckpt_restore_drill_ok series")
+        self.assertTrue(positive(drilled, "ckpt_restore_drill_bytes", tier="rapid"))
         # Its newest steps wait on node-local staging past durable_within:
         # CheckpointRecoveryPointNotDurable fires (the backlog only grows).
         harness.wait_for(

@@ -197,8 +197,13 @@ int run_demo(const DemoOptions& opts) {
         // Slow-checkpoint verdicts and a restore estimate (docs/rules.md#the-storage-path).
         << "    storage_path: {checkpoint_window: 1m, read_bandwidth: 1GiB, "
            "recovery_time_objective: 10m}\n"
+        // A scheduled restore drill of each job's newest copy on rapid
+        // (docs/rules.md#restore-drills): read back cold, capped, timed
+        // against the objective.
         << "  - {name: rapid, path: " << (base / "rapid").string()
-        << ", role: rapid, residency: eu-west, partial_after: " << dur(t.partial_after) << "}\n"
+        << ", role: rapid, residency: eu-west, partial_after: " << dur(t.partial_after)
+        << ",\n     restore_drill: {every: 10m, rate: 64MiB, deadline: 1m},"
+           " storage_path: {recovery_time_objective: 10m}}\n"
         << "  - {name: capacity, path: " << (base / "capacity").string()
         << ", role: capacity, residency: eu-west, partial_after: " << dur(t.partial_after)
         << ", sizing: " << sizing << "}\n"
@@ -265,6 +270,8 @@ int run_demo(const DemoOptions& opts) {
             << dur(t.megatron_interval)
             << (capacity_limited ? " until its 24 MiB tmpfs is 97% full"
                                  : " (not root: capacity is not size-limited, 12 saves only)")
+            << "\n  restore drills on rapid every 10m: each job's newest copy read back cold "
+               "(ckpt_restore_drill_*; a job whose copy is still landing waits)"
             << std::endl;
   int rc = 0;
   {
