@@ -262,6 +262,9 @@ int cli_main(int argc, char** argv) {
   drill->add_option("--job-depth", drill_opts.job_depth, "Depth of job directories below the tier")
       ->check(CLI::Range(0, 16))
       ->capture_default_str();
+  drill->add_option("--events", drill_opts.events,
+                    "Event logs (glob patterns, repeatable) whose shard_written checksums the "
+                    "verify phase compares with the files read");
   PlanCommandOptions plan_opts;
   auto* plan = app.add_subcommand(
       "plan", "Size storage by the sizing rule, term by term per tier, with what-ifs");

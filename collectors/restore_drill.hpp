@@ -7,8 +7,10 @@
 // Phases: locate (walk the tier, pick the version, read DCP's .metadata),
 // metadata (open and fstat every file read), read (N reader threads, each
 // its rank's files or, with ranks M on a DCP checkpoint written by N != M,
-// the byte ranges the .metadata plans for M new ranks), verify (not yet: no
-// checksum is compared, and the result says so). Read-only: every file is
+// the byte ranges the .metadata plans for M new ranks), verify (each file
+// the request has a checksum for, from the event log's shard_written, is
+// read again to its end and hashed: the hashing a loader that checks pays,
+// from the page cache the read phase filled; none given: no verify phase). Read-only: every file is
 // opened under the tier root with open_beneath (no symlink followed,
 // nothing outside), O_RDONLY; `cold` drops the files' pages
 // (POSIX_FADV_DONTNEED) first and measures what stayed resident (mincore);
@@ -17,10 +19,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "events/event.hpp"
 #include "model/tier.hpp"
 #include "util/clock.hpp"
 
@@ -41,6 +45,9 @@ struct DrillRequest {
   // rate cap cannot read the checkpoint in time.
   double deadline_seconds = 0;
   const std::atomic<bool>* cancel = nullptr;  // set: stop reading, the drill fails
+  // Digests by tier-relative path (shard_written's `checksum`): the verify
+  // phase checks those of the files read.
+  std::map<std::string, Checksum> checksums;
 };
 
 // One reader rank's share.
@@ -57,12 +64,15 @@ struct DrillResult {
   bool planned = false;          // reads are the .metadata's plan for the reader ranks
   std::uint64_t files = 0;       // opened in the metadata phase
   std::uint64_t bytes = 0;       // read
-  double locate_seconds = 0, metadata_seconds = 0, read_seconds = 0;
+  double locate_seconds = 0, metadata_seconds = 0, read_seconds = 0, verify_seconds = 0;
+  std::uint64_t verified_files = 0;    // hashed and equal to their checksum
+  std::uint64_t unverified_files = 0;  // read, with no checksum to compare (verify ran)
+  bool verified = false;               // the verify phase ran (checksums were given)
   std::vector<DrillRank> ranks;
   std::optional<std::uint64_t> resident_after_drop;  // cold: bytes mincore still saw cached
   std::optional<double> objective_seconds;
   std::string failure;  // the file and why, when the drill could not read the checkpoint
-  double total() const { return locate_seconds + metadata_seconds + read_seconds; }
+  double total() const { return locate_seconds + metadata_seconds + read_seconds + verify_seconds; }
   // Read it all, and within the objective where one is set.
   bool ok() const {
     return failure.empty() && (!objective_seconds || total() <= *objective_seconds);

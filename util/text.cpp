@@ -117,6 +117,8 @@ std::string_view trim(std::string_view s) {
 }
 
 std::string human_bytes(double bytes) {
+  // A shortfall (size - required < 0) in the same units as a surplus.
+  if (bytes < 0) return "-" + human_bytes(-bytes);
   constexpr std::array<const char*, 7> kUnits{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   std::size_t i = 0;
   double v = bytes;

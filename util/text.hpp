@@ -45,7 +45,7 @@ std::string json_quote(std::string_view s);
 std::vector<std::string_view> split(std::string_view s, char sep);
 std::string_view trim(std::string_view s);
 
-// Formats a number for humans: 1.5 GiB, 10 KiB, 312 B.
+// Formats a number for humans: 1.5 GiB, 10 KiB, 312 B, -5.0 GiB.
 std::string human_bytes(double bytes);
 
 // Parses a size as written in configuration: a plain number of bytes

@@ -15,12 +15,17 @@ hand from the fixture's layout:
 - on a FUSE tier whose every getattr takes 2 ms (faultfs.py), the
   metadata-bound phases (locate's walk and the opens) are at least 80 % of
   the drill, as the seed warns for many small shards;
+- with --events, the verify phase hashes each file a shard_written event
+  gave a checksum for (sha256 by hashlib in the test) and compares: all
+  equal exits 0; one wrong digest fails naming the file; an --events FIFO is
+  skipped, never waited on;
 - on ext4 over a loop device (root), --cold drops the pages first: the
   device's read sectors grow by the bytes read (within 5 %), and mincore
   finds nothing resident; a warm drill right after reads the device for
   almost nothing.
 """
 
+import hashlib
 import json
 import os
 import subprocess
@@ -106,6 +111,56 @@ class RestoreDrill(unittest.TestCase):
         self.assertIn("no committed checkpoint of job nope", r.stderr)
         r = self.drill(tier, "--rate", "fast", check=2)
         self.assertIn("--rate", r.stderr)
+
+    def shard_events(self, d, job="llama", step=200, corrupt=None):
+        """An event log with one shard_written per .distcp file of `d`, each
+        with the sha256 of the file as written (hashlib, not ckptmon);
+        `corrupt`: a file whose digest is given wrong."""
+        log = self.ws.path("events", "llama.jsonl")
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        with open(log, "w") as f:
+            for rank, name in enumerate(sorted(n for n in os.listdir(d) if n.endswith(".distcp"))):
+                with open(os.path.join(d, name), "rb") as shard:
+                    digest = hashlib.sha256(shard.read()).hexdigest()
+                if name == corrupt:
+                    digest = ("0" if digest[0] != "0" else "1") + digest[1:]
+                f.write(json.dumps({"v": 1, "ts": 1000.0 + rank, "event": "shard_written",
+                                    "job": job, "step": step, "rank": rank,
+                                    "path": os.path.join(d, name), "bytes": 1,
+                                    "start_ts": 999.0, "checksum": "sha256:" + digest}) + "\n")
+            f.write("this line is not JSON\n")
+        return log
+
+    def test_verify_compares_the_event_logs_checksums(self):
+        tier = self.ws.mkdir("tier")
+        d = self.make(tier, 200)
+        log = self.shard_events(d)
+        r = self.drill(tier, "--events", log, check=0)
+        j = json.loads(r.stdout)
+        # The four shards hashed and equal; .metadata has no shard_written.
+        self.assertEqual(j["verify"], {"verified_files": 4, "files_without_checksum": 1})
+        self.assertGreaterEqual(j["phases"]["verify"], 0)
+        self.assertAlmostEqual(j["seconds"], sum(j["phases"].values()), 6)
+        self.assertIn("1 lines rejected by the event parser", r.stderr)
+        # One digest wrong: the drill fails naming the file (exit 1).
+        log = self.shard_events(d, corrupt="__2_0.distcp")
+        r = self.drill(tier, "--events", log, check=1)
+        j = json.loads(r.stdout)
+        self.assertIn("llama/step-200/__2_0.distcp: mismatch", j["failure"])
+        # Without --events: no verify phase, and it says so.
+        j = json.loads(self.drill(tier, check=0).stdout)
+        self.assertIsNone(j["phases"]["verify"])
+        self.assertEqual(j["verify"], "not done: no checksums given (--events)")
+
+    def test_events_that_are_a_fifo_are_skipped_not_waited_on(self):
+        tier = self.ws.mkdir("tier")
+        self.make(tier, 200)
+        fifo = self.ws.path("events.fifo")
+        os.mkfifo(fifo)
+        r = self.drill(tier, "--events", fifo, check=0)
+        self.assertIn("skipped (not a regular file)", r.stderr)
+        # No checksum came from it: nothing to compare, no verify phase.
+        self.assertEqual(json.loads(r.stdout)["verify"], "not done: no checksums given (--events)")
 
     def test_a_symlinked_shard_is_never_followed(self):
         tier = self.ws.mkdir("tier")

@@ -8,6 +8,7 @@
 // path, the objective from the tier's policy, and the output.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -29,11 +30,26 @@ struct RestoreDrillOptions {
   // Seconds; nullopt: the tier's policy for the job (with config_file), else none.
   std::optional<double> objective_seconds;
   std::string format = "table";  // table | json
+  // Event logs (glob(7) patterns) whose shard_written checksums the verify
+  // phase compares; empty: no verify phase.
+  std::vector<std::string> events;
   int job_depth = 1;
 };
 
+// The checksums the event logs matching `globs` give for `job` ("": any),
+// by path relative to the root of the tier the event names (`tiers`; an
+// event without a tier, or naming none of them: `fallback`'s root), so a
+// drained copy with the same layout finds its shard's digest. Only regular
+// files are read; `err` says what was skipped (not a regular file, lines
+// the parser rejected, paths outside their tier).
+std::map<std::string, Checksum> checksums_from_events(const std::vector<std::string>& globs,
+                                                      const std::string& job,
+                                                      const std::vector<TierConfig>& tiers,
+                                                      const TierConfig& fallback,
+                                                      std::ostream& err);
+
 // Exit codes: 0 read within the objective (or none set), 1 over it or failed
-// (a file gone or unreadable mid-drill), 2 bad input (no such tier, job or
+// (a file gone, unreadable mid-drill or a checksum mismatch), 2 bad input (no such tier, job or
 // checkpoint; a rate that cannot finish within the objective, refused up front).
 int run_restore_drill(const RestoreDrillOptions& opts, const Clock& clock, std::ostream& out,
                       std::ostream& err);
