@@ -307,7 +307,9 @@ std::string not_enough(std::size_t samples, double span, double min_span) {
   return "not enough history: " + std::to_string(samples) +
          (samples == 1 ? " sample" : " samples") + " over " + duration_words(span) +
          " (a growth rate needs at least " + std::to_string(kMinSamples) + " samples over " +
-         (min_span == 3600 ? std::string("1 hour") : duration_words(min_span)) + "; --min-history)";
+         (min_span == 3600 ? std::string("1 hour") : duration_words(min_span)) +
+         "; --min-history). Wait for more samples (the daemon keeps one per scan_interval), or "
+         "fit a noisier rate over less time with a shorter --min-history, e.g. --min-history 10m";
 }
 
 bool check_enough(const Report& r, double min_span, std::string* error) {

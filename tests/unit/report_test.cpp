@@ -163,6 +163,9 @@ TEST(Report, BadInputExitsTwoNamingWhatIsWrong) {
   ReportRun r = report(state_dir_opts(state, "json"));
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("not enough history: 3 samples over 2 minutes"), std::string::npos) << r.err;
+  // And what to do about it (issue 33 item 3).
+  EXPECT_NE(r.err.find("with a shorter --min-history, e.g. --min-history 10m"), std::string::npos)
+      << r.err;
 
   ReportCommandOptions o = state_dir_opts(state, "json");
   o.since = "tomorrow";
