@@ -96,6 +96,63 @@ std::string render_recovery_section(const Snapshot& snap) {
   return h + "<p>Not known yet: the first rules cycle has not run.</p>\n";
 }
 
+std::string seconds_cell(double s) {
+  return format_duration(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s)));
+}
+
+// Per (tier, job): the rules cycle's restore estimate (its source) and the
+// last scheduled restore drill, against the recovery objective. Absent
+// where neither is known.
+std::string render_restore_section(const Snapshot& snap) {
+  struct Row {
+    const PlanRestore* estimate = nullptr;
+    const DrillRecord* drill = nullptr;
+  };
+  std::map<std::pair<std::string, std::string>, Row> rows;
+  if (snap.rules) {
+    for (const PlanInputs& in : snap.rules->plan_inputs) {
+      for (const PlanRestore& r : in.restores) rows[{in.tier, r.job}].estimate = &r;
+    }
+  }
+  if (snap.state.drills) {
+    for (const auto& [key, d] : snap.state.drills->last) {
+      if (snap.state.tiers.contains(key.first)) rows[key].drill = &d;
+    }
+  }
+  if (rows.empty()) return "";
+  std::string h =
+      "<h2>Restore</h2>\n<table><tr><th>tier</th><th>job</th><th>estimate</th><th>source</th>"
+      "<th>objective</th><th>last drill</th><th>drill took</th><th>drill result</th></tr>\n";
+  for (const auto& [key, row] : rows) {
+    h += "<tr><td>" + html_escape(key.first) + "</td><td>" + html_escape(display_name(key.second)) +
+         "</td>";
+    const PlanRestore* e = row.estimate;
+    const double objective = e != nullptr ? e->objective_seconds : 0;
+    if (e != nullptr && e->estimated_seconds) {
+      const bool over = objective > 0 && *e->estimated_seconds > objective;
+      h += std::string("<td") + (over ? " class=\"down\"" : "") + ">" +
+           seconds_cell(*e->estimated_seconds) + "</td><td>" + html_escape(e->read_source) +
+           "</td>";
+    } else {
+      h += "<td>unknown</td><td>no read rate known</td>";
+    }
+    h += "<td>" + (objective > 0 ? seconds_cell(objective) : std::string("none")) + "</td>";
+    if (const DrillRecord* d = row.drill) {
+      const std::string result = d->ok()         ? "ok"
+                                 : !d->read_ok() ? "failed: " + d->failure
+                                                 : std::string("over the objective");
+      h += "<td>step " + std::to_string(d->step) + ", " +
+           html_escape(format_rfc3339(d->finished_at)) + "</td><td>" +
+           seconds_cell(d->total_seconds()) + "</td><td" + (d->ok() ? "" : " class=\"down\"") +
+           ">" + html_escape(result) + "</td>";
+    } else {
+      h += "<td colspan=\"3\">no drill (restore_drill not set, or none yet)</td>";
+    }
+    h += "</tr>\n";
+  }
+  return h + "</table>\n";
+}
+
 }  // namespace
 
 std::string render_landing_page(const Snapshot& snap, bool ready, bool last_reload_ok) {
@@ -150,7 +207,7 @@ std::string render_landing_page(const Snapshot& snap, bool ready, bool last_relo
            human_bytes(static_cast<double>(r.stored_bytes)) + "</td></tr>\n";
     }
   }
-  h += "</table>\n" + render_recovery_section(snap);
+  h += "</table>\n" + render_recovery_section(snap) + render_restore_section(snap);
   if (snap.rules && !snap.rules->gpu_jobs.empty()) {
     // What the last checkpoint of each job cost its GPUs (docs/rules.md, "GPU cost").
     h += "<h2>GPU cost of checkpoints</h2>\n<table><tr><th>job</th><th>GPUs</th>"

@@ -157,6 +157,11 @@ class DrillSchedule(unittest.TestCase):
                          1)
         self.assertEqual(later.get("ckpt_restore_drill_timestamp_seconds", **tj), when)
         self.assertIsNone(later.get("ckpt_restore_drill_ok", tier="rapid", training_job="falcon"))
+        # The landing page's Restore section: gpt's drill over its objective.
+        page = ck.get("/").text()
+        self.assertIn("<h2>Restore</h2>", page)
+        self.assertRegex(page, r'<td>rapid</td><td>gpt</td>.*<td class="down">over the objective</td>')
+        self.assertRegex(page, r'<td>rapid</td><td>llama</td>.*<td>drill</td>.*<td>ok</td>')
         ck.stop()
 
         # A restart on the same state: the stored drills, and no new one.

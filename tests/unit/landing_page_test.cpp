@@ -64,5 +64,45 @@ TEST(LandingPage, RecoveryShowsTheRulesCyclesFigures) {
   EXPECT_EQ(page.find("Not known yet"), std::string::npos);
 }
 
+// On-call's next question after the recovery point: how long a restore
+// takes. The rules cycle's estimate (and its source) next to the last
+// scheduled drill, against the objective; a failed drill says why.
+TEST(LandingPage, RestoreShowsTheEstimateAndTheLastDrill) {
+  Snapshot snap;
+  snap.state = state_with_a_checkpoint();
+  auto rules = std::make_shared<RulesOutput>();
+  PlanInputs in;
+  in.tier = "rapid";
+  PlanRestore r;
+  r.job = "llm";
+  r.step = 100;
+  r.estimated_seconds = 750;  // over the 10 min objective
+  r.read_source = "drill";
+  r.objective_seconds = 600;
+  in.restores.push_back(r);
+  rules->plan_inputs.push_back(in);
+  snap.rules = rules;
+  auto drills = std::make_shared<DrillState>();
+  DrillRecord d;
+  d.tier = "rapid";
+  d.job = "llm";
+  d.step = 100;
+  d.finished_at = 0;
+  d.failure = "llm/step-100/__1_0.distcp: mismatch";
+  drills->last[{"rapid", "llm"}] = d;
+  snap.state.drills = drills;
+  const std::string page = render_landing_page(snap, true, true);
+  EXPECT_NE(page.find("<h2>Restore</h2>"), std::string::npos) << page;
+  EXPECT_NE(page.find("<tr><td>rapid</td><td>llm</td><td class=\"down\">12m30s</td><td>drill</td>"
+                      "<td>10m</td><td>step 100, 1970-01-01T00:00:00.000Z</td><td>0s</td>"
+                      "<td class=\"down\">failed: llm/step-100/__1_0.distcp: mismatch</td></tr>"),
+            std::string::npos)
+      << page;
+  // Without an estimate or a drill there is no section at all.
+  Snapshot bare;
+  bare.state = state_with_a_checkpoint();
+  EXPECT_EQ(render_landing_page(bare, true, true).find("<h2>Restore</h2>"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ckptmon
