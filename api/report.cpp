@@ -97,26 +97,39 @@ std::string duration_words(double seconds) {
   return buf;
 }
 
-void add_findings(Report& r) {
-  const double period_days = (r.until - r.since) / kDay;
-  char period[32];
-  // A period under a day (a short review, the demo) in hours or minutes.
-  if (period_days >= 1) {
-    static_cast<void>(std::snprintf(period, sizeof period, "%.0f-day", period_days));
-  } else if (r.until - r.since >= 2 * 3600) {
-    static_cast<void>(
-        std::snprintf(period, sizeof period, "%.0f-hour", (r.until - r.since) / 3600));
+// "30-day", "6-hour", "10-minute": a span as the findings name it (under a
+// day in hours, under two hours in minutes).
+std::string span_label(double seconds) {
+  char text[32];
+  if (seconds >= kDay) {
+    static_cast<void>(std::snprintf(text, sizeof text, "%.0f-day", seconds / kDay));
+  } else if (seconds >= 2 * 3600) {
+    static_cast<void>(std::snprintf(text, sizeof text, "%.0f-hour", seconds / 3600));
   } else {
-    static_cast<void>(
-        std::snprintf(period, sizeof period, "%.0f-minute", (r.until - r.since) / 60));
+    static_cast<void>(std::snprintf(text, sizeof text, "%.0f-minute", seconds / 60));
   }
+  return text;
+}
+
+void add_findings(Report& r) {
+  const std::string period = span_label(r.until - r.since);
   for (const TierReport& t : r.tiers) {
-    if (t.time_to_full_seconds && std::isfinite(*t.time_to_full_seconds)) {
+    // A rate is named by the span it was fitted over, which on a young
+    // install is shorter than the period asked for.
+    const std::string fitted = t.used.span_seconds > 0 ? span_label(t.used.span_seconds) : period;
+    if (t.time_to_full_seconds && *t.time_to_full_seconds <= 0) {
+      // Full already: no "fills in 0.0 days", and say whether it still grows.
+      const bool growing = t.used.slope_per_day && *t.used.slope_per_day > 0;
+      r.findings.push_back(
+          t.tier + " is full (" +
+          (t.avail_bytes ? human_bytes(std::max(0.0, *t.avail_bytes)) : "none") + " available)" +
+          (growing ? std::string() : ", and stopped growing over the " + fitted + " fit"));
+    } else if (t.time_to_full_seconds && std::isfinite(*t.time_to_full_seconds)) {
       r.findings.push_back(t.tier + " fills in " + days_text(*t.time_to_full_seconds) + " at the " +
-                           period + " growth rate (" + human_bytes(*t.used.slope_per_day) +
+                           fitted + " growth rate (" + human_bytes(*t.used.slope_per_day) +
                            " per day)");
     } else if (t.time_to_full_seconds) {
-      r.findings.push_back(t.tier + " is not filling over the " + period + " period");
+      r.findings.push_back(t.tier + " is not filling over the " + fitted + " fit");
     }
     if (t.required_bytes && t.size_bytes && *t.required_bytes > *t.size_bytes) {
       r.findings.push_back("the sizing rule needs " +

@@ -102,6 +102,50 @@ TEST(Report, GrowthRateAndTimeToFullOfAKnownLinearFill) {
             "rapid fills in 70.0 days at the 30-day growth rate (512.0 GiB per day)");
 }
 
+// A young install: the default period is 30 days, the data 10 hours; the
+// rate is named by the span it was fitted over (issue 33 item 3).
+TEST(Report, TheGrowthRateSaysTheSpanItWasFittedOver) {
+  TempDir dir;
+  fill(dir.str() + "/state", 0, 10);
+  ReportRun r = report(state_dir_opts(dir.str() + "/state", "json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j["findings"].empty());
+  // 50 TiB falling by 0.5 TiB a day: 50 - 10/48 TiB left, 100 days less 10 hours.
+  EXPECT_EQ(j["findings"][0],
+            "rapid fills in 99.6 days at the 10-hour growth rate (512.0 GiB per day)");
+}
+
+// A tier that is full and no longer grows is full, not "fills in 0.0 days".
+TEST(Report, AFullTierThatStoppedGrowingSaysSo) {
+  TempDir dir;
+  {
+    std::string error;
+    auto store = Store::open(dir.str() + "/state", &error);
+    ASSERT_TRUE(store) << error;
+    HistoryWrite w;
+    for (int i = 0; i <= 48; ++i) {
+      TierSample s;
+      s.t = kNow - 48 * 3600.0 + 3600.0 * i;
+      s.size_bytes = 100 * TiB;
+      s.avail_bytes = 0;
+      w.samples.emplace_back("rapid", s);
+    }
+    store->post([w](sql::Db& db) { write_history(db, w); });
+    store->flush();
+  }
+  ReportRun r = report(state_dir_opts(dir.str() + "/state", "json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tiers"][0]["time_to_full_seconds"], 0);
+  ASSERT_FALSE(j["findings"].empty());
+  EXPECT_EQ(j["findings"][0],
+            "rapid is full (0 B available), and stopped growing over the 2-day fit");
+  for (const auto& f : j["findings"]) {
+    EXPECT_EQ(f.get<std::string>().find("fills in"), std::string::npos) << f;
+  }
+}
+
 TEST(Report, TheFitSeesThroughNoiseAndGivesItsSpread) {
   TempDir dir;
   fill(dir.str() + "/state", 0.2 * TiB);  // +-200 GiB on alternate hours
