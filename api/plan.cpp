@@ -204,7 +204,7 @@ json tier_plan_json(const TierPlan& p) {
             {"required_write_bytes_per_second_per_node",
              opt_json(p.required_write_bytes_per_second_per_node)},
             {"observed_write_bytes_per_second", opt_json(in.observed_write_bytes_per_second)}}},
-          {"restore", restores_json(in.restores)},
+          {"restore", restores_json(p.restores)},
           {"inputs", plan_inputs_json(in)}};
 }
 

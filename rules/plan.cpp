@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "rules/inputs.hpp"
 
@@ -88,6 +89,55 @@ std::optional<double> bytes_per_param(std::string_view precision, std::string_vi
   const double master = (state > 0 && weights < 4) ? 4 : 0;
   return weights + master + state;
 }
+
+namespace {
+
+// The restore rows follow the planned jobs: without a what-if on the jobs
+// they are the measured ones; with one, a dropped job has none, a kept one
+// keeps its own, and a hypothetical one (--model-params, or a copy --jobs
+// adds) is its bytes at the best read rate a measured row used, with no
+// metadata term (its files are not known) and the objective the measured
+// rows share (none when they differ).
+std::vector<PlanRestore> plan_restores(const PlanInputs& in, const std::vector<PlanJob>& jobs,
+                                       const PlanWhatIfs& w) {
+  if (!w.model_bytes && !w.jobs) return in.restores;
+  const PlanRestore* fastest = nullptr;
+  std::optional<double> objective;
+  bool shared = true;
+  std::map<std::string, const PlanRestore*> measured;
+  for (const PlanRestore& r : in.restores) {
+    measured[r.job] = &r;
+    if (r.read_bytes_per_second && *r.read_bytes_per_second > 0 &&
+        (fastest == nullptr || *r.read_bytes_per_second > *fastest->read_bytes_per_second)) {
+      fastest = &r;
+    }
+    if (!objective) {
+      objective = r.objective_seconds;
+    } else if (*objective != r.objective_seconds) {
+      shared = false;
+    }
+  }
+  std::vector<PlanRestore> out;
+  for (const PlanJob& j : jobs) {
+    if (!j.hypothetical) {
+      if (auto it = measured.find(j.job); it != measured.end()) out.push_back(*it->second);
+      continue;
+    }
+    PlanRestore r;
+    r.job = j.job;
+    r.bytes = j.latest_bytes;
+    if (fastest != nullptr) {
+      r.read_bytes_per_second = fastest->read_bytes_per_second;
+      r.read_source = fastest->read_source;
+      r.estimated_seconds = j.latest_bytes / *fastest->read_bytes_per_second;
+    }
+    r.objective_seconds = shared ? objective.value_or(0) : 0;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace
 
 TierPlan make_plan(const PlanInputs& in, const PlanWhatIfs& w) {
   TierPlan p;
@@ -205,6 +255,7 @@ TierPlan make_plan(const PlanInputs& in, const PlanWhatIfs& w) {
     p.required_write_bytes_per_second_per_node =
         p.required_write_bytes_per_second / static_cast<double>(p.nodes);
   }
+  p.restores = plan_restores(in, jobs, w);
   p.jobs = std::move(jobs);
   return p;
 }

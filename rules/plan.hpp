@@ -125,6 +125,10 @@ struct TierPlan {
   // Logical / allocated bytes of the latest checkpoints: above 1 the tier
   // compresses or the files are sparse; nullopt when nothing is allocated.
   std::optional<double> logical_to_allocated_ratio;
+  // Restore time vs objective of the planned jobs: the measured rows, or,
+  // with a what-if on the jobs, the kept jobs' rows and an estimate for each
+  // hypothetical one (step -1, files 0: not known).
+  std::vector<PlanRestore> restores;
 };
 
 TierPlan make_plan(const PlanInputs& in, const PlanWhatIfs& what_ifs);

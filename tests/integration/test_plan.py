@@ -170,6 +170,12 @@ class Plan(unittest.TestCase):
         r = ckptmon("plan", "--from", self.url, "--format", "markdown")
         self.assertIn("| restore of job | step | checkpoint | estimate | objective | verdict |",
                       r.stdout)
+        # A what-if on the jobs replaces the rows: --jobs 1 keeps the biggest
+        # job, and its own measured row only.
+        biggest = max(self.latest, key=self.latest.get)
+        rows = self.plan_json("--from", self.url, "--jobs", "1")["restore"]
+        self.assertEqual([r["job"] for r in rows], [biggest])
+        self.assertAlmostEqual(rows[0]["estimated_seconds"], want[biggest], delta=1e-9)
 
     def test_bad_input_exits_2_naming_the_flag_or_source(self):
         r = ckptmon("plan", "--from", self.url, "--replicas", "0")

@@ -216,6 +216,51 @@ TEST(RulesPlan, RestoreTimeAgainstTheObjective) {
   EXPECT_TRUE(u["restore"][0]["meets_objective"].is_null());
 }
 
+// What-ifs on the jobs replace the measured restore rows (issue 33 item 4):
+// --model-params gives each hypothetical job its bytes at the best measured
+// read rate; --jobs 1 keeps only the job it keeps.
+TEST(RulesPlan, WhatIfJobsGetTheirOwnRestoreRows) {
+  PlanInputs in = three_jobs();
+  in.jobs[0].latest_bytes = 2 * TiB;  // a: the biggest
+  for (const char* name : {"a", "b", "c"}) {
+    PlanRestore r;
+    r.job = name;
+    r.step = 100;
+    r.bytes = 1.2 * TiB;
+    r.files = 10;
+    r.read_bytes_per_second =
+        std::string(name) == "b" ? 4.0 * 1024 * 1024 * 1024 : 1024.0 * 1024 * 1024;
+    r.read_source = std::string(name) == "b" ? "drill" : "counters";
+    r.estimated_seconds = r.bytes / *r.read_bytes_per_second;
+    r.objective_seconds = 600;
+    in.restores.push_back(r);
+  }
+  EXPECT_EQ(make_plan(in, {}).restores.size(), 3u);  // no what-if: the measured rows
+
+  PlanWhatIfs model;
+  model.model_bytes = 0.5 * TiB;
+  model.jobs = 2;
+  const TierPlan m = make_plan(in, model);
+  ASSERT_EQ(m.restores.size(), 2u);
+  for (const PlanRestore& r : m.restores) {
+    EXPECT_EQ(r.step, -1) << r.job;
+    EXPECT_EQ(r.bytes, 0.5 * TiB);
+    EXPECT_EQ(r.read_source, "drill");  // b's 4 GiB/s, the fastest measured
+    ASSERT_TRUE(r.estimated_seconds);
+    EXPECT_DOUBLE_EQ(*r.estimated_seconds, 0.5 * 1024 / 4.0);  // 512 GiB at 4 GiB/s = 128 s
+    EXPECT_EQ(r.objective_seconds, 600);                       // shared by every measured row
+  }
+  EXPECT_EQ(m.restores[0].job, "model-1");
+
+  PlanWhatIfs one;
+  one.jobs = 1;
+  const TierPlan o = make_plan(in, one);
+  ASSERT_EQ(o.restores.size(), 1u);
+  EXPECT_EQ(o.restores[0].job, "a");  // the biggest, kept with its measured row
+  EXPECT_EQ(o.restores[0].step, 100);
+  EXPECT_EQ(tier_plan_json(o)["restore"].size(), 1u);
+}
+
 TEST(RulesPlan, BadWhatIfsNameTheFlag) {
   auto error_of = [](PlanFlags f) {
     PlanWhatIfs w;

@@ -257,7 +257,7 @@ std::vector<std::vector<std::string>> job_rows(const TierPlan& p) {
 std::vector<std::vector<std::string>> restore_rows(const TierPlan& p) {
   auto secs = [](double v) { return fmt(v >= 1 ? "%.1f s" : "%.3g s", v); };
   std::vector<std::vector<std::string>> rows;
-  for (const PlanRestore& r : p.inputs.restores) {
+  for (const PlanRestore& r : p.restores) {
     std::string est = "unknown (no read throughput)";
     if (r.estimated_seconds) {
       est = secs(*r.estimated_seconds) + " at " + rate(r.read_bytes_per_second.value_or(0)) + " (" +
@@ -268,8 +268,10 @@ std::vector<std::vector<std::string>> restore_rows(const TierPlan& p) {
       verdict = *r.estimated_seconds <= r.objective_seconds ? "meets" : "MISSES";
     }
     rows.push_back({r.job, r.step >= 0 ? std::to_string(r.step) : "-",
-                    human_bytes(r.bytes) + ", " + fmt("%.0f", r.files) + " files", est,
-                    r.objective_seconds > 0 ? secs(r.objective_seconds) : "none", verdict});
+                    human_bytes(r.bytes) + ", " +
+                        (r.step < 0 && r.files == 0 ? std::string("files not known (what-if)")
+                                                    : fmt("%.0f", r.files) + " files"),
+                    est, r.objective_seconds > 0 ? secs(r.objective_seconds) : "none", verdict});
   }
   return rows;
 }
