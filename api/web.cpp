@@ -32,10 +32,17 @@ std::string render_alerts_section(const Snapshot& snap) {
   std::string h = "<h2>Alerts</h2>\n";
   if (!snap.rules) return h + "<p>Rules not evaluated yet.</p>\n";
   std::size_t pending = 0;
+  std::string pending_names;  // "CheckpointPartial (rapid, llama)", comma-separated
   std::string rows;
   for (const AlertInstance& a : snap.rules->active) {
     if (a.state != AlertState::kFiring) {
       ++pending;
+      std::string where = a.labels.tier;
+      if (!a.labels.job.empty()) {
+        where += (where.empty() ? "" : ", ") + display_name(a.labels.job);
+      }
+      pending_names += (pending_names.empty() ? "" : ", ") + html_escape(a.labels.alertname) +
+                       (where.empty() ? "" : " (" + html_escape(where) + ")");
       continue;
     }
     rows += "<tr><td class=\"down\">" + html_escape(a.labels.alertname) + "</td><td>" +
@@ -45,7 +52,9 @@ std::string render_alerts_section(const Snapshot& snap) {
             "</td></tr>\n";
   }
   const std::string pending_note =
-      pending == 0 ? "" : " " + std::to_string(pending) + " pending (waiting for their for:).";
+      pending == 0 ? ""
+                   : " " + std::to_string(pending) +
+                         " pending (waiting for their for:): " + pending_names + ".";
   if (rows.empty()) return h + "<p>No alerts firing." + pending_note + "</p>\n";
   return h +
          "<table><tr><th>alert</th><th>severity</th><th>tier</th><th>job</th><th>firing "

@@ -104,5 +104,26 @@ TEST(LandingPage, RestoreShowsTheEstimateAndTheLastDrill) {
   EXPECT_EQ(render_landing_page(bare, true, true).find("<h2>Restore</h2>"), std::string::npos);
 }
 
+// Pending alerts are named, not only counted: on-call sees what is about to
+// fire (issue 33 item 2).
+TEST(LandingPage, PendingAlertsAreNamed) {
+  Snapshot snap;
+  snap.state = state_with_a_checkpoint();
+  auto rules = std::make_shared<RulesOutput>();
+  AlertInstance a;
+  a.labels = {"CheckpointPartial", "warning", "rapid", "llm"};
+  a.state = AlertState::kPending;
+  AlertInstance b;
+  b.labels = {"CheckpointTierDown", "critical", "staging", ""};
+  b.state = AlertState::kPending;
+  rules->active = {a, b};
+  snap.rules = rules;
+  const std::string page = render_landing_page(snap, true, true);
+  EXPECT_NE(page.find("<p>No alerts firing. 2 pending (waiting for their for:): "
+                      "CheckpointPartial (rapid, llm), CheckpointTierDown (staging).</p>"),
+            std::string::npos)
+      << page;
+}
+
 }  // namespace
 }  // namespace ckptmon
