@@ -127,11 +127,13 @@ class Plan(unittest.TestCase):
         with open(os.path.join(self.tier, "scratch.bin"), "wb") as f:
             f.write(b"\1" * (40 << 20))
 
+        # Waited for in /api/v1/plan itself: the rules cycle renders it, on
+        # its own beat after the tier's statfs (the scrape's
+        # ckpt_tier_avail_bytes) has seen the file.
         def seen():
-            v = self.d.scrape().get("ckpt_tier_avail_bytes", tier="rapid")
-            return v is not None and v < 30 << 20
-        harness.wait_for(seen, what="the daemon seeing the 40 MiB file")
-        p = self.plan_json("--from", self.url)
+            p = self.plan_json("--from", self.url)
+            return p if p["avail_bytes"] is not None and p["avail_bytes"] < 30 << 20 else None
+        p = harness.wait_for(seen, interval=0.2, what="the plan seeing the 40 MiB file")
         spare = p["size_bytes"] - p["required_capacity_bytes"]
         self.assertGreater(spare, 60 << 20)  # the rule alone: nearly all of it
         r = ckptmon("plan", "--from", self.url)
