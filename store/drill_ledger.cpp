@@ -109,10 +109,7 @@ void create_drill_table(sql::Db& db) {
 }
 
 std::optional<std::vector<DrillRecord>> load_drills(sql::Db& db, double since, double until) {
-  {
-    auto t = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name='restore_drills'");
-    if (!t.step()) return std::nullopt;
-  }
+  if (!db.has_table("restore_drills")) return std::nullopt;
   std::vector<DrillRecord> out;
   auto st = db.prepare(std::string("SELECT ") + kColumns +
                        " FROM restore_drills WHERE finished_at >= ?1 AND finished_at <= ?2 "

@@ -82,12 +82,6 @@ bool has_column(sql::Db& db, const char* table, const char* column) {
   return st.step();
 }
 
-static bool has_table(sql::Db& db, const char* name) {
-  auto t = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
-  t.bind(1, std::string_view(name));
-  return t.step();
-}
-
 void write_history(sql::Db& db, const HistoryWrite& w) {
   if (w.empty()) return;
   sql::Transaction tx(db);
@@ -263,7 +257,7 @@ std::size_t delete_drain_samples_before(sql::Db& db, double before) {
 }
 
 std::optional<std::vector<DrainPeak>> load_drain_peaks(sql::Db& db, double since, double until) {
-  if (!has_table(db, "drain_peaks")) return std::nullopt;
+  if (!db.has_table("drain_peaks")) return std::nullopt;
   std::vector<DrainPeak> out;
   auto st = db.prepare(
       "SELECT tier, to_tier, job, hour, peak_bytes, peak_at FROM drain_peaks "
@@ -277,7 +271,7 @@ std::optional<std::vector<DrainPeak>> load_drain_peaks(sql::Db& db, double since
 }
 
 std::optional<std::vector<StoredGpuCost>> load_gpu_costs(sql::Db& db, double since, double until) {
-  if (!has_table(db, "checkpoint_gpu_costs")) return std::nullopt;
+  if (!db.has_table("checkpoint_gpu_costs")) return std::nullopt;
   std::vector<StoredGpuCost> out;
   auto st = db.prepare(
       "SELECT tier, job, step, window_start, window_end, lost_gpu_seconds FROM "

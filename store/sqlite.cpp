@@ -58,6 +58,12 @@ int Db::user_version() {
   return s.step() ? static_cast<int>(s.int64(0)) : 0;
 }
 
+bool Db::has_table(std::string_view name) {
+  auto st = prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
+  st.bind(1, name);
+  return st.step();
+}
+
 void Db::set_user_version(int v) { exec("PRAGMA user_version = " + std::to_string(v)); }
 
 Stmt::Stmt(sqlite3* db, std::string_view sql) : db_(db) {

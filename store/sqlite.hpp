@@ -52,6 +52,8 @@ class Db {
   int error_code() const { return sqlite3_errcode(db_) & 0xff; }
   int user_version();
   void set_user_version(int v);
+  // Whether the schema has a table of that name.
+  bool has_table(std::string_view name);
   // Statements still running at `deadline` stop with SQLITE_INTERRUPT (their
   // step() throws; error_code() says SQLITE_INTERRUPT): a query an outsider
   // asked for cannot hold a connection for long. time_point::max(): none.

@@ -16,12 +16,6 @@ namespace {
 
 constexpr int kSchemaVersion = 9;
 
-bool table_exists(sql::Db& db, std::string_view name) {
-  auto st = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1");
-  st.bind(1, name);
-  return st.step();
-}
-
 void migrate(sql::Db& db) {
   const int v = db.user_version();
   if (v > kSchemaVersion) {
@@ -47,7 +41,7 @@ void migrate(sql::Db& db) {
   }
   // Checked by table as well as by version: a database that reached a later
   // version from a build without these tables must still get them.
-  if (v < 2 || !table_exists(db, "manifest_cursors")) {
+  if (v < 2 || !db.has_table("manifest_cursors")) {
     // Event logs (collectors/manifest_tail.cpp, store/event_tables.cpp): the
     // read position of every log, committed in the same transaction as the
     // aggregates and totals derived from the lines up to it; and the
@@ -138,7 +132,7 @@ void migrate(sql::Db& db) {
     tx.commit();
   }
   // Version 9: the scheduled restore drills (store/drill_ledger.hpp).
-  if (v < 9 || !table_exists(db, "restore_drills")) {
+  if (v < 9 || !db.has_table("restore_drills")) {
     sql::Transaction tx(db);
     create_drill_table(db);
     if (v < 9) db.set_user_version(9);
@@ -434,7 +428,7 @@ std::unique_ptr<sql::Db> open_state_readonly(const std::string& state_dir, std::
       return nullptr;
     }
     for (const char* t : {"checkpoints", "tier_samples", "tier_job_samples", "alert_transitions"}) {
-      if (!table_exists(*db, t)) {
+      if (!db->has_table(t)) {
         *error = path + ": not a ckptmon state database at schema " +
                  std::to_string(kSchemaVersion) + " (no table " + t + ")";
         return nullptr;
