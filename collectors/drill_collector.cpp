@@ -1,6 +1,7 @@
 #include "collectors/drill_collector.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -45,20 +46,21 @@ DrillRecord record_of(const DrillResult& r, double finished_at, bool cold) {
 
 }  // namespace
 
-bool job_saving(const std::string& job, const TierCatalog* catalog, const EventCatalog* events,
-                double now, double partial_after_seconds) {
+std::set<std::string> saving_jobs(const TierCatalog* catalog, const EventCatalog* events,
+                                  double now, double partial_after_seconds) {
+  std::set<std::string> out;
   if (catalog != nullptr) {
     for (const Checkpoint& c : catalog->checkpoints) {
-      if (c.job == job && c.state == CkptState::kInProgress) return true;
+      if (c.state == CkptState::kInProgress) out.insert(c.job);
     }
   }
   if (events != nullptr) {
     for (const auto& [key, s] : events->steps) {
-      if (key.job != job || s.start_ts <= 0 || s.committed || s.failed) continue;
-      if (now - s.start_ts < partial_after_seconds) return true;
+      if (s.start_ts <= 0 || s.committed || s.failed) continue;
+      if (now - s.start_ts < partial_after_seconds) out.insert(key.job);
     }
   }
-  return false;
+  return out;
 }
 
 DrillPlan plan_drill(const TierConfig& tier, const TierCatalog* catalog, const EventCatalog* events,
@@ -78,18 +80,24 @@ DrillPlan plan_drill(const TierConfig& tier, const TierCatalog* catalog, const E
     out.why_none = "the tier has not been walked yet";
     return out;
   }
-  std::set<std::string> jobs;
+  // Each job with a committed checkpoint, and its newest committed step.
+  std::map<std::string, std::int64_t> newest;
   for (const Checkpoint& c : catalog->checkpoints) {
-    if (c.state == CkptState::kCommitted) jobs.insert(c.job);
+    if (c.state != CkptState::kCommitted) continue;
+    auto [it, fresh] = newest.try_emplace(c.job, c.step);
+    if (!fresh) it->second = std::max(it->second, c.step);
   }
-  if (jobs.empty()) {
+  if (newest.empty()) {
     out.why_none = "no committed checkpoint on the tier";
     return out;
   }
-  const double partial_after = std::chrono::duration<double>(tier.partial_after).count();
+  // One pass over the catalog and the event log, not one per job: this runs
+  // on the loop thread every pass.
+  const std::set<std::string> saving =
+      saving_jobs(catalog, events, now, std::chrono::duration<double>(tier.partial_after).count());
   // (drilled before, last attempt, name): the smallest is drilled first.
   std::optional<std::tuple<bool, double, std::string>> best;
-  for (const std::string& job : jobs) {
+  for (const auto& [job, step] : newest) {
     std::optional<double> last;
     if (drills != nullptr) {
       const auto key = std::make_pair(tier.name, job);
@@ -99,7 +107,7 @@ DrillPlan plan_drill(const TierConfig& tier, const TierCatalog* catalog, const E
       }
     }
     if (last && now - *last < p.every_seconds) continue;  // not due
-    if (job_saving(job, catalog, events, now, partial_after)) {
+    if (saving.contains(job)) {
       out.saving.push_back(job);
       continue;
     }
@@ -108,10 +116,7 @@ DrillPlan plan_drill(const TierConfig& tier, const TierCatalog* catalog, const E
   }
   if (best) {
     out.job = std::get<2>(*best);
-    for (const Checkpoint& c : catalog->checkpoints) {
-      if (c.job == *out.job && c.state == CkptState::kCommitted)
-        out.step = std::max(out.step, c.step);
-    }
+    out.step = newest.at(*out.job);
   } else {
     out.why_none = out.saving.empty() ? "no job is due" : "every due job is saving";
   }
@@ -188,6 +193,7 @@ Job DrillCollector::prepare(const std::string& target, const State& state) {
     log::debug("restore drill deferred: the job is saving", {{"tier", target}, {"jobs", saving}});
   }
   if (!plan.job) {
+    log::debug("no restore drill this pass", {{"tier", target}, {"why", plan.why_none}});
     const auto deferred = plan.saving.size();
     if (deferred == 0) return [] { return Update{}; };
     return [target, deferred]() -> Update {

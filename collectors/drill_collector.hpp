@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,14 +29,15 @@ struct DrillPlan {
   std::int64_t step = -1;           // its newest committed checkpoint in the catalog
   double budget_seconds = 0;        // the drill's deadline: the window's rest, at most the policy's
   std::vector<std::string> saving;  // due jobs passed over because they are saving
-  std::string why_none;             // when `job` is unset: why (for the debug log)
+  std::string why_none;             // when `job` is unset: why (logged at debug)
 };
 
-// Whether `job` is saving at `now`: its checkpoint on the tier is in progress
-// (the walk), or an event log shows a checkpoint_start of it on any tier,
-// younger than the tier's partial_after, that neither committed nor failed.
-bool job_saving(const std::string& job, const TierCatalog* catalog, const EventCatalog* events,
-                double now, double partial_after_seconds);
+// The jobs saving at `now`: a checkpoint of theirs on the tier is in
+// progress (the walk), or an event log shows a checkpoint_start of theirs
+// on any tier, younger than the tier's partial_after, that neither committed
+// nor failed.
+std::set<std::string> saving_jobs(const TierCatalog* catalog, const EventCatalog* events,
+                                  double now, double partial_after_seconds);
 
 // Pure: the job to drill on `tier` at `now`. A job is due when it has never
 // been drilled (or refused) or its last drill is `every` old; among the due

@@ -157,7 +157,7 @@ TEST(DrillPlan, ASavingJobWaitsAndTheNextDueOneGoes) {
     EventStep t = s;
     edit(t);
     events.steps[StepKey{"staging", "beta", 300}] = t;
-    EXPECT_FALSE(job_saving("beta", &cat, &events, now, 1800));
+    EXPECT_FALSE(saving_jobs(&cat, &events, now, 1800).contains("beta"));
   }
 }
 
